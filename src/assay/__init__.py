@@ -1,0 +1,13 @@
+"""Assay: run performance experiments the right way and say what the numbers mean.
+
+>>> from assay import measure
+>>> result = measure(lambda: sorted(range(1000, 0, -1)), calls_per_round=100, max_time=5)
+>>> result.met
+True
+"""
+
+__version__ = "0.1.0"
+
+from assay.api import measure  # noqa: E402  (after __version__: submodules read it)
+
+__all__ = ["__version__", "measure"]

@@ -1,0 +1,90 @@
+"""In-process measurement of a Python callable, with the same method as ``assay run``.
+
+Each round calls ``fn`` ``calls_per_round`` times and times every call: those times are
+the round's unit readings. The warm-up of each round is removed with E-Divisive with
+Medians, samples are merged into subsessions until their lag-1 autocorrelation is small,
+and rounds continue until the CI of the mean time per call is as narrow as asked.
+
+>>> r = measure(lambda: sum(range(100)), calls_per_round=200, max_time=5)
+>>> r.name, r.unit, r.met
+('time_per_call', 's', True)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+
+from assay.designs.run_until_ci import PIResult, RoundData, analyze_pi, decide, round_segment
+from assay.spec import PISpec, StopSpec
+
+_PI = PISpec(name="time_per_call", unit="s", direction="lower")
+
+
+def _time_calls(fn: Callable[[], object], calls: int) -> np.ndarray:
+    clock = time.perf_counter_ns
+    out = np.empty(calls, dtype=np.float64)
+    for i in range(calls):
+        t0 = clock()
+        fn()
+        out[i] = clock() - t0
+    out *= 1e-9
+    return out
+
+
+def timer_overhead(calls: int = 2000) -> float:
+    """Seconds the per-call timing adds: the median timed duration of a no-op call."""
+    return float(np.median(_time_calls(lambda: None, calls)))
+
+
+def measure(
+    fn: Callable[[], object],
+    *,
+    calls_per_round: int = 1000,
+    ci_width: float = 0.05,
+    confidence: float = 0.95,
+    max_rounds: int = 1000,
+    max_time: float = 60.0,
+    min_samples: int = 10,
+    warmup_removal: str = "edm",
+    subtract_timer_overhead: bool = False,
+) -> PIResult:
+    """Measure the mean time per call of ``fn`` to the requested relative CI width.
+
+    The timer's own cost (timing a no-op) is reported in ``result.extra['timer_overhead_s']``;
+    with ``subtract_timer_overhead=True`` it is subtracted from every unit reading.
+    """
+    if calls_per_round < 1:
+        raise ValueError(f"calls_per_round must be >= 1, got {calls_per_round}")
+    stop = StopSpec(
+        ci_width=ci_width, confidence=confidence, max_rounds=max_rounds, max_time=max_time,
+        min_samples=min_samples, warmup_removal="none" if warmup_removal == "none" else "edm",
+    )
+    overhead = timer_overhead()
+    rounds: list[RoundData] = []
+    started = time.perf_counter()
+    while True:
+        result = analyze_pi(_PI, rounds, stop)
+        decision = decide(
+            [result], [_PI], stop, rounds_done=len(rounds), rounds_failed=0,
+            elapsed=time.perf_counter() - started,
+        )
+        if decision.done:
+            break
+        t0 = time.perf_counter()
+        units = _time_calls(fn, calls_per_round)
+        duration = time.perf_counter() - t0
+        if subtract_timer_overhead:
+            units = np.maximum(units - overhead, 0.0)
+        rounds.append(
+            RoundData(units=units, duration=duration,
+                      segment=round_segment(units, stop.warmup_removal))
+        )
+    return replace(
+        result,
+        note=(result.note + "; " if result.note else "") + decision.reason,
+        extra={**result.extra, "timer_overhead_s": overhead, "rounds": float(len(rounds))},
+    )

@@ -1,0 +1,150 @@
+"""Running one command: argv templating, a timeout that kills the whole process group,
+captured output and the child's resource usage.
+
+Parameter values are substituted into each argv element separately, so they reach
+the program as literal arguments; no shell sees them unless the user set
+``shell = true``.
+
+>>> render_argv(["echo", "{word}"], {"word": "$(touch pwned)"})
+['echo', '$(touch pwned)']
+>>> r = run_command(["echo", "hi"], timeout=10)
+>>> (r.status, r.stdout.strip())
+('ok', b'hi')
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from assay.template import render
+
+TrialStatus = Literal["ok", "failed", "timeout", "parse_error", "launch_error", "invalid"]
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What one execution of a command produced."""
+
+    argv: list[str]
+    status: TrialStatus
+    exit_code: int | None
+    started: float  # epoch seconds
+    duration: float  # wall seconds, monotonic clock, spawn to reap
+    stdout: bytes
+    stderr: bytes
+    error: str = ""
+    cpu_user: float = 0.0
+    cpu_system: float = 0.0
+    max_rss_kib: int = 0
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+def render_argv(argv: Sequence[str], values: Mapping[str, object]) -> list[str]:
+    """Template each argument on its own: a value never splits into several arguments."""
+    return [render(a, values) for a in argv]
+
+
+def run_command(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    shell: bool = False,
+) -> CommandResult:
+    """Run ``argv`` to completion or until ``timeout`` seconds, then kill its process group.
+
+    With ``shell=True`` the argv elements are joined with spaces and run by ``/bin/sh -c``:
+    only for users who ask for shell syntax.
+    """
+    args = list(argv)
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.time()
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.Popen(
+            " ".join(args) if shell else args,
+            shell=shell,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=full_env,
+            cwd=cwd,
+            start_new_session=True,
+        )
+    except (OSError, ValueError) as exc:
+        return CommandResult(
+            argv=args,
+            status="launch_error",
+            exit_code=None,
+            started=started,
+            duration=time.perf_counter() - t0,
+            stdout=b"",
+            stderr=b"",
+            error=f"cannot start {args[0]!r}: {exc}",
+        )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        duration = time.perf_counter() - t0
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        out, err = proc.communicate()
+        duration = time.perf_counter() - t0
+        timed_out = True
+    except BaseException:
+        # KeyboardInterrupt and friends: never leave the benchmark running behind us.
+        _kill_group(proc)
+        proc.wait()
+        raise
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    code = proc.returncode
+    if timed_out:
+        status: TrialStatus = "timeout"
+        error = f"timed out after {timeout:g} s; its process group was killed"
+    elif code != 0:
+        status = "failed"
+        error = _exit_text(code)
+    else:
+        status = "ok"
+        error = ""
+    return CommandResult(
+        argv=args,
+        status=status,
+        exit_code=code,
+        started=started,
+        duration=duration,
+        stdout=out,
+        stderr=err,
+        error=error,
+        cpu_user=after.ru_utime - before.ru_utime,
+        cpu_system=after.ru_stime - before.ru_stime,
+        max_rss_kib=int(after.ru_maxrss),
+    )
+
+
+def _exit_text(code: int) -> str:
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"killed by {name}"
+    return f"exited with status {code}"
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()

@@ -1,0 +1,67 @@
+"""Number formatting: an estimate is always shown with its uncertainty, to the digits
+the uncertainty supports.
+
+>>> format_estimate(0.0123456, 0.000234, "s")
+'12.35 ms ± 0.23 ms'
+>>> format_estimate(1234.5, 12.3, "tx/s")
+'1234 tx/s ± 12 tx/s'
+>>> format_estimate(5.0, float("inf"), "s")
+'5.000 s ± ∞'
+"""
+
+from __future__ import annotations
+
+import math
+
+_TIME_SCALES = [(1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")]
+
+
+def _scale_time(mean: float) -> tuple[float, str]:
+    a = abs(mean)
+    for factor, name in _TIME_SCALES:
+        if a >= factor:
+            return factor, name
+    return _TIME_SCALES[-1]
+
+
+def _decimals(half_width: float) -> int:
+    """Decimals that show two significant digits of the half-width."""
+    if not math.isfinite(half_width) or half_width <= 0:
+        return 3
+    return max(0, 1 - math.floor(math.log10(half_width)))
+
+
+def format_estimate(mean: float, half_width: float, unit: str = "") -> str:
+    """``mean ± half-width unit`` with seconds auto-scaled to ms/µs/ns."""
+    if not math.isfinite(mean):
+        return "n/a"
+    scale, shown_unit = (1.0, unit)
+    if unit == "s":
+        scale, shown_unit = _scale_time(mean)
+    m = mean / scale
+    h = half_width / scale if math.isfinite(half_width) else math.inf
+    d = _decimals(h)
+    sep = f" {shown_unit}" if shown_unit else ""
+    if not math.isfinite(h):
+        return f"{m:.{d}f}{sep} ± ∞"
+    return f"{m:.{d}f}{sep} ± {h:.{d}f}{sep}"
+
+
+def format_percent(fraction: float) -> str:
+    """A relative half-width as ±x.x%."""
+    if not math.isfinite(fraction):
+        return "±∞"
+    return f"±{fraction * 100:.1f}%"
+
+
+def format_duration(seconds: float) -> str:
+    """Human duration: 950 ms, 12.3 s, 4 min 05 s, 1 h 02 min."""
+    if not math.isfinite(seconds):
+        return "?"
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min {int(seconds % 60):02d} s"
+    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"

@@ -1,0 +1,325 @@
+"""Running a run-until-CI study: execute trials, commit each one, analyse, decide.
+
+The loop is the DESIGN.md flow: the design proposes the next trial, the executor
+runs it, the store commits it as soon as it ends, the analysis reads what is stored
+and the design decides whether more trials are needed. Everything finished is in the
+store, so running the same study again resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from assay.designs.run_until_ci import (
+    WPS_PI,
+    Decision,
+    PIResult,
+    RoundData,
+    analyze_pi,
+    analyze_wps,
+    decide,
+    planner_for,
+    round_segment,
+)
+from assay.execute.command import CommandResult, render_argv, run_command
+from assay.execute.environment import collect_environment
+from assay.execute.overhead import LaunchOverhead, measure_launch_overhead
+from assay.execute.readers import ReadError, read_reading, read_unit_readings
+from assay.spec import PISpec, Spec
+from assay.store import Store, TrialRecord
+from assay.template import render
+
+
+class StudyError(RuntimeError):
+    """The study cannot go on (setup failed, store unusable); the message says why."""
+
+
+@dataclass
+class Progress:
+    """What the live display shows after each trial."""
+
+    rounds: int
+    failed: int
+    elapsed: float
+    results: list[PIResult]
+    decision: Decision
+    last_status: str
+    mean_round_s: float
+
+
+@dataclass
+class StudyResult:
+    """Everything a report needs about a finished (or stopped) run-until-CI study."""
+
+    study: str
+    store: str
+    results: list[PIResult]
+    decision: Decision
+    trials_total: int
+    trials_by_status: dict[str, int]
+    failures: list[dict[str, Any]]
+    elapsed_s: float
+    bookkeeping_s_per_trial: float | None
+    launch_overhead: LaunchOverhead | None
+    environment: dict[str, Any]
+    resumed_trials: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "study": self.study,
+            "store": self.store,
+            "done": self.decision.done,
+            "reason": self.decision.reason,
+            "pis": [r.as_dict() for r in self.results],
+            "trials": {"total": self.trials_total, "by_status": self.trials_by_status,
+                       "resumed": self.resumed_trials},
+            "failures": self.failures,
+            "measured_time_s": self.elapsed_s,
+            "overhead": {
+                "bookkeeping_s_per_trial": self.bookkeeping_s_per_trial,
+                "launch": None if self.launch_overhead is None else self.launch_overhead.as_dict(),
+            },
+            "environment": self.environment,
+            "warnings": self.warnings,
+        }
+
+
+def _pis_to_analyse(spec: Spec) -> list[PISpec]:
+    # With an adjustable work amount the default wall-time PI is meaningless
+    # (rounds differ in length by design): the WPS regression replaces it.
+    if spec.benchmark.work is not None and "pis" not in spec.model_fields_set:
+        return []
+    return list(spec.pis)
+
+
+def analyse(
+    spec: Spec,
+    trials: list[TrialRecord],
+    segments: dict[tuple[int, int, str], tuple[int, int] | None] | None = None,
+) -> list[PIResult]:
+    """Per-PI results from stored trials.
+
+    ``segments`` caches each round's stable segment, so that between rounds only the
+    newest round goes through change-point detection.
+    """
+    cache = {} if segments is None else segments
+    ok = [t for t in trials if t.ok]
+    results: list[PIResult] = []
+    for pi in _pis_to_analyse(spec):
+        rounds = []
+        for t in ok:
+            units = t.unit_readings.get(pi.name)
+            seg: tuple[int, int] | None | Literal["unknown"] = "unknown"
+            if units is not None:
+                key = (t.run, t.seq, pi.name)
+                if key not in cache:
+                    cache[key] = round_segment(units, spec.stop.warmup_removal)
+                seg = cache[key]
+            rounds.append(
+                RoundData(
+                    reading=t.readings.get(pi.name), units=units, work=t.work,
+                    duration=t.duration or math.nan, segment=seg,
+                )
+            )
+        results.append(analyze_pi(pi, rounds, spec.stop))
+    if spec.benchmark.work is not None:
+        wps_rounds = [RoundData(work=t.work, duration=t.duration or math.nan) for t in ok]
+        results.append(analyze_wps(wps_rounds, spec.stop, spec.benchmark.work))
+    return results
+
+
+def _raw_per_round(spec: Spec, trials: list[TrialRecord]) -> dict[str, float]:
+    ok = [t for t in trials if t.ok]
+    out: dict[str, float] = {}
+    for pi in spec.pis:
+        if pi.units is not None and ok:
+            out[pi.name] = sum(t.unit_readings[pi.name].size for t in ok
+                               if pi.name in t.unit_readings) / len(ok)
+    return out
+
+
+class Runner:
+    """Runs one study to its stopping rule. Side effects live here, not in the design."""
+
+    def __init__(
+        self,
+        spec: Spec,
+        store_path: Path,
+        *,
+        fresh: bool = False,
+        measure_overhead: bool = True,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> None:
+        self.spec = spec
+        self.store_path = store_path
+        self.fresh = fresh
+        self.measure_overhead = measure_overhead
+        self.on_progress = on_progress
+        self.cwd = self._cwd()
+
+    def _cwd(self) -> str | None:
+        cwd = self.spec.benchmark.cwd
+        if cwd is None:
+            return None
+        p = Path(cwd).expanduser()
+        if not p.is_absolute() and self.spec.source_path:
+            p = Path(self.spec.source_path).parent / p
+        return str(p)
+
+    def _aux(self, argv: list[str], what: str) -> CommandResult:
+        b = self.spec.benchmark
+        res = run_command(
+            render_argv(argv, self.spec.params), timeout=b.timeout, env=self._env({}),
+            cwd=self.cwd, shell=b.shell,
+        )
+        if res.status != "ok":
+            tail = res.stderr.decode(errors="replace").strip()[-500:]
+            raise StudyError(
+                f"the {what} command {' '.join(argv)!r} failed: {res.error}"
+                + (f"\n{tail}" if tail else "")
+            )
+        return res
+
+    def _env(self, values: dict[str, object]) -> dict[str, str]:
+        allv = {**self.spec.params, **values}
+        return {k: render(v, allv) for k, v in self.spec.benchmark.env.items()}
+
+    def run(self) -> StudyResult:
+        spec = self.spec
+        with Store(self.store_path) as store:
+            if self.fresh:
+                store.archive_study(spec.study.name)
+            study_id = store.open_study(
+                spec.study.name, spec.measurement_hash(), spec.model_dump(mode="json")
+            )
+            trials = store.trials(study_id)
+            resumed = len(trials)
+            env = collect_environment(spec.benchmark.git_repo)
+            session = store.start_session(study_id, env)
+            overhead = measure_launch_overhead() if self.measure_overhead else None
+            try:
+                if spec.benchmark.setup:
+                    self._aux(spec.benchmark.setup, "setup")
+                decision = self._loop(store, study_id, session, trials)
+            finally:
+                if spec.benchmark.teardown:
+                    try:
+                        self._aux(spec.benchmark.teardown, "teardown")
+                    except StudyError:
+                        pass
+            results = analyse(spec, trials)
+            result = self._result(trials, results, decision, overhead, env, resumed)
+            store.end_session(session, result.as_dict())
+            return result
+
+    def _loop(
+        self, store: Store, study_id: int, session: int, trials: list[TrialRecord]
+    ) -> Decision:
+        spec = self.spec
+        planner = planner_for(spec.benchmark.work)
+        seq = store.next_seq(study_id)
+        prev_end: float | None = None
+        segments: dict[tuple[int, int, str], tuple[int, int] | None] = {}
+        while True:
+            results = analyse(spec, trials, segments)
+            failed = sum(1 for t in trials if not t.ok)
+            elapsed = sum(t.duration or 0.0 for t in trials)
+            decision = decide(
+                results, spec.pis, spec.stop, rounds_done=len(trials), rounds_failed=failed,
+                elapsed=elapsed, raw_per_round=_raw_per_round(spec, trials),
+            )
+            if self.on_progress is not None:
+                ok = [t.duration or 0.0 for t in trials if t.ok]
+                self.on_progress(
+                    Progress(
+                        rounds=len(trials), failed=failed, elapsed=elapsed, results=results,
+                        decision=decision, last_status=trials[-1].status if trials else "",
+                        mean_round_s=sum(ok) / len(ok) if ok else math.nan,
+                    )
+                )
+            if decision.done:
+                return decision
+            values: dict[str, object] = dict(spec.params)
+            work: float | None = None
+            if planner is not None and spec.benchmark.work is not None:
+                history = [(t.work or 0.0, t.duration or 0.0) for t in trials if t.ok]
+                work = float(planner.next_work_amount(history))
+                values[spec.benchmark.work.placeholder] = int(work)
+            reset_s = 0.0
+            if spec.benchmark.reset:
+                r0 = time.perf_counter()
+                self._aux(spec.benchmark.reset, "reset")
+                reset_s = time.perf_counter() - r0
+            start = time.perf_counter()
+            bookkeeping = None if prev_end is None else max(start - prev_end - reset_s, 0.0)
+            record = self._trial(seq, values, work)
+            record.bookkeeping_s = bookkeeping
+            prev_end = time.perf_counter()
+            store.add_trial(study_id, record, session)
+            trials.append(record)
+            seq += 1
+
+    def _trial(self, seq: int, values: dict[str, object], work: float | None) -> TrialRecord:
+        b = self.spec.benchmark
+        argv = render_argv(b.command, values)
+        res = run_command(argv, timeout=b.timeout, env=self._env(values), cwd=self.cwd,
+                          shell=b.shell)
+        rec = TrialRecord(
+            seq=seq, status=res.status, setting={k: v for k, v in values.items()}, argv=argv,
+            work=work, started=res.started, duration=res.duration, exit_code=res.exit_code,
+            error=res.error, stdout=res.stdout, stderr=res.stderr, cpu_user=res.cpu_user,
+            cpu_system=res.cpu_system, max_rss_kib=res.max_rss_kib,
+        )
+        if res.status != "ok":
+            return rec
+        try:
+            for pi in self.spec.pis:
+                rec.readings[pi.name] = read_reading(pi, res, self.cwd)
+                if pi.units is not None:
+                    rec.unit_readings[pi.name] = read_unit_readings(pi.units, pi.name, res,
+                                                                    self.cwd)
+        except ReadError as exc:
+            rec.status = "parse_error"
+            rec.error = str(exc)
+            rec.readings.clear()
+            rec.unit_readings.clear()
+        return rec
+
+    def _result(
+        self, trials: list[TrialRecord], results: list[PIResult], decision: Decision,
+        overhead: LaunchOverhead | None, env: dict[str, Any], resumed: int,
+    ) -> StudyResult:
+        by_status = Counter(t.status for t in trials)
+        failures = [
+            {"seq": t.seq, "status": t.status, "error": t.error, "setting": t.setting}
+            for t in trials if not t.ok
+        ]
+        books = [t.bookkeeping_s for t in trials if t.bookkeeping_s is not None]
+        warnings: list[str] = []
+        for r in results:
+            if r.rounds_rejected:
+                warnings.append(
+                    f"{r.name}: {r.rounds_rejected} round(s) had no stable segment (no segment "
+                    "between change points holds > 50% of the unit readings); they were not used"
+                )
+        if WPS_PI in {r.name for r in results}:
+            wps = next(r for r in results if r.name == WPS_PI)
+            r2 = wps.extra.get("r_squared")
+            if r2 is not None and r2 < 0.9:
+                warnings.append(f"WPS regression fits poorly (R² = {r2:.2f}): is duration linear "
+                                "in the work amount?")
+        return StudyResult(
+            study=self.spec.study.name, store=str(self.store_path), results=results,
+            decision=decision, trials_total=len(trials), trials_by_status=dict(by_status),
+            failures=failures, elapsed_s=sum(t.duration or 0.0 for t in trials),
+            bookkeeping_s_per_trial=(sum(books) / len(books)) if books else None,
+            launch_overhead=overhead, environment=env, resumed_trials=resumed,
+            warnings=warnings,
+        )

@@ -1,0 +1,1 @@
+"""Pure statistics: arrays in, results out. No I/O, no global state."""

@@ -1,0 +1,366 @@
+"""Autocorrelation detection and subsession analysis (Pilot §III-D).
+
+Confidence intervals built with the t-distribution assume independent samples.
+Measurements of stateful systems are usually autocorrelated; *subsession
+analysis* merges every ``q`` adjacent samples into their mean, which keeps the
+mean but lowers the autocorrelation.  Pilot increases ``q`` until the lag-1
+autocorrelation coefficient of the merged samples is within ``[-0.1, 0.1]``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from numpy.typing import ArrayLike
+
+from assay.stats.intervals import MeanCI, _check_confidence, harmonic_t_interval, t_interval
+
+__all__ = [
+    "Subsession",
+    "autocorrelation",
+    "merge_subsessions",
+    "optimal_subsession",
+    "subsession_interval",
+]
+
+FloatArray = npt.NDArray[np.float64]
+
+#: Every q in 1..EXHAUSTIVE_LIMIT is tried in order; larger q are searched
+#: geometrically, then by a scan or bisection (see :func:`optimal_subsession`).
+EXHAUSTIVE_LIMIT = 64
+
+# Brackets (last failing, first qualifying checkpoint] up to this size are scanned
+# linearly for the smallest qualifying q; larger ones are bisected.
+_BRACKET_SCAN_LIMIT = 4096
+
+# A fast (cumulative-sum) estimate of r1 within this distance of the threshold
+# is recomputed exactly, so decisions agree with merge_subsessions + autocorrelation.
+_RECHECK_TOLERANCE = 1e-6
+
+
+def _finite_1d(x: ArrayLike, name: str = "x") -> FloatArray:
+    try:
+        a = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a 1-D array of real numbers") from exc
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of real numbers, got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be finite (no nan or inf)")
+    return a
+
+
+def _check_int(value: int, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _acf(a: FloatArray, lag: int) -> float:
+    """Standard sample autocorrelation of a validated array (no checks)."""
+    n = a.size
+    if n < lag + 2:
+        return math.nan
+    if np.ptp(a) == 0.0:
+        return 0.0
+    d = a - np.mean(a)
+    den = float(np.dot(d, d))
+    if den == 0.0:
+        return 0.0
+    num = float(np.dot(d[: n - lag], d[lag:]))
+    return num / den
+
+
+def autocorrelation(x: ArrayLike, lag: int = 1) -> float:
+    """Sample autocorrelation coefficient at a given lag.
+
+    ``R(lag) = sum_t (x_t - m)(x_{t+lag} - m) / sum_t (x_t - m)**2`` with ``m``
+    the sample mean: the standard (biased, full-sample-denominator) estimator,
+    identical to ``statsmodels.tsa.stattools.acf(x, fft=False)[lag]``.
+
+    Parameters
+    ----------
+    x : array_like
+        One-dimensional finite series.
+    lag : int, default 1
+        Non-negative lag.
+
+    Returns
+    -------
+    float
+        The coefficient in [-1, 1]; ``nan`` when there are fewer than
+        ``lag + 2`` samples; ``0.0`` for a constant series (at any lag).
+
+    Examples
+    --------
+    >>> autocorrelation([1.0, 2.0, 3.0, 4.0])
+    0.25
+    >>> autocorrelation([5.0, 5.0, 5.0])
+    0.0
+    """
+    lag = _check_int(lag, "lag", 0)
+    return _acf(_finite_1d(x), lag)
+
+
+def merge_subsessions(x: ArrayLike, q: int) -> FloatArray:
+    """Means of consecutive blocks of ``q`` samples.
+
+    Parameters
+    ----------
+    x : array_like
+        One-dimensional finite series.
+    q : int
+        Block (subsession) size, ``>= 1``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``len(x) // q`` block means; a trailing partial block is dropped.
+
+    Examples
+    --------
+    >>> merge_subsessions([1.0, 3.0, 5.0, 7.0, 9.0], 2)
+    array([2., 6.])
+    """
+    q = _check_int(q, "q", 1)
+    a = _finite_1d(x)
+    m = a.size // q
+    return np.asarray(a[: m * q].reshape(m, q).mean(axis=1), dtype=np.float64)
+
+
+@dataclass(frozen=True, eq=False)
+class Subsession:
+    """Result of a subsession analysis.
+
+    Attributes
+    ----------
+    size : int
+        The subsession size ``q`` (number of raw samples per merged sample).
+    means : numpy.ndarray
+        The merged samples (read-only).
+    autocorrelation : float
+        Lag-1 autocorrelation coefficient of ``means``.
+
+    Notes
+    -----
+    Compared by identity (``eq=False``): arrays have no single truth value.
+
+    Examples
+    --------
+    >>> s = Subsession(size=2, means=np.array([2.0, 6.0, 4.0]), autocorrelation=-0.5)
+    >>> s.size, s.means.size
+    (2, 3)
+    """
+
+    size: int
+    means: FloatArray
+    autocorrelation: float
+
+
+class _FastR1:
+    """Lag-1 autocorrelation of merged samples for any q in O(n/q), via a cumulative sum."""
+
+    def __init__(self, a: FloatArray) -> None:
+        self._a = a
+        self._n = a.size
+        # Demeaning keeps the cumulative sum small (a random walk rather than a
+        # ramp), which keeps the block sums accurate.
+        c = np.empty(a.size + 1, dtype=np.float64)
+        c[0] = 0.0
+        np.cumsum(a - np.mean(a), out=c[1:])
+        self._c = c
+
+    def fast(self, q: int) -> float:
+        m = self._n // q
+        sums = self._c[q : m * q + 1 : q] - self._c[0 : (m - 1) * q + 1 : q]
+        return _acf(sums, 1)  # scale-invariant: sums and means give the same r1
+
+    def exact(self, q: int) -> float:
+        m = self._n // q
+        return _acf(self._a[: m * q].reshape(m, q).mean(axis=1), 1)
+
+    def qualifies(self, q: int, limit: float) -> bool:
+        r = self.fast(q)
+        if math.isnan(r):
+            return False
+        if abs(abs(r) - limit) <= _RECHECK_TOLERANCE:
+            r = self.exact(q)
+        return abs(r) <= limit
+
+
+def optimal_subsession(
+    x: ArrayLike,
+    max_autocorrelation: float = 0.1,
+    min_subsessions: int = 2,
+    *,
+    exhaustive_limit: int = EXHAUSTIVE_LIMIT,
+) -> Subsession | None:
+    """Smallest subsession size whose merged samples are (nearly) uncorrelated.
+
+    Pilot §III-D: try ``q = 1, 2, 3, ...`` and stop at the first ``q`` with
+    ``|r1(merge_subsessions(x, q))| <= max_autocorrelation`` and at least
+    ``min_subsessions`` merged samples.  Because ``r1`` needs three values,
+    at least three merged samples are always required.
+
+    The search is **exact for** ``q <= exhaustive_limit`` (default 64): every
+    such ``q`` is tried in order.  Beyond it, ``r1(q)`` is evaluated at
+    ``q = 2 * exhaustive_limit, 4 * exhaustive_limit, ...`` (and at the largest
+    admissible ``q``) until one qualifies.  Between the last failing checkpoint
+    ``lo`` and the qualifying one ``hi`` the smallest qualifying ``q`` is then
+    found by a linear scan when ``hi - lo <= 4096`` (every ``q`` up to 8192
+    with the default limit), otherwise by bisection, which returns a ``q`` that
+    qualifies while ``q - 1`` does not.  ``r1(q)`` is noisy rather than
+    monotone, so above the exhaustive range the answer is the smallest
+    qualifying ``q`` *above the last failing checkpoint*, not necessarily the
+    global smallest (a ``q`` between two failing checkpoints can be missed);
+    it is never smaller than the global smallest.  Merged means come from one
+    cumulative sum, so each trial costs O(n/q): 10 million samples take well
+    under a second.
+
+    Parameters
+    ----------
+    x : array_like
+        One-dimensional finite series.
+    max_autocorrelation : float, default 0.1
+        Largest acceptable ``|r1|`` (``>= 0``).
+    min_subsessions : int, default 2
+        Minimum number of merged samples (the effective minimum is 3).
+    exhaustive_limit : int, default 64
+        Largest ``q`` searched exhaustively; pass ``len(x)`` for a fully
+        exhaustive (slow for long series) search.
+
+    Returns
+    -------
+    Subsession or None
+        ``None`` when no admissible ``q`` qualifies (including series with
+        fewer than three samples).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> e = rng.standard_normal(20_000)
+    >>> x = e + np.concatenate(([0.0], e[:-1]))  # MA(1): r1(q) = 1 / (4q - 2)
+    >>> s = optimal_subsession(x)
+    >>> s is not None and 3 <= s.size <= 5 and abs(s.autocorrelation) <= 0.1
+    True
+    """
+    a = _finite_1d(x)
+    limit = float(max_autocorrelation)
+    if not (math.isfinite(limit) and limit >= 0.0):
+        raise ValueError(
+            f"max_autocorrelation must be finite and >= 0, got {max_autocorrelation!r}"
+        )
+    min_m = max(3, _check_int(min_subsessions, "min_subsessions", 1))
+    exhaustive_limit = _check_int(exhaustive_limit, "exhaustive_limit", 1)
+    n = a.size
+    q_max = n // min_m
+    if q_max < 1:
+        return None
+    if np.ptp(a) == 0.0:
+        return _subsession(a, 1)
+
+    r1 = _FastR1(a)
+    for q in range(1, min(exhaustive_limit, q_max) + 1):
+        if r1.qualifies(q, limit):
+            return _subsession(a, q)
+    if q_max <= exhaustive_limit:
+        return None
+
+    lo = exhaustive_limit  # known to fail
+    hi = None
+    q = 2 * exhaustive_limit
+    while hi is None:
+        q = min(q, q_max)
+        if r1.qualifies(q, limit):
+            hi = q
+        elif q == q_max:
+            return None
+        else:
+            lo = q
+            q *= 2
+    if hi - lo <= _BRACKET_SCAN_LIMIT:
+        q = next(q for q in range(lo + 1, hi + 1) if q == hi or r1.qualifies(q, limit))
+        return _subsession(a, q)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if r1.qualifies(mid, limit):
+            hi = mid
+        else:
+            lo = mid
+    return _subsession(a, hi)
+
+
+def _subsession(a: FloatArray, q: int) -> Subsession:
+    m = a.size // q
+    means = np.ascontiguousarray(a[: m * q].reshape(m, q).mean(axis=1), dtype=np.float64)
+    means.setflags(write=False)
+    return Subsession(size=q, means=means, autocorrelation=_acf(means, 1))
+
+
+def subsession_interval(
+    x: ArrayLike,
+    confidence: float = 0.95,
+    max_autocorrelation: float = 0.1,
+    min_subsessions: int = 2,
+    harmonic: bool = False,
+) -> tuple[MeanCI, Subsession] | None:
+    """Confidence interval of the mean after subsession analysis.
+
+    Finds the optimal subsession (:func:`optimal_subsession`) and computes a
+    t-interval of the merged samples.
+
+    With ``harmonic=True`` the samples are rates over equal work: the analysis
+    is done on the reciprocals ``1/x`` (time per unit of work), whose block
+    means are exactly the reciprocals of the block *harmonic* means.  The
+    returned :class:`Subsession` then holds the block harmonic means (rates)
+    in ``means`` and the lag-1 autocorrelation of the reciprocal block means
+    (the quantity the search bounded) in ``autocorrelation``, and the interval
+    is :func:`~assay.stats.intervals.harmonic_t_interval` of those means.
+
+    Parameters
+    ----------
+    x : array_like
+        One-dimensional finite series (strictly positive if ``harmonic``).
+    confidence : float, default 0.95
+        Confidence level in (0, 1).
+    max_autocorrelation : float, default 0.1
+        Largest acceptable ``|r1|`` of the merged samples.
+    min_subsessions : int, default 2
+        Minimum number of merged samples (effectively at least 3).
+    harmonic : bool, default False
+        Treat samples as rates and estimate their harmonic mean.
+
+    Returns
+    -------
+    tuple of (MeanCI, Subsession) or None
+        ``None`` when no subsession size brings the autocorrelation in range.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(1)
+    >>> res = subsession_interval(10.0 + rng.standard_normal(1000))
+    >>> ci, sub = res
+    >>> sub.size, ci.low < 10.0 < ci.high
+    (1, True)
+    """
+    _check_confidence(confidence)
+    if harmonic:
+        a = _finite_1d(x)
+        if not np.all(a > 0.0):
+            raise ValueError("harmonic subsession_interval needs strictly positive samples (rates)")
+        sub = optimal_subsession(1.0 / a, max_autocorrelation, min_subsessions)
+        if sub is None:
+            return None
+        rates = np.ascontiguousarray(1.0 / sub.means, dtype=np.float64)
+        rates.setflags(write=False)
+        merged = Subsession(size=sub.size, means=rates, autocorrelation=sub.autocorrelation)
+        return harmonic_t_interval(rates, confidence), merged
+    sub = optimal_subsession(x, max_autocorrelation, min_subsessions)
+    if sub is None:
+        return None
+    return t_interval(sub.means, confidence), sub

@@ -1,0 +1,294 @@
+"""Confidence intervals for a mean, and the sample size needed for a target width.
+
+All functions are pure: arrays in, results out.  The intervals are the classic
+Student-t intervals, which assume independent, identically distributed samples;
+feed them subsession means (see :mod:`assay.stats.autocorr`) when the raw samples
+are autocorrelated (Pilot §III-D).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from numpy.typing import ArrayLike
+from scipy import stats
+
+__all__ = ["MeanCI", "harmonic_t_interval", "required_sample_size", "t_interval"]
+
+
+@dataclass(frozen=True)
+class MeanCI:
+    """A confidence interval for a mean.
+
+    Attributes
+    ----------
+    mean : float
+        The point estimate (arithmetic mean for :func:`t_interval`, harmonic
+        mean for :func:`harmonic_t_interval`).
+    half_width : float
+        ``t_{(1+c)/2, n-1} * s / sqrt(n)`` for a symmetric interval; ``inf`` when
+        ``n < 2``.  For an asymmetric interval (``lower``/``upper`` set) it is
+        ``(high - low) / 2``.
+    n : int
+        Number of samples the interval is based on.
+    std : float
+        Sample standard deviation (``ddof=1``); ``nan`` when ``n < 2``.
+    confidence : float
+        Confidence level ``c`` in (0, 1).
+    lower, upper : float or None
+        Explicit bounds of an asymmetric interval.  ``None`` (the default) means
+        the interval is ``mean ± half_width``.  Use :attr:`low` / :attr:`high`
+        rather than reading these directly.
+
+    Examples
+    --------
+    >>> ci = MeanCI(mean=10.0, half_width=0.5, n=20, std=1.07, confidence=0.95)
+    >>> (ci.low, ci.high, ci.relative_half_width)
+    (9.5, 10.5, 0.05)
+    """
+
+    mean: float
+    half_width: float
+    n: int
+    std: float
+    confidence: float
+    lower: float | None = None
+    upper: float | None = None
+
+    @property
+    def low(self) -> float:
+        """Lower bound of the interval."""
+        if self.lower is not None:
+            return self.lower
+        return self.mean - self.half_width
+
+    @property
+    def high(self) -> float:
+        """Upper bound of the interval."""
+        if self.upper is not None:
+            return self.upper
+        return self.mean + self.half_width
+
+    @property
+    def relative_half_width(self) -> float:
+        """``half_width / |mean|``; ``inf`` when the mean is zero."""
+        if self.mean == 0.0:
+            return math.inf
+        return self.half_width / abs(self.mean)
+
+
+def _check_confidence(confidence: float) -> float:
+    try:
+        c = float(confidence)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}") from exc
+    if not 0.0 < c < 1.0:
+        raise ValueError(f"confidence must be in the open interval (0, 1), got {confidence!r}")
+    return c
+
+
+def _finite_1d(samples: ArrayLike, name: str = "samples") -> npt.NDArray[np.float64]:
+    try:
+        x = np.asarray(samples, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a 1-D array of real numbers") from exc
+    if x.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of real numbers, got shape {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"{name} must be finite (no nan or inf)")
+    return x
+
+
+def _t_quantile(confidence: float, df: float) -> float:
+    return float(stats.t.ppf((1.0 + confidence) / 2.0, df))
+
+
+def t_interval(samples: ArrayLike, confidence: float = 0.95) -> MeanCI:
+    """Student-t confidence interval for the mean of i.i.d. samples.
+
+    Parameters
+    ----------
+    samples : array_like
+        One-dimensional, finite, at least one value.
+    confidence : float, default 0.95
+        Confidence level in (0, 1).
+
+    Returns
+    -------
+    MeanCI
+        ``mean ± t_{(1+c)/2, n-1} * s / sqrt(n)``; with a single sample the
+        half-width is ``inf`` and the std ``nan``.
+
+    Raises
+    ------
+    ValueError
+        If ``samples`` is empty, not 1-D or not finite, or ``confidence`` is
+        not in (0, 1).
+
+    Examples
+    --------
+    >>> ci = t_interval([1.2, 2.4, 1.3, 1.3, 0.0, 1.0, 1.8, 0.8, 4.6, 1.4])
+    >>> round(ci.mean, 2), round(ci.low, 4), round(ci.high, 4)
+    (1.58, 0.7001, 2.4599)
+    """
+    c = _check_confidence(confidence)
+    x = _finite_1d(samples)
+    n = int(x.size)
+    if n == 0:
+        raise ValueError("t_interval needs at least one sample, got an empty array")
+    mean = float(np.mean(x))
+    if n < 2:
+        return MeanCI(mean=mean, half_width=math.inf, n=n, std=math.nan, confidence=c)
+    std = float(np.std(x, ddof=1))
+    half = _t_quantile(c, n - 1) * std / math.sqrt(n)
+    return MeanCI(mean=mean, half_width=half, n=n, std=std, confidence=c)
+
+
+def harmonic_t_interval(samples: ArrayLike, confidence: float = 0.95) -> MeanCI:
+    """Confidence interval for the harmonic mean of rates measured over equal work.
+
+    When each sample is a rate (e.g. MB/s) obtained for the same amount of
+    work, the overall rate is the harmonic mean.  The interval is a Student-t
+    interval for ``mean(1/x)`` (time per unit of work, which *is* an
+    arithmetic mean), mapped back through ``1/.``.
+
+    Parameters
+    ----------
+    samples : array_like
+        One-dimensional, finite, strictly positive rates.
+    confidence : float, default 0.95
+        Confidence level in (0, 1).
+
+    Returns
+    -------
+    MeanCI
+        ``mean`` is the harmonic mean ``1 / mean(1/x)``.  ``low = 1/(m + h)``
+        and ``high = 1/(m - h)`` where ``m ± h`` is the t-interval of
+        ``1/x`` (``high = inf`` when ``m - h <= 0``).  The interval is **not**
+        symmetric around ``mean``: its bounds are stored in ``lower`` /
+        ``upper`` and ``half_width`` is ``(high - low) / 2``.  ``std`` is the
+        delta-method standard deviation in rate units, ``s_{1/x} * mean**2``,
+        so that ``t * std / sqrt(n)`` is the first-order half-width and
+        :func:`required_sample_size` can be fed ``(ci.std, ci.mean)``; it is
+        close to, but not equal to, ``np.std(x, ddof=1)``.
+
+    Raises
+    ------
+    ValueError
+        If any sample is not strictly positive and finite, ``samples`` is empty,
+        or ``confidence`` is not in (0, 1).
+
+    Examples
+    --------
+    >>> ci = harmonic_t_interval([100.0, 200.0, 100.0, 200.0])
+    >>> round(ci.mean, 6)
+    133.333333
+    >>> ci.low < ci.mean < ci.high
+    True
+    """
+    c = _check_confidence(confidence)
+    x = _finite_1d(samples)
+    if x.size == 0:
+        raise ValueError("harmonic_t_interval needs at least one sample, got an empty array")
+    if not np.all(x > 0.0):
+        raise ValueError("harmonic_t_interval needs strictly positive samples (rates)")
+    inner = t_interval(1.0 / x, c)
+    m, h = inner.mean, inner.half_width
+    mean = 1.0 / m
+    low = 1.0 / (m + h)  # 0.0 when h is inf
+    high = 1.0 / (m - h) if m - h > 0.0 else math.inf
+    half = (high - low) / 2.0
+    std = inner.std * mean * mean if inner.n >= 2 else math.nan
+    return MeanCI(
+        mean=mean,
+        half_width=half,
+        n=inner.n,
+        std=std,
+        confidence=c,
+        lower=low,
+        upper=high,
+    )
+
+
+def required_sample_size(
+    std: float, mean: float, relative_half_width: float, confidence: float = 0.95
+) -> int:
+    """Smallest sample size whose t-interval is as narrow as asked.
+
+    Returns the smallest ``n >= 2`` such that
+    ``t_{(1+c)/2, n-1} * std / sqrt(n) <= relative_half_width * |mean|``.
+    The left side decreases strictly with ``n``, so the answer is found by a
+    galloping search started at the normal-approximation lower bound
+    ``floor((z * std / target)**2)`` followed by bisection (exact, a few dozen
+    quantile evaluations even for huge ``n``).
+
+    Parameters
+    ----------
+    std : float
+        Standard deviation of one sample (finite, ``>= 0``).
+    mean : float
+        Mean (finite; must be non-zero unless ``std == 0``).
+    relative_half_width : float
+        Target half-width as a fraction of ``|mean|`` (finite, ``> 0``).
+    confidence : float, default 0.95
+        Confidence level in (0, 1).
+
+    Returns
+    -------
+    int
+        The required number of (independent) samples, at least 2.
+
+    Raises
+    ------
+    ValueError
+        On invalid arguments, or when ``mean == 0`` with ``std > 0`` (no
+        relative width can be reached).
+
+    Examples
+    --------
+    >>> required_sample_size(std=1.0, mean=10.0, relative_half_width=0.05)
+    18
+    """
+    c = _check_confidence(confidence)
+    std = float(std)
+    mean = float(mean)
+    rel = float(relative_half_width)
+    if not (math.isfinite(std) and std >= 0.0):
+        raise ValueError(f"std must be finite and >= 0, got {std!r}")
+    if not math.isfinite(mean):
+        raise ValueError(f"mean must be finite, got {mean!r}")
+    if not (math.isfinite(rel) and rel > 0.0):
+        raise ValueError(f"relative_half_width must be finite and > 0, got {rel!r}")
+    if std == 0.0:
+        return 2
+    target = rel * abs(mean)
+    if target == 0.0:
+        raise ValueError("mean must be non-zero: a relative half-width of a zero mean is undefined")
+
+    def ok(n: int) -> bool:
+        return _t_quantile(c, n - 1) * std / math.sqrt(n) <= target
+
+    z = float(stats.norm.ppf((1.0 + c) / 2.0))
+    n_normal = (z * std / target) ** 2
+    if not math.isfinite(n_normal) or n_normal > 1e300:
+        raise ValueError("required sample size is too large to represent")
+    # Every n < n_normal fails (t quantile > z quantile), so start there.
+    lo = max(1, math.floor(n_normal))  # invariant: ok(lo) is False or lo == 1
+    hi = max(2, lo)
+    step = max(1, hi // 64)
+    while not ok(hi):
+        lo = hi
+        hi += step
+        step *= 2
+    if lo < 2 or lo == hi:
+        lo = 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi

@@ -1,0 +1,354 @@
+"""The results store: one SQLite database per study file, every trial committed as it ends.
+
+A trial, its readings and its unit readings go in one transaction, so a crash or a
+kill leaves either the whole trial or none of it. Opening the same study again
+returns its finished trials, which is how a study resumes.
+
+>>> import tempfile, os
+>>> d = tempfile.mkdtemp()
+>>> with Store(os.path.join(d, "s.db")) as st:
+...     sid = st.open_study("demo", "h1", {"x": 1})
+...     tid = st.add_trial(sid, TrialRecord(seq=0, status="ok", readings={"t": 1.0}))
+...     [t.readings for t in st.trials(sid)]
+[{'t': 1.0}]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+SCHEMA_VERSION = 1
+OUTPUT_CAP = 64 * 1024  # bytes of stdout/stderr kept per trial: head and tail
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS studies (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    spec_hash TEXT NOT NULL,
+    spec_json TEXT NOT NULL,
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sessions (
+    id INTEGER PRIMARY KEY,
+    study_id INTEGER NOT NULL REFERENCES studies(id),
+    started REAL NOT NULL,
+    ended REAL,
+    environment_json TEXT NOT NULL,
+    result_json TEXT
+);
+CREATE TABLE IF NOT EXISTS trials (
+    id INTEGER PRIMARY KEY,
+    study_id INTEGER NOT NULL REFERENCES studies(id),
+    session_id INTEGER REFERENCES sessions(id),
+    run INTEGER NOT NULL DEFAULT 0,
+    seq INTEGER NOT NULL,
+    setting_json TEXT NOT NULL DEFAULT '{}',
+    argv_json TEXT NOT NULL DEFAULT '[]',
+    work REAL,
+    started REAL,
+    duration REAL,
+    exit_code INTEGER,
+    status TEXT NOT NULL,
+    error TEXT NOT NULL DEFAULT '',
+    stdout BLOB,
+    stderr BLOB,
+    cpu_user REAL,
+    cpu_system REAL,
+    max_rss_kib INTEGER,
+    bookkeeping_s REAL,
+    UNIQUE (study_id, run, seq)
+);
+CREATE TABLE IF NOT EXISTS readings (
+    trial_id INTEGER NOT NULL REFERENCES trials(id),
+    pi TEXT NOT NULL,
+    value REAL NOT NULL,
+    PRIMARY KEY (trial_id, pi)
+);
+CREATE TABLE IF NOT EXISTS unit_readings (
+    trial_id INTEGER NOT NULL REFERENCES trials(id),
+    pi TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (trial_id, pi)
+);
+"""
+
+
+class StoreError(RuntimeError):
+    """The store cannot be opened or written; the message says which file and why."""
+
+
+@dataclass
+class TrialRecord:
+    """One trial as stored."""
+
+    seq: int
+    status: str
+    run: int = 0
+    setting: dict[str, Any] = field(default_factory=dict)
+    argv: list[str] = field(default_factory=list)
+    work: float | None = None
+    started: float | None = None
+    duration: float | None = None
+    exit_code: int | None = None
+    error: str = ""
+    stdout: bytes = b""
+    stderr: bytes = b""
+    cpu_user: float | None = None
+    cpu_system: float | None = None
+    max_rss_kib: int | None = None
+    bookkeeping_s: float | None = None
+    readings: dict[str, float] = field(default_factory=dict)
+    unit_readings: dict[str, np.ndarray] = field(default_factory=dict)
+    id: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def cap_output(data: bytes, cap: int = OUTPUT_CAP) -> bytes:
+    """Keep the head and tail of long output, with a marker of what was cut."""
+    if len(data) <= cap:
+        return data
+    half = cap // 2
+    cut = len(data) - 2 * half
+    return data[:half] + f"\n[... {cut} bytes cut by assay ...]\n".encode() + data[-half:]
+
+
+class Store:
+    """A SQLite results store. Use as a context manager."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            if str(self.path) != ":memory:":
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._db.executescript(_SCHEMA)
+            self._db.execute(
+                "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"{self.path}: cannot open the results store: {exc}") from None
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def _transaction(self, what: str) -> Iterator[sqlite3.Connection]:
+        """One write transaction; sqlite errors become StoreError with the likely cause."""
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: cannot {what}: {exc}{_hint(exc)}") from None
+
+    def _write(self, sql: str, params: tuple[Any, ...], what: str) -> int:
+        with self._transaction(what) as db:
+            return int(db.execute(sql, params).lastrowid or 0)
+
+    # studies -----------------------------------------------------------------
+    def find_study(self, name: str) -> tuple[int, str] | None:
+        row = self._db.execute("SELECT id, spec_hash FROM studies WHERE name = ?", (name,)).fetchone()
+        return (int(row[0]), str(row[1])) if row else None
+
+    def open_study(self, name: str, spec_hash: str, spec: Mapping[str, Any]) -> int:
+        """Return the id of the study ``name``, creating it if needed.
+
+        Raises StoreError if it exists with a different measurement hash.
+        """
+        found = self.find_study(name)
+        if found is not None:
+            sid, old = found
+            if old != spec_hash:
+                raise StoreError(
+                    f"{self.path}: study '{name}' was measured with a different benchmark, "
+                    "parameters or PIs; its trials cannot be mixed with this study file's. "
+                    "Give the study a new [study].name, or pass --fresh to archive the old "
+                    "trials and start again."
+                )
+            return sid
+        return self._write(
+            "INSERT INTO studies(name, spec_hash, spec_json, created) VALUES (?,?,?,?)",
+            (name, spec_hash, json.dumps(spec, sort_keys=True, default=str), time.time()),
+            "create the study",
+        )
+
+    def archive_study(self, name: str) -> str | None:
+        """Rename study ``name`` out of the way; return the new name."""
+        found = self.find_study(name)
+        if found is None:
+            return None
+        new = f"{name}@archived-{time.strftime('%Y%m%dT%H%M%S')}-{found[0]}"
+        self._write("UPDATE studies SET name = ? WHERE id = ?", (new, found[0]), "archive")
+        return new
+
+    # sessions ----------------------------------------------------------------
+    def start_session(self, study_id: int, environment: Mapping[str, Any]) -> int:
+        return self._write(
+            "INSERT INTO sessions(study_id, started, environment_json) VALUES (?,?,?)",
+            (study_id, time.time(), json.dumps(environment, sort_keys=True, default=str)),
+            "start a session",
+        )
+
+    def end_session(self, session_id: int, result: Mapping[str, Any]) -> None:
+        self._write(
+            "UPDATE sessions SET ended = ?, result_json = ? WHERE id = ?",
+            (time.time(), json.dumps(result, sort_keys=True, default=str), session_id),
+            "end the session",
+        )
+
+    def environments(self, study_id: int) -> list[dict[str, Any]]:
+        rows = self._db.execute(
+            "SELECT environment_json FROM sessions WHERE study_id = ? ORDER BY id", (study_id,)
+        ).fetchall()
+        return [json.loads(r[0]) for r in rows]
+
+    # trials ------------------------------------------------------------------
+    def next_seq(self, study_id: int, run: int = 0) -> int:
+        row = self._db.execute(
+            "SELECT COALESCE(MAX(seq) + 1, 0) FROM trials WHERE study_id = ? AND run = ?",
+            (study_id, run),
+        ).fetchone()
+        return int(row[0])
+
+    def add_trial(self, study_id: int, t: TrialRecord, session_id: int | None = None) -> int:
+        """Commit one trial with all its readings atomically; return its id."""
+        with self._transaction("save a trial") as db:
+            cur = db.execute(
+                "INSERT INTO trials(study_id, session_id, run, seq, setting_json, argv_json, work,"
+                " started, duration, exit_code, status, error, stdout, stderr, cpu_user,"
+                " cpu_system, max_rss_kib, bookkeeping_s)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    study_id,
+                    session_id,
+                    t.run,
+                    t.seq,
+                    json.dumps(t.setting, sort_keys=True, default=str),
+                    json.dumps(t.argv),
+                    t.work,
+                    t.started,
+                    t.duration,
+                    t.exit_code,
+                    t.status,
+                    t.error,
+                    cap_output(t.stdout),
+                    cap_output(t.stderr),
+                    t.cpu_user,
+                    t.cpu_system,
+                    t.max_rss_kib,
+                    t.bookkeeping_s,
+                ),
+            )
+            tid = int(cur.lastrowid or 0)
+            db.executemany(
+                "INSERT INTO readings(trial_id, pi, value) VALUES (?, ?, ?)",
+                [(tid, pi, float(v)) for pi, v in t.readings.items()],
+            )
+            db.executemany(
+                "INSERT INTO unit_readings(trial_id, pi, n, data) VALUES (?,?,?,?)",
+                [
+                    (tid, pi, int(np.size(a)), np.ascontiguousarray(a, dtype="<f8").tobytes())
+                    for pi, a in t.unit_readings.items()
+                ],
+            )
+        return tid
+
+    def trials(self, study_id: int, run: int | None = None) -> list[TrialRecord]:
+        """All trials of a study in execution order, with readings and unit readings."""
+        return list(self._iter_trials(study_id, run))
+
+    def _iter_trials(self, study_id: int, run: int | None) -> Iterator[TrialRecord]:
+        q = (
+            "SELECT id, run, seq, setting_json, argv_json, work, started, duration, exit_code,"
+            " status, error, stdout, stderr, cpu_user, cpu_system, max_rss_kib, bookkeeping_s"
+            " FROM trials WHERE study_id = ?"
+        )
+        params: tuple[Any, ...] = (study_id,)
+        if run is not None:
+            q += " AND run = ?"
+            params = (study_id, run)
+        rows = self._db.execute(q + " ORDER BY run, seq", params).fetchall()
+        readings: dict[int, dict[str, float]] = {}
+        for tid, pi, value in self._db.execute(
+            "SELECT r.trial_id, r.pi, r.value FROM readings r JOIN trials t ON t.id = r.trial_id"
+            " WHERE t.study_id = ?",
+            (study_id,),
+        ):
+            readings.setdefault(int(tid), {})[str(pi)] = float(value)
+        units: dict[int, dict[str, np.ndarray]] = {}
+        for tid, pi, data in self._db.execute(
+            "SELECT u.trial_id, u.pi, u.data FROM unit_readings u JOIN trials t"
+            " ON t.id = u.trial_id WHERE t.study_id = ?",
+            (study_id,),
+        ):
+            units.setdefault(int(tid), {})[str(pi)] = np.frombuffer(data, dtype="<f8").copy()
+        for r in rows:
+            tid = int(r[0])
+            yield TrialRecord(
+                id=tid,
+                run=int(r[1]),
+                seq=int(r[2]),
+                setting=json.loads(r[3]),
+                argv=json.loads(r[4]),
+                work=r[5],
+                started=r[6],
+                duration=r[7],
+                exit_code=r[8],
+                status=str(r[9]),
+                error=str(r[10]),
+                stdout=bytes(r[11] or b""),
+                stderr=bytes(r[12] or b""),
+                cpu_user=r[13],
+                cpu_system=r[14],
+                max_rss_kib=r[15],
+                bookkeeping_s=r[16],
+                readings=readings.get(tid, {}),
+                unit_readings=units.get(tid, {}),
+            )
+
+
+def _hint(exc: sqlite3.Error) -> str:
+    text = str(exc).lower()
+    if "full" in text:
+        return " (the disk is full: free space and run the same command again to resume)"
+    if "readonly" in text or "read-only" in text:
+        return " (the store is read-only: fix its permissions or name another --store)"
+    if "locked" in text or "busy" in text:
+        return " (another assay process is writing this store)"
+    if "unique" in text:
+        return " (this trial is already stored: is another assay process running this study?)"
+    return ""

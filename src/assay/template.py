@@ -1,0 +1,45 @@
+"""Argument templates: ``{name}`` is replaced by a parameter's value.
+
+Only ``{identifier}`` is a placeholder; any other brace (Python f-strings, JSON, awk)
+is left as it is, and ``{{`` / ``}}`` stand for literal braces around an identifier.
+
+>>> placeholders("--rows={rows} {{literal}} f'{x + 1}'")
+['rows']
+>>> render("--rows={rows} {{rows}} {x + 1}", {"rows": 5})
+'--rows=5 {rows} {x + 1}'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+_TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def placeholders(template: str) -> list[str]:
+    """Names of the placeholders in ``template``, in order."""
+    return [m.group(1) for m in _TOKEN.finditer(template) if m.group(1)]
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def render(template: str, values: Mapping[str, object]) -> str:
+    """Substitute placeholders; raise KeyError naming a placeholder without a value."""
+
+    def sub(m: re.Match[str]) -> str:
+        tok = m.group(0)
+        if tok == "{{":
+            return "{"
+        if tok == "}}":
+            return "}"
+        name = m.group(1)
+        if name not in values:
+            raise KeyError(f"no value for placeholder '{{{name}}}'")
+        return _text(values[name])
+
+    return _TOKEN.sub(sub, template)

@@ -1,0 +1,198 @@
+"""End-to-end: real commands through the runner, the store and the CLI."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from assay.cli import main
+from assay.runner import Runner
+from assay.spec import load_spec
+
+UNIT_STUDY = """
+[study]
+name = "units"
+
+[benchmark]
+command = ["{py}", "-c", '''
+import random, sys
+random.seed(int(sys.argv[1]) if len(sys.argv) > 1 else None)
+for i in range(300):
+    warm = 5.0 if i < 40 else 0.0
+    print(f"op={{10.0 + warm + random.gauss(0, 0.5):.6f}}")
+print("total=1.0")
+''']
+
+[[pi]]
+name = "op_time"
+unit = "ms"
+source = "regex"
+pattern = 'total=([0-9.]+)'
+units = {{ source = "regex", pattern = 'op=([0-9.]+)' }}
+
+[stop]
+ci_width = 0.01
+max_rounds = 20
+"""
+
+
+def test_unit_readings_study_removes_warmup_and_meets_target(
+    write_study, py: str  # type: ignore[no-untyped-def]
+) -> None:
+    path = write_study(UNIT_STUDY.format(py=py))
+    spec = load_spec(path)
+    res = Runner(spec, spec.store_path(), measure_overhead=False).run()
+    (r,) = res.results
+    assert r.met, r
+    assert r.low <= 10.0 <= r.high
+    # 40 of 300 unit readings per round are warm-up; EDM must take most of them away
+    assert r.warmup_removed >= 30 * r.rounds_used
+    assert r.method.startswith("unit readings, EDM")
+    assert res.decision.reason.startswith("target reached")
+
+
+def test_resume_does_not_repeat_finished_trials(write_study, py: str) -> None:  # type: ignore[no-untyped-def]
+    text = f"""
+[study]
+name = "resume"
+[benchmark]
+command = ["{py}", "-c", "print(1)"]
+[stop]
+max_rounds = 4
+ci_width = 0.000001
+"""
+    path = write_study(text)
+    spec = load_spec(path)
+    first = Runner(spec, spec.store_path(), measure_overhead=False).run()
+    assert first.trials_total == 4
+    assert first.decision.reason.startswith("budget spent")
+    spec2 = spec.model_copy(update={"stop": spec.stop.model_copy(update={"max_rounds": 6})})
+    second = Runner(spec2, spec.store_path(), measure_overhead=False).run()
+    assert second.resumed_trials == 4
+    assert second.trials_total == 6
+    con = sqlite3.connect(spec.store_path())
+    seqs = [r[0] for r in con.execute("SELECT seq FROM trials ORDER BY seq")]
+    assert seqs == list(range(6))
+
+
+def test_failing_trials_are_stored_and_reported(write_study, py: str) -> None:  # type: ignore[no-untyped-def]
+    text = f"""
+[study]
+name = "flaky"
+[benchmark]
+command = ["{py}", "-c", "import random, sys; v = random.random(); print('v=' + str(v)); sys.exit(1 if v < 0.2 else 0)"]
+timeout = 30
+[[pi]]
+name = "v"
+source = "regex"
+pattern = 'v=([0-9.]+)'
+[stop]
+max_rounds = 30
+ci_width = 0.0001
+"""
+    path = write_study(text)
+    spec = load_spec(path)
+    res = Runner(spec, spec.store_path(), measure_overhead=False).run()
+    assert res.trials_total == 30
+    failed = res.trials_by_status.get("failed", 0)
+    assert failed == len(res.failures)
+    assert all("status 1" in f["error"] for f in res.failures)
+    assert res.results[0].n_raw == 30 - failed
+
+
+def test_mostly_failing_study_stops_early(write_study, py: str) -> None:  # type: ignore[no-untyped-def]
+    text = f"""
+[study]
+name = "broken"
+[benchmark]
+command = ["{py}", "-c", "import sys; sys.exit(2)"]
+[stop]
+max_rounds = 100
+"""
+    spec = load_spec(write_study(text))
+    res = Runner(spec, spec.store_path(), measure_overhead=False).run()
+    assert res.trials_total == 5
+    assert "failed" in res.decision.reason
+
+
+def test_parse_errors_are_recorded_not_fatal(write_study, py: str) -> None:  # type: ignore[no-untyped-def]
+    text = f"""
+[study]
+name = "noparse"
+[benchmark]
+command = ["{py}", "-c", "print('nothing here')"]
+[[pi]]
+name = "tps"
+source = "regex"
+pattern = 'tps=([0-9.]+)'
+[stop]
+max_rounds = 6
+"""
+    spec = load_spec(write_study(text))
+    res = Runner(spec, spec.store_path(), measure_overhead=False).run()
+    assert res.trials_by_status == {"parse_error": 5}
+    assert "matched nothing" in res.failures[0]["error"]
+
+
+def test_cli_quick_mode_json(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    result = CliRunner().invoke(
+        main,
+        ["run", "--store", str(tmp_path / "q.db"), "--max-rounds", "15", "--ci-width", "50%",
+         "--no-overhead", "-q", "--json", str(out), "--", sys.executable, "-c", "pass"],
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    (pi,) = data["pis"]
+    assert pi["name"] == "wall_time" and pi["mean"] > 0
+    assert pi["low"] < pi["mean"] < pi["high"]
+    assert data["trials"]["total"] >= 10
+    assert "wall_time" in result.output and "±" in result.output
+
+
+def test_cli_bad_study_file_is_one_clear_error(write_study) -> None:  # type: ignore[no-untyped-def]
+    path = write_study('[study]\nname = "x"\n[benchmark]\ncommand = []\n')
+    proc = subprocess.run(
+        [sys.executable, "-m", "assay.cli", "run", str(path)], capture_output=True, text=True
+    )
+    assert proc.returncode == 2
+    assert str(path) in proc.stderr and "benchmark.command" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_cli_csv_export(write_study, py: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    path = write_study(f'[study]\nname="c"\n[benchmark]\ncommand=["{py}","-c","pass"]\n'
+                       "[stop]\nmax_rounds=12\nci_width=0.5\n")
+    out = tmp_path / "r.csv"
+    res = CliRunner().invoke(main, ["run", str(path), "-q", "--no-overhead", "--csv", str(out)])
+    assert res.exit_code == 0, res.output
+    lines = out.read_text().splitlines()
+    assert lines[0].startswith("study,pi,unit")
+    assert lines[1].startswith("c,wall_time,")
+
+
+@pytest.mark.parametrize("value", ["; touch pwned", "$(touch pwned)", "`touch pwned`"])
+def test_param_values_are_never_seen_by_a_shell(
+    write_study, py: str, tmp_path: Path, value: str  # type: ignore[no-untyped-def]
+) -> None:
+    text = f"""
+[study]
+name = "inj"
+[benchmark]
+command = ["{py}", "-c", "import sys; assert sys.argv[1] == {value!r}", "{{v}}"]
+cwd = "."
+[params]
+v = {json.dumps(value)}
+[stop]
+max_rounds = 2
+"""
+    spec = load_spec(write_study(text))
+    res = Runner(spec, spec.store_path(), measure_overhead=False).run()
+    assert res.trials_by_status == {"ok": 2}
+    assert not (tmp_path / "pwned").exists()
