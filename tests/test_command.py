@@ -73,7 +73,10 @@ def test_shell_only_when_asked() -> None:
 
 
 def test_env_and_wall_time(py: str) -> None:
-    res = run_command([py, "-c", "import os,time; time.sleep(0.2); print(os.environ['X'])"],
-                      timeout=10, env={"X": "42"})
+    res = run_command(
+        [py, "-c", "import os,time; time.sleep(0.2); print(os.environ['X'])"],
+        timeout=10,
+        env={"X": "42"},
+    )
     assert res.stdout.strip() == b"42"
     assert 0.2 <= res.duration < 5

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -14,8 +15,15 @@ from assay.spec import PISpec, UnitsSpec
 
 
 def result(stdout: str, duration: float = 1.5) -> CommandResult:
-    return CommandResult(argv=["x"], status="ok", exit_code=0, started=0.0, duration=duration,
-                         stdout=stdout.encode(), stderr=b"")
+    return CommandResult(
+        argv=["x"],
+        status="ok",
+        exit_code=0,
+        started=0.0,
+        duration=duration,
+        stdout=stdout.encode(),
+        stderr=b"",
+    )
 
 
 def test_wall_time() -> None:
@@ -72,10 +80,8 @@ def test_unit_readings_reject_nan() -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=200), st.text(min_size=1, max_size=30))
 def test_json_path_never_crashes(doc: str, path: str) -> None:
-    try:
+    with contextlib.suppress(ReadError, json.JSONDecodeError):
         read_json_path(json.loads(doc) if doc.startswith("{") else doc, path)
-    except (ReadError, json.JSONDecodeError):
-        pass
 
 
 @settings(max_examples=100, deadline=None)

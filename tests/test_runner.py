@@ -43,7 +43,8 @@ max_rounds = 20
 
 
 def test_unit_readings_study_removes_warmup_and_meets_target(
-    write_study, py: str  # type: ignore[no-untyped-def]
+    write_study,
+    py: str,  # type: ignore[no-untyped-def]
 ) -> None:
     path = write_study(UNIT_STUDY.format(py=py))
     spec = load_spec(path)
@@ -86,7 +87,10 @@ def test_failing_trials_are_stored_and_reported(write_study, py: str) -> None:  
 [study]
 name = "flaky"
 [benchmark]
-command = ["{py}", "-c", "import random, sys; v = random.random(); print('v=' + str(v)); sys.exit(1 if v < 0.2 else 0)"]
+command = ["{py}", "-c", '''import random, sys
+v = random.random()
+print('v=' + str(v))
+sys.exit(1 if v < 0.2 else 0)''']
 timeout = 30
 [[pi]]
 name = "v"
@@ -144,8 +148,23 @@ def test_cli_quick_mode_json(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     result = CliRunner().invoke(
         main,
-        ["run", "--store", str(tmp_path / "q.db"), "--max-rounds", "15", "--ci-width", "50%",
-         "--no-overhead", "-q", "--json", str(out), "--", sys.executable, "-c", "pass"],
+        [
+            "run",
+            "--store",
+            str(tmp_path / "q.db"),
+            "--max-rounds",
+            "15",
+            "--ci-width",
+            "50%",
+            "--no-overhead",
+            "-q",
+            "--json",
+            str(out),
+            "--",
+            sys.executable,
+            "-c",
+            "pass",
+        ],
     )
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
@@ -167,8 +186,10 @@ def test_cli_bad_study_file_is_one_clear_error(write_study) -> None:  # type: ig
 
 
 def test_cli_csv_export(write_study, py: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    path = write_study(f'[study]\nname="c"\n[benchmark]\ncommand=["{py}","-c","pass"]\n'
-                       "[stop]\nmax_rounds=12\nci_width=0.5\n")
+    path = write_study(
+        f'[study]\nname="c"\n[benchmark]\ncommand=["{py}","-c","pass"]\n'
+        "[stop]\nmax_rounds=12\nci_width=0.5\n"
+    )
     out = tmp_path / "r.csv"
     res = CliRunner().invoke(main, ["run", str(path), "-q", "--no-overhead", "--csv", str(out)])
     assert res.exit_code == 0, res.output
@@ -179,7 +200,10 @@ def test_cli_csv_export(write_study, py: str, tmp_path: Path) -> None:  # type: 
 
 @pytest.mark.parametrize("value", ["; touch pwned", "$(touch pwned)", "`touch pwned`"])
 def test_param_values_are_never_seen_by_a_shell(
-    write_study, py: str, tmp_path: Path, value: str  # type: ignore[no-untyped-def]
+    write_study,
+    py: str,
+    tmp_path: Path,
+    value: str,  # type: ignore[no-untyped-def]
 ) -> None:
     text = f"""
 [study]

@@ -15,9 +15,18 @@ def test_trial_roundtrip_with_unit_readings(tmp_path: Path) -> None:
     units = np.linspace(0, 1, 1001)
     with Store(db) as st:
         sid = st.open_study("s", "h", {"a": 1})
-        st.add_trial(sid, TrialRecord(seq=0, status="ok", readings={"t": 1.25},
-                                      unit_readings={"t": units}, setting={"x": 1},
-                                      argv=["a", "b"], stdout=b"out"))
+        st.add_trial(
+            sid,
+            TrialRecord(
+                seq=0,
+                status="ok",
+                readings={"t": 1.25},
+                unit_readings={"t": units},
+                setting={"x": 1},
+                argv=["a", "b"],
+                stdout=b"out",
+            ),
+        )
         st.add_trial(sid, TrialRecord(seq=1, status="timeout", error="timed out"))
     with Store(db) as st:
         found = st.find_study("s")
@@ -70,9 +79,8 @@ def test_read_only_store_gives_clear_error(tmp_path: Path) -> None:
     db.chmod(0o444)
     tmp_path.chmod(0o555)
     try:
-        with pytest.raises(StoreError, match=str(db.name)):
-            with Store(db) as st:
-                st.open_study("s", "h", {})
+        with pytest.raises(StoreError, match=str(db.name)), Store(db) as st:
+            st.open_study("s", "h", {})
     finally:
         tmp_path.chmod(0o755)
 

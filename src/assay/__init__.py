@@ -8,6 +8,6 @@ True
 
 __version__ = "0.1.0"
 
-from assay.api import measure  # noqa: E402  (after __version__: submodules read it)
+from assay.api import measure
 
 __all__ = ["__version__", "measure"]

@@ -60,8 +60,12 @@ def measure(
     if calls_per_round < 1:
         raise ValueError(f"calls_per_round must be >= 1, got {calls_per_round}")
     stop = StopSpec(
-        ci_width=ci_width, confidence=confidence, max_rounds=max_rounds, max_time=max_time,
-        min_samples=min_samples, warmup_removal="none" if warmup_removal == "none" else "edm",
+        ci_width=ci_width,
+        confidence=confidence,
+        max_rounds=max_rounds,
+        max_time=max_time,
+        min_samples=min_samples,
+        warmup_removal="none" if warmup_removal == "none" else "edm",
     )
     overhead = timer_overhead()
     rounds: list[RoundData] = []
@@ -69,7 +73,11 @@ def measure(
     while True:
         result = analyze_pi(_PI, rounds, stop)
         decision = decide(
-            [result], [_PI], stop, rounds_done=len(rounds), rounds_failed=0,
+            [result],
+            [_PI],
+            stop,
+            rounds_done=len(rounds),
+            rounds_failed=0,
             elapsed=time.perf_counter() - started,
         )
         if decision.done:
@@ -80,8 +88,9 @@ def measure(
         if subtract_timer_overhead:
             units = np.maximum(units - overhead, 0.0)
         rounds.append(
-            RoundData(units=units, duration=duration,
-                      segment=round_segment(units, stop.warmup_removal))
+            RoundData(
+                units=units, duration=duration, segment=round_segment(units, stop.warmup_removal)
+            )
         )
     return replace(
         result,

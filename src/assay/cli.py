@@ -46,7 +46,9 @@ def _parse_width(_ctx: click.Context, _param: click.Parameter, value: str | None
     try:
         x = float(text[:-1]) / 100 if text.endswith("%") else float(text)
     except ValueError:
-        raise click.BadParameter(f"{value!r}: expected a fraction like 0.05 or a percent like 5%")
+        raise click.BadParameter(
+            f"{value!r}: expected a fraction like 0.05 or a percent like 5%"
+        ) from None
     if not 0 < x < 10:
         raise click.BadParameter(f"{value!r}: the relative half-width must be > 0")
     return x
@@ -66,23 +68,42 @@ def main() -> None:
     epilog=STUDY_FILE_HELP,
 )
 @click.argument("target", nargs=-1, type=click.UNPROCESSED, required=True)
-@click.option("--ci-width", callback=_parse_width, metavar="W",
-              help="Target relative CI half-width, e.g. 0.05 or 5% (default 5%).")
-@click.option("--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-              help="Confidence level (default 0.95).")
+@click.option(
+    "--ci-width",
+    callback=_parse_width,
+    metavar="W",
+    help="Target relative CI half-width, e.g. 0.05 or 5% (default 5%).",
+)
+@click.option(
+    "--confidence",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    help="Confidence level (default 0.95).",
+)
 @click.option("--max-rounds", type=click.IntRange(min=1), help="Stop after this many trials.")
-@click.option("--max-time", type=click.FloatRange(min=0, min_open=True),
-              help="Stop after this many seconds of measured time.")
-@click.option("--min-samples", type=click.IntRange(min=2),
-              help="Samples (after subsession merging) needed before stopping (default 10).")
+@click.option(
+    "--max-time",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Stop after this many seconds of measured time.",
+)
+@click.option(
+    "--min-samples",
+    type=click.IntRange(min=2),
+    help="Samples (after subsession merging) needed before stopping (default 10).",
+)
 @click.option("--warmup", type=click.IntRange(min=0), help="Discard the first N rounds.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True),
-              help="Per-trial timeout in seconds (quick mode; default 600).")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Per-trial timeout in seconds (quick mode; default 600).",
+)
 @click.option("--shell", is_flag=True, help="Quick mode: run the command through /bin/sh -c.")
 @click.option("--name", help="Quick mode: the study name (default: from the command and time).")
 @click.option("--store", type=click.Path(dir_okay=False), help="SQLite store to use.")
-@click.option("--fresh", is_flag=True,
-              help="Archive this study's stored trials and start again instead of resuming.")
+@click.option(
+    "--fresh",
+    is_flag=True,
+    help="Archive this study's stored trials and start again instead of resuming.",
+)
 @click.option("--json", "json_out", metavar="PATH", help="Write the result as JSON ('-' = stdout).")
 @click.option("--csv", "csv_out", metavar="PATH", help="Write one CSV row per PI ('-' = stdout).")
 @click.option("--no-overhead", is_flag=True, help="Skip the launch-overhead measurement.")
@@ -111,16 +132,21 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
     try:
         with progress if not opts["quiet"] else _Null():
             runner = Runner(
-                spec, store_path, fresh=opts["fresh"], measure_overhead=not opts["no_overhead"],
+                spec,
+                store_path,
+                fresh=opts["fresh"],
+                measure_overhead=not opts["no_overhead"],
                 on_progress=None if opts["quiet"] else progress.update,
             )
             result = runner.run()
     except KeyboardInterrupt:
         err.print(
             f"\n[yellow]interrupted.[/] Every finished trial is in {store_path}. "
-            + ("Run the same command again to resume." if spec.source_path and
-               spec.source_path.endswith(".toml") else
-               f"Resume with: assay run --store {store_path} --name '{spec.study.name}' -- …")
+            + (
+                "Run the same command again to resume."
+                if spec.source_path and spec.source_path.endswith(".toml")
+                else f"Resume with: assay run --store {store_path} --name '{spec.study.name}' -- …"
+            )
         )
         sys.exit(130)
     except (StoreError, StudyError) as exc:
@@ -144,8 +170,12 @@ class _Null:
 
 def _stop_overrides(opts: dict[str, Any]) -> dict[str, Any]:
     keys = {
-        "ci_width": "ci_width", "confidence": "confidence", "max_rounds": "max_rounds",
-        "max_time": "max_time", "min_samples": "min_samples", "warmup": "warmup_rounds",
+        "ci_width": "ci_width",
+        "confidence": "confidence",
+        "max_rounds": "max_rounds",
+        "max_time": "max_time",
+        "min_samples": "min_samples",
+        "warmup": "warmup_rounds",
     }
     return {field: opts[o] for o, field in keys.items() if opts.get(o) is not None}
 

@@ -8,6 +8,7 @@ store, so running the same study again resumes where it stopped.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections import Counter
@@ -78,8 +79,11 @@ class StudyResult:
             "done": self.decision.done,
             "reason": self.decision.reason,
             "pis": [r.as_dict() for r in self.results],
-            "trials": {"total": self.trials_total, "by_status": self.trials_by_status,
-                       "resumed": self.resumed_trials},
+            "trials": {
+                "total": self.trials_total,
+                "by_status": self.trials_by_status,
+                "resumed": self.resumed_trials,
+            },
             "failures": self.failures,
             "measured_time_s": self.elapsed_s,
             "overhead": {
@@ -116,7 +120,7 @@ def analyse(
         rounds = []
         for t in ok:
             units = t.unit_readings.get(pi.name)
-            seg: tuple[int, int] | None | Literal["unknown"] = "unknown"
+            seg: tuple[int, int] | Literal["unknown"] | None = "unknown"
             if units is not None:
                 key = (t.run, t.seq, pi.name)
                 if key not in cache:
@@ -124,8 +128,11 @@ def analyse(
                 seg = cache[key]
             rounds.append(
                 RoundData(
-                    reading=t.readings.get(pi.name), units=units, work=t.work,
-                    duration=t.duration or math.nan, segment=seg,
+                    reading=t.readings.get(pi.name),
+                    units=units,
+                    work=t.work,
+                    duration=t.duration or math.nan,
+                    segment=seg,
                 )
             )
         results.append(analyze_pi(pi, rounds, spec.stop))
@@ -140,8 +147,9 @@ def _raw_per_round(spec: Spec, trials: list[TrialRecord]) -> dict[str, float]:
     out: dict[str, float] = {}
     for pi in spec.pis:
         if pi.units is not None and ok:
-            out[pi.name] = sum(t.unit_readings[pi.name].size for t in ok
-                               if pi.name in t.unit_readings) / len(ok)
+            out[pi.name] = sum(
+                t.unit_readings[pi.name].size for t in ok if pi.name in t.unit_readings
+            ) / len(ok)
     return out
 
 
@@ -176,8 +184,11 @@ class Runner:
     def _aux(self, argv: list[str], what: str) -> CommandResult:
         b = self.spec.benchmark
         res = run_command(
-            render_argv(argv, self.spec.params), timeout=b.timeout, env=self._env({}),
-            cwd=self.cwd, shell=b.shell,
+            render_argv(argv, self.spec.params),
+            timeout=b.timeout,
+            env=self._env({}),
+            cwd=self.cwd,
+            shell=b.shell,
         )
         if res.status != "ok":
             tail = res.stderr.decode(errors="replace").strip()[-500:]
@@ -210,10 +221,8 @@ class Runner:
                 decision = self._loop(store, study_id, session, trials)
             finally:
                 if spec.benchmark.teardown:
-                    try:
+                    with contextlib.suppress(StudyError):
                         self._aux(spec.benchmark.teardown, "teardown")
-                    except StudyError:
-                        pass
             results = analyse(spec, trials)
             result = self._result(trials, results, decision, overhead, env, resumed)
             store.end_session(session, result.as_dict())
@@ -232,15 +241,24 @@ class Runner:
             failed = sum(1 for t in trials if not t.ok)
             elapsed = sum(t.duration or 0.0 for t in trials)
             decision = decide(
-                results, spec.pis, spec.stop, rounds_done=len(trials), rounds_failed=failed,
-                elapsed=elapsed, raw_per_round=_raw_per_round(spec, trials),
+                results,
+                spec.pis,
+                spec.stop,
+                rounds_done=len(trials),
+                rounds_failed=failed,
+                elapsed=elapsed,
+                raw_per_round=_raw_per_round(spec, trials),
             )
             if self.on_progress is not None:
                 ok = [t.duration or 0.0 for t in trials if t.ok]
                 self.on_progress(
                     Progress(
-                        rounds=len(trials), failed=failed, elapsed=elapsed, results=results,
-                        decision=decision, last_status=trials[-1].status if trials else "",
+                        rounds=len(trials),
+                        failed=failed,
+                        elapsed=elapsed,
+                        results=results,
+                        decision=decision,
+                        last_status=trials[-1].status if trials else "",
                         mean_round_s=sum(ok) / len(ok) if ok else math.nan,
                     )
                 )
@@ -269,13 +287,24 @@ class Runner:
     def _trial(self, seq: int, values: dict[str, object], work: float | None) -> TrialRecord:
         b = self.spec.benchmark
         argv = render_argv(b.command, values)
-        res = run_command(argv, timeout=b.timeout, env=self._env(values), cwd=self.cwd,
-                          shell=b.shell)
+        res = run_command(
+            argv, timeout=b.timeout, env=self._env(values), cwd=self.cwd, shell=b.shell
+        )
         rec = TrialRecord(
-            seq=seq, status=res.status, setting={k: v for k, v in values.items()}, argv=argv,
-            work=work, started=res.started, duration=res.duration, exit_code=res.exit_code,
-            error=res.error, stdout=res.stdout, stderr=res.stderr, cpu_user=res.cpu_user,
-            cpu_system=res.cpu_system, max_rss_kib=res.max_rss_kib,
+            seq=seq,
+            status=res.status,
+            setting={k: v for k, v in values.items()},
+            argv=argv,
+            work=work,
+            started=res.started,
+            duration=res.duration,
+            exit_code=res.exit_code,
+            error=res.error,
+            stdout=res.stdout,
+            stderr=res.stderr,
+            cpu_user=res.cpu_user,
+            cpu_system=res.cpu_system,
+            max_rss_kib=res.max_rss_kib,
         )
         if res.status != "ok":
             return rec
@@ -283,8 +312,9 @@ class Runner:
             for pi in self.spec.pis:
                 rec.readings[pi.name] = read_reading(pi, res, self.cwd)
                 if pi.units is not None:
-                    rec.unit_readings[pi.name] = read_unit_readings(pi.units, pi.name, res,
-                                                                    self.cwd)
+                    rec.unit_readings[pi.name] = read_unit_readings(
+                        pi.units, pi.name, res, self.cwd
+                    )
         except ReadError as exc:
             rec.status = "parse_error"
             rec.error = str(exc)
@@ -293,13 +323,19 @@ class Runner:
         return rec
 
     def _result(
-        self, trials: list[TrialRecord], results: list[PIResult], decision: Decision,
-        overhead: LaunchOverhead | None, env: dict[str, Any], resumed: int,
+        self,
+        trials: list[TrialRecord],
+        results: list[PIResult],
+        decision: Decision,
+        overhead: LaunchOverhead | None,
+        env: dict[str, Any],
+        resumed: int,
     ) -> StudyResult:
         by_status = Counter(t.status for t in trials)
         failures = [
             {"seq": t.seq, "status": t.status, "error": t.error, "setting": t.setting}
-            for t in trials if not t.ok
+            for t in trials
+            if not t.ok
         ]
         books = [t.bookkeeping_s for t in trials if t.bookkeeping_s is not None]
         warnings: list[str] = []
@@ -313,13 +349,22 @@ class Runner:
             wps = next(r for r in results if r.name == WPS_PI)
             r2 = wps.extra.get("r_squared")
             if r2 is not None and r2 < 0.9:
-                warnings.append(f"WPS regression fits poorly (R² = {r2:.2f}): is duration linear "
-                                "in the work amount?")
+                warnings.append(
+                    f"WPS regression fits poorly (R² = {r2:.2f}): is duration linear "
+                    "in the work amount?"
+                )
         return StudyResult(
-            study=self.spec.study.name, store=str(self.store_path), results=results,
-            decision=decision, trials_total=len(trials), trials_by_status=dict(by_status),
-            failures=failures, elapsed_s=sum(t.duration or 0.0 for t in trials),
+            study=self.spec.study.name,
+            store=str(self.store_path),
+            results=results,
+            decision=decision,
+            trials_total=len(trials),
+            trials_by_status=dict(by_status),
+            failures=failures,
+            elapsed_s=sum(t.duration or 0.0 for t in trials),
             bookkeeping_s_per_trial=(sum(books) / len(books)) if books else None,
-            launch_overhead=overhead, environment=env, resumed_trials=resumed,
+            launch_overhead=overhead,
+            environment=env,
+            resumed_trials=resumed,
             warnings=warnings,
         )

@@ -29,8 +29,9 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from assay.template import placeholders
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from assay.template import placeholders
 
 
 class SpecError(ValueError):
@@ -103,7 +104,9 @@ def _check_regex(pattern: str) -> None:
     except re.error as exc:
         raise ValueError(f"'pattern' is not a valid regular expression: {exc}") from None
     if compiled.groups < 1:
-        raise ValueError("'pattern' needs one capturing group around the number, e.g. 'tps=([0-9.]+)'")
+        raise ValueError(
+            "'pattern' needs one capturing group around the number, e.g. 'tps=([0-9.]+)'"
+        )
 
 
 class WorkSpec(_Model):
@@ -199,9 +202,9 @@ class Spec(_Model):
             for name in placeholders(part):
                 if name not in known:
                     raise ValueError(
-                        f"benchmark: placeholder '{{{name}}}' in the command has no value: add it to "
-                        f"[params] (known: {', '.join(sorted(known)) or 'none'}), or write "
-                        f"'{{{{{name}}}}}' if the braces are meant literally"
+                        f"benchmark: placeholder '{{{name}}}' in the command has no value: "
+                        f"add it to [params] (known: {', '.join(sorted(known)) or 'none'}), "
+                        f"or write '{{{{{name}}}}}' if the braces are meant literally"
                     )
         return self
 

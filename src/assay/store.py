@@ -181,7 +181,9 @@ class Store:
 
     # studies -----------------------------------------------------------------
     def find_study(self, name: str) -> tuple[int, str] | None:
-        row = self._db.execute("SELECT id, spec_hash FROM studies WHERE name = ?", (name,)).fetchone()
+        row = self._db.execute(
+            "SELECT id, spec_hash FROM studies WHERE name = ?", (name,)
+        ).fetchone()
         return (int(row[0]), str(row[1])) if row else None
 
     def open_study(self, name: str, spec_hash: str, spec: Mapping[str, Any]) -> int:

@@ -38,8 +38,8 @@ from assay.spec import PISpec, StopSpec, WorkSpec
 from assay.stats.autocorr import subsession_interval
 from assay.stats.changepoint import dominant_segment
 from assay.stats.intervals import required_sample_size
-from assay.stats.wps import fit_wps
 from assay.stats.workamount import WorkAmountPlanner
+from assay.stats.wps import fit_wps
 
 WPS_PI = "work_per_second"
 
@@ -53,7 +53,7 @@ class RoundData:
     work: float | None = None
     duration: float = math.nan
     # the stable segment of ``units`` when already known (None: the round has none)
-    segment: tuple[int, int] | None | Literal["unknown"] = "unknown"
+    segment: tuple[int, int] | Literal["unknown"] | None = "unknown"
 
 
 def round_segment(units: np.ndarray, method: str = "edm") -> tuple[int, int] | None:
@@ -94,17 +94,40 @@ class PIResult:
         return asdict(self)
 
 
-def _empty(pi_name: str, unit: str, direction: str, method: str, conf: float, note: str,
-           raw: np.ndarray | None = None, rounds_used: int = 0, removed: int = 0,
-           rejected: int = 0) -> PIResult:
+def _empty(
+    pi_name: str,
+    unit: str,
+    direction: str,
+    method: str,
+    conf: float,
+    note: str,
+    raw: np.ndarray | None = None,
+    rounds_used: int = 0,
+    removed: int = 0,
+    rejected: int = 0,
+) -> PIResult:
     mean = float(np.mean(raw)) if raw is not None and raw.size else math.nan
     return PIResult(
-        name=pi_name, unit=unit, direction=direction, method=method, mean=mean,
-        low=-math.inf, high=math.inf, half_width=math.inf, relative_half_width=math.inf,
-        confidence=conf, n_samples=0 if raw is None else int(raw.size),
-        n_raw=0 if raw is None else int(raw.size), rounds_used=rounds_used, subsession_size=0,
-        autocorrelation=math.nan, warmup_removed=removed, rounds_rejected=rejected,
-        required_raw=None, met=False, note=note,
+        name=pi_name,
+        unit=unit,
+        direction=direction,
+        method=method,
+        mean=mean,
+        low=-math.inf,
+        high=math.inf,
+        half_width=math.inf,
+        relative_half_width=math.inf,
+        confidence=conf,
+        n_samples=0 if raw is None else int(raw.size),
+        n_raw=0 if raw is None else int(raw.size),
+        rounds_used=rounds_used,
+        subsession_size=0,
+        autocorrelation=math.nan,
+        warmup_removed=removed,
+        rounds_rejected=rejected,
+        required_raw=None,
+        met=False,
+        note=note,
     )
 
 
@@ -131,8 +154,13 @@ def stable_unit_readings(
 
 
 def analyze_samples(
-    pi: PISpec, samples: np.ndarray, stop: StopSpec, method: str, rounds_used: int,
-    removed: int = 0, rejected: int = 0,
+    pi: PISpec,
+    samples: np.ndarray,
+    stop: StopSpec,
+    method: str,
+    rounds_used: int,
+    removed: int = 0,
+    rejected: int = 0,
 ) -> PIResult:
     """Subsession merging and a t-interval on an ordered sample; the shared core of both paths."""
     got = subsession_interval(
@@ -142,9 +170,18 @@ def analyze_samples(
         harmonic=pi.mean == "harmonic",
     )
     if got is None:
-        return _empty(pi.name, pi.unit, pi.direction, method, stop.confidence,
-                      "not enough samples, or autocorrelation too high to merge away",
-                      samples, rounds_used, removed, rejected)
+        return _empty(
+            pi.name,
+            pi.unit,
+            pi.direction,
+            method,
+            stop.confidence,
+            "not enough samples, or autocorrelation too high to merge away",
+            samples,
+            rounds_used,
+            removed,
+            rejected,
+        )
     ci, sub = got
     rel = ci.relative_half_width
     met = ci.n >= stop.min_samples and rel <= stop.ci_width
@@ -156,12 +193,25 @@ def analyze_samples(
         # the half-width shrinks as 1/sqrt(n)
         required = max(math.ceil(ci.n * (rel / stop.ci_width) ** 2), stop.min_samples) * sub.size
     return PIResult(
-        name=pi.name, unit=pi.unit, direction=pi.direction, method=method, mean=ci.mean,
-        low=ci.low, high=ci.high, half_width=ci.half_width, relative_half_width=rel,
-        confidence=stop.confidence, n_samples=ci.n, n_raw=int(samples.size),
-        rounds_used=rounds_used, subsession_size=sub.size,
-        autocorrelation=float(sub.autocorrelation), warmup_removed=removed,
-        rounds_rejected=rejected, required_raw=required, met=met,
+        name=pi.name,
+        unit=pi.unit,
+        direction=pi.direction,
+        method=method,
+        mean=ci.mean,
+        low=ci.low,
+        high=ci.high,
+        half_width=ci.half_width,
+        relative_half_width=rel,
+        confidence=stop.confidence,
+        n_samples=ci.n,
+        n_raw=int(samples.size),
+        rounds_used=rounds_used,
+        subsession_size=sub.size,
+        autocorrelation=float(sub.autocorrelation),
+        warmup_removed=removed,
+        rounds_rejected=rejected,
+        required_raw=required,
+        met=met,
     )
 
 
@@ -179,8 +229,12 @@ def analyze_pi(pi: PISpec, rounds: Sequence[RoundData], stop: StopSpec) -> PIRes
     readings = np.array([r.reading for r in rounds if r.reading is not None], dtype=float)
     skipped = min(stop.warmup_rounds, readings.size)
     return analyze_samples(
-        pi, readings[skipped:], stop, "readings, subsession t-interval",
-        int(readings.size - skipped), removed=skipped,
+        pi,
+        readings[skipped:],
+        stop,
+        "readings, subsession t-interval",
+        int(readings.size - skipped),
+        removed=skipped,
     )
 
 
@@ -195,17 +249,37 @@ def analyze_wps(rounds: Sequence[RoundData], stop: StopSpec, work: WorkSpec) -> 
     t = np.array([p[1] for p in pairs], dtype=float)
     fit = fit_wps(w, t, confidence=stop.confidence, max_autocorrelation=stop.max_autocorrelation)
     if fit is None:
-        return _empty(WPS_PI, unit, "higher", method, stop.confidence,
-                      "the regression could not be fitted (equal work amounts?)")
+        return _empty(
+            WPS_PI,
+            unit,
+            "higher",
+            method,
+            stop.confidence,
+            "the regression could not be fitted (equal work amounts?)",
+        )
     rel = fit.relative_half_width
     met = fit.n >= stop.min_samples and rel <= stop.ci_width
     return PIResult(
-        name=WPS_PI, unit=unit, direction="higher", method=method, mean=fit.v, low=fit.v_low,
-        high=fit.v_high, half_width=(fit.v_high - fit.v_low) / 2, relative_half_width=rel,
-        confidence=stop.confidence, n_samples=fit.n, n_raw=len(pairs), rounds_used=len(pairs),
-        subsession_size=fit.subsession_size, autocorrelation=math.nan, warmup_removed=0,
-        rounds_rejected=0, required_raw=None, met=met,
-        extra={"alpha_s": fit.alpha, "r_squared": fit.r_squared},
+        name=WPS_PI,
+        unit=unit,
+        direction="higher",
+        method=method,
+        mean=fit.v,
+        low=fit.v_low,
+        high=fit.v_high,
+        half_width=(fit.v_high - fit.v_low) / 2,
+        relative_half_width=rel,
+        confidence=stop.confidence,
+        n_samples=fit.n,
+        n_raw=len(pairs),
+        rounds_used=len(pairs),
+        subsession_size=fit.subsession_size,
+        autocorrelation=math.nan,
+        warmup_removed=0,
+        rounds_rejected=0,
+        required_raw=None,
+        met=met,
+        extra={"alpha_s": fit.alpha_per_round, "r_squared": fit.r_squared},
     )
 
 

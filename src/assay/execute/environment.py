@@ -31,11 +31,17 @@ def git_revision(repo: str | Path) -> str | None:
     try:
         rev = subprocess.run(
             ["git", "-C", str(repo), "rev-parse", "HEAD"],
-            capture_output=True, text=True, timeout=10, check=True,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
         ).stdout.strip()
         dirty = subprocess.run(
             ["git", "-C", str(repo), "status", "--porcelain"],
-            capture_output=True, text=True, timeout=10, check=True,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
@@ -61,7 +67,7 @@ def collect_environment(git_repo: str | Path | None = None) -> dict[str, Any]:
         freq = psutil.cpu_freq()
         if freq is not None:
             env["cpu_freq_mhz"] = float(freq.current)
-    except Exception:  # noqa: BLE001 - metadata is best effort, never a reason to fail a study
+    except Exception:
         pass
     if git_repo is not None:
         env["git_repo"] = str(git_repo)

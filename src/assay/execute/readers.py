@@ -33,14 +33,16 @@ def read_json_path(doc: Any, path: str) -> Any:
     cur = doc
     pos = 0
     for m in _PATH_TOKEN.finditer(path):
-        if m.start() != pos and path[pos:m.start()] != ".":
+        if m.start() != pos and path[pos : m.start()] != ".":
             raise ReadError(f"bad JSON path {path!r} near position {pos}")
         pos = m.end()
         key, index = m.group(1), m.group(2)
         try:
             cur = cur[int(index)] if index is not None else cur[key]
         except (KeyError, IndexError, TypeError):
-            raise ReadError(f"JSON path {path!r}: no {key or '[' + str(index) + ']'!s} here") from None
+            raise ReadError(
+                f"JSON path {path!r}: no {key or '[' + str(index) + ']'!s} here"
+            ) from None
     if pos != len(path):
         raise ReadError(f"bad JSON path {path!r} near position {pos}")
     return cur
@@ -116,7 +118,8 @@ def read_unit_readings(
     text = _text_of(result, units.file if units.source == "file" else None, cwd, what)
     if units.pattern:
         values = [
-            _as_float(m.group(1), what) for m in re.finditer(units.pattern, text, flags=re.MULTILINE)
+            _as_float(m.group(1), what)
+            for m in re.finditer(units.pattern, text, flags=re.MULTILINE)
         ]
     elif units.path:
         node = read_json_path(_load_json(text, what), units.path)

@@ -11,9 +11,25 @@ from pathlib import Path
 from typing import Any
 
 CSV_FIELDS = [
-    "study", "pi", "unit", "direction", "method", "mean", "low", "high", "half_width",
-    "relative_half_width", "confidence", "n_samples", "n_raw", "rounds_used",
-    "subsession_size", "autocorrelation", "warmup_removed", "rounds_rejected", "met",
+    "study",
+    "pi",
+    "unit",
+    "direction",
+    "method",
+    "mean",
+    "low",
+    "high",
+    "half_width",
+    "relative_half_width",
+    "confidence",
+    "n_samples",
+    "n_raw",
+    "rounds_used",
+    "subsession_size",
+    "autocorrelation",
+    "warmup_removed",
+    "rounds_rejected",
+    "met",
 ]
 
 

@@ -28,8 +28,9 @@ class ProgressView:
 
     def __enter__(self) -> ProgressView:
         if self.console.is_terminal:
-            self.live = Live(Text("starting…"), console=self.console, transient=True,
-                             refresh_per_second=8)
+            self.live = Live(
+                Text("starting…"), console=self.console, transient=True, refresh_per_second=8
+            )
             self.live.__enter__()
         return self
 
@@ -38,17 +39,20 @@ class ProgressView:
             self.live.__exit__(None, None, None)
 
     def update(self, p: Progress) -> None:
-        widths = ", ".join(
-            f"{r.name} {format_percent(r.relative_half_width)}" for r in p.results
-        ) or "collecting samples"
+        widths = (
+            ", ".join(f"{r.name} {format_percent(r.relative_half_width)}" for r in p.results)
+            or "collecting samples"
+        )
         left = ""
         if p.decision.rounds_left is not None and not p.decision.done:
-            eta = p.decision.rounds_left * (p.mean_round_s if math.isfinite(p.mean_round_s)
-                                            else 0.0)
+            eta = p.decision.rounds_left * (
+                p.mean_round_s if math.isfinite(p.mean_round_s) else 0.0
+            )
             left = f" · ~{p.decision.rounds_left} rounds left (~{format_duration(eta)})"
         failed = f" · {p.failed} failed" if p.failed else ""
-        line = (f"round {p.rounds}{failed} · CI {widths} (target "
-                f"{format_percent(self.target)}){left}")
+        line = (
+            f"round {p.rounds}{failed} · CI {widths} (target {format_percent(self.target)}){left}"
+        )
         if self.live is not None:
             self.live.update(Text(line))
         elif time.monotonic() - self.last_plain >= 10 or p.decision.done:
@@ -79,15 +83,19 @@ def render_result(res: StudyResult, console: Console) -> None:
     methods = sorted({f"{r.name}: {r.method}" for r in res.results})
     lines.append(Text("method: " + "; ".join(methods), style="dim"))
     by = ", ".join(f"{n} {s}" for s, n in sorted(res.trials_by_status.items()))
-    lines.append(Text(
-        f"{res.decision.reason} · {res.trials_total} trials ({by}) · measured "
-        f"{format_duration(res.elapsed_s)}"
-        + (f" · {res.resumed_trials} resumed from the store" if res.resumed_trials else "")
-    ))
+    lines.append(
+        Text(
+            f"{res.decision.reason} · {res.trials_total} trials ({by}) · measured "
+            f"{format_duration(res.elapsed_s)}"
+            + (f" · {res.resumed_trials} resumed from the store" if res.resumed_trials else "")
+        )
+    )
     over = []
     if res.bookkeeping_s_per_trial is not None:
-        over.append(f"assay bookkeeping {format_duration(res.bookkeeping_s_per_trial)}/trial "
-                    "between trials (not in the measured time)")
+        over.append(
+            f"assay bookkeeping {format_duration(res.bookkeeping_s_per_trial)}/trial "
+            "between trials (not in the measured time)"
+        )
     if res.launch_overhead is not None:
         lo = res.launch_overhead
         over.append(
@@ -101,7 +109,8 @@ def render_result(res: StudyResult, console: Console) -> None:
     for f in res.failures[:5]:
         lines.append(Text(f"trial {f['seq']}: {f['status']}: {f['error']}", style="red"))
     if len(res.failures) > 5:
-        lines.append(Text(f"… and {len(res.failures) - 5} more failed trials (see --json)",
-                          style="red"))
+        lines.append(
+            Text(f"… and {len(res.failures) - 5} more failed trials (see --json)", style="red")
+        )
     lines.append(Text(f"store: {res.store}", style="dim"))
     console.print(Group(*lines))

@@ -239,9 +239,7 @@ def edm_percent(
     left_median = prefix_median.copy()
     all_ts = np.arange(min_size, n - min_size + 1, dtype=np.int64)
 
-    for s, right in zip(
-        range(2 * min_size, n + 1), _iter_right_medians(z, min_size), strict=True
-    ):
+    for s, right in zip(range(2 * min_size, n + 1), _iter_right_medians(z, min_size), strict=True):
         ts = all_ts[: s - 2 * min_size + 1]
         p = prev[ts]
         weight = ((ts - p) * (s - ts)) / ((s - p) ** 2)
