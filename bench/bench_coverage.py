@@ -170,8 +170,16 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--units", type=int, default=200)
     ap.add_argument("--ci-width", type=float, default=0.01)
+    ap.add_argument("--warmup-removal", default="edm", choices=["edm", "edm-pilot", "none"])
+    ap.add_argument("--max-autocorrelation", type=float, default=0.1)
     args = ap.parse_args()
-    stop = StopSpec(ci_width=args.ci_width, max_rounds=2000, max_time=1e9)
+    stop = StopSpec(
+        ci_width=args.ci_width,
+        max_rounds=2000,
+        max_time=1e9,
+        warmup_removal=args.warmup_removal,
+        max_autocorrelation=args.max_autocorrelation,
+    )
     run(args.reps, args.units, stop, print)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Literal
 
 import numpy as np
 
@@ -49,7 +50,7 @@ def measure(
     max_rounds: int = 1000,
     max_time: float = 60.0,
     min_samples: int = 10,
-    warmup_removal: str = "edm",
+    warmup_removal: Literal["edm", "edm-pilot", "none"] = "edm",
     subtract_timer_overhead: bool = False,
 ) -> PIResult:
     """Measure the mean time per call of ``fn`` to the requested relative CI width.

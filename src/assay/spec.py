@@ -157,7 +157,7 @@ class StopSpec(_Model):
     min_samples: Annotated[int, Field(ge=2)] = 10
     warmup_rounds: Annotated[int, Field(ge=0)] = 0
     max_autocorrelation: Annotated[float, Field(gt=0, lt=1)] = 0.1
-    warmup_removal: Literal["edm", "none"] = "edm"
+    warmup_removal: Literal["edm", "edm-pilot", "none"] = "edm"
     max_failures: Annotated[float, Field(gt=0, le=1)] = 0.5
 
 
