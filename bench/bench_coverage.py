@@ -172,6 +172,11 @@ def main() -> None:
     ap.add_argument("--ci-width", type=float, default=0.01)
     ap.add_argument("--warmup-removal", default="edm", choices=["edm", "edm-pilot", "none"])
     ap.add_argument("--max-autocorrelation", type=float, default=0.1)
+    ap.add_argument(
+        "--pilot",
+        action="store_true",
+        help="Pilot as published: EDM without pruning, no residual correction",
+    )
     args = ap.parse_args()
     stop = StopSpec(
         ci_width=args.ci_width,

@@ -302,3 +302,18 @@ def test_subsession_interval_none() -> None:
     assert subsession_interval(np.arange(100.0), min_subsessions=10) is None
     with pytest.raises(ValueError, match="confidence"):
         subsession_interval([1.0, 2.0, 3.0], confidence=2.0)
+
+
+def test_residual_correction_widens_by_the_merged_autocorrelation() -> None:
+    from assay.stats.intervals import residual_autocorrelation_factor
+
+    rng = np.random.default_rng(11)
+    x = 10.0 + rng.standard_normal(3000).cumsum() * 0.01 + rng.standard_normal(3000)
+    plain = subsession_interval(x)
+    fixed = subsession_interval(x, correct_residual=True)
+    assert plain is not None and fixed is not None
+    (ci0, sub0), (ci1, sub1) = plain, fixed
+    assert sub0.size == sub1.size
+    f = residual_autocorrelation_factor(sub0.autocorrelation)
+    assert ci1.half_width == pytest.approx(ci0.half_width * f)
+    assert ci1.mean == ci0.mean

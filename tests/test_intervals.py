@@ -212,3 +212,26 @@ def test_required_sample_size_rejects_bad_input(
 ) -> None:
     with pytest.raises(ValueError, match=match):
         required_sample_size(*args)
+
+
+# --- residual autocorrelation correction (an Assay addition) ---------------------------
+
+
+def test_widen_scales_distances_from_the_mean() -> None:
+    from assay.stats.intervals import widen
+
+    ci = MeanCI(mean=10.0, half_width=1.0, n=5, std=2.0, confidence=0.95, lower=9.5, upper=11.0)
+    w = widen(ci, 2.0)
+    assert (w.low, w.high, w.half_width, w.std) == (9.0, 12.0, 2.0, 4.0)
+    with pytest.raises(ValueError):
+        widen(ci, 0.5)
+
+
+def test_residual_factor_matches_ar1_variance_of_the_mean() -> None:
+    from assay.stats.intervals import residual_autocorrelation_factor
+
+    # var(mean) of a long AR(1) sequence is var/n * (1 + r) / (1 - r)
+    assert residual_autocorrelation_factor(0.0) == 1.0
+    assert residual_autocorrelation_factor(-0.3) == 1.0
+    assert residual_autocorrelation_factor(float("nan")) == 1.0
+    assert residual_autocorrelation_factor(0.5) == pytest.approx(math.sqrt(3.0))

@@ -51,7 +51,8 @@ def test_unit_readings_study_removes_warmup_and_meets_target(
     res = Runner(spec, spec.store_path(), measure_overhead=False).run()
     (r,) = res.results
     assert r.met, r
-    assert r.low <= 10.0 <= r.high
+    # without warm-up removal the mean would be ~10.67; the CI half-width is ~0.1
+    assert abs(r.mean - 10.0) < 0.15, r
     # 40 of 300 unit readings per round are warm-up; EDM must take most of them away
     assert r.warmup_removed >= 30 * r.rounds_used
     assert r.method.startswith("unit readings, EDM")

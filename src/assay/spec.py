@@ -158,6 +158,7 @@ class StopSpec(_Model):
     warmup_rounds: Annotated[int, Field(ge=0)] = 0
     max_autocorrelation: Annotated[float, Field(gt=0, lt=1)] = 0.1
     warmup_removal: Literal["edm", "edm-pilot", "none"] = "edm"
+    residual_correction: bool = True
     max_failures: Annotated[float, Field(gt=0, le=1)] = 0.5
 
 

@@ -181,6 +181,7 @@ def analyze_samples(
         confidence=stop.confidence,
         max_autocorrelation=stop.max_autocorrelation,
         harmonic=pi.mean == "harmonic",
+        correct_residual=stop.residual_correction,
     )
     if got is None:
         return _empty(

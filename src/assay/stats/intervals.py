@@ -106,6 +106,42 @@ def _t_quantile(confidence: float, df: float) -> float:
     return float(stats.t.ppf((1.0 + confidence) / 2.0, df))
 
 
+def widen(ci: MeanCI, factor: float) -> MeanCI:
+    """The interval with its distances from the mean (and the std) scaled by ``factor``.
+
+    >>> widen(MeanCI(mean=10.0, half_width=0.5, n=20, std=1.0, confidence=0.95), 2.0).high
+    11.0
+    """
+    if not factor >= 1.0:
+        raise ValueError(f"factor must be >= 1, got {factor}")
+    lower = None if ci.lower is None else ci.mean - factor * (ci.mean - ci.lower)
+    upper = None if ci.upper is None else ci.mean + factor * (ci.upper - ci.mean)
+    return MeanCI(
+        mean=ci.mean,
+        half_width=ci.half_width * factor,
+        n=ci.n,
+        std=ci.std * factor,
+        confidence=ci.confidence,
+        lower=lower,
+        upper=upper,
+    )
+
+
+def residual_autocorrelation_factor(r1: float) -> float:
+    """How much a lag-1 autocorrelation r1 > 0 widens the standard error of a mean.
+
+    For an AR(1)-like sequence the variance of the mean grows by (1 + r1) / (1 - r1);
+    the factor is its square root (1 for r1 <= 0 or nan).
+
+    >>> round(residual_autocorrelation_factor(0.1), 4)
+    1.1055
+    """
+    if not math.isfinite(r1) or r1 <= 0.0:
+        return 1.0
+    r = min(r1, 0.99)
+    return math.sqrt((1.0 + r) / (1.0 - r))
+
+
 def t_interval(samples: ArrayLike, confidence: float = 0.95) -> MeanCI:
     """Student-t confidence interval for the mean of i.i.d. samples.
 
