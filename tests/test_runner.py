@@ -171,7 +171,8 @@ def test_cli_quick_mode_json(tmp_path: Path) -> None:
     data = json.loads(out.read_text())
     (pi,) = data["pis"]
     assert pi["name"] == "wall_time" and pi["mean"] > 0
-    assert pi["low"] < pi["mean"] < pi["high"]
+    # under heavy load 15 launches may not decorrelate: the CI is then unbounded (null)
+    assert pi["low"] is None or pi["low"] < pi["mean"] < pi["high"]
     assert data["trials"]["total"] >= 10
     assert "wall_time" in result.output and "±" in result.output
 
@@ -221,3 +222,28 @@ max_rounds = 2
     res = Runner(spec, spec.store_path(), measure_overhead=False).run()
     assert res.trials_by_status == {"ok": 2}
     assert not (tmp_path / "pwned").exists()
+
+
+def test_wps_study_runs_the_planned_work_amounts(write_study, py: str) -> None:  # type: ignore[no-untyped-def]
+    text = f"""
+[study]
+name = "wps"
+[benchmark]
+command = ["{py}", "-c", "import sys, time; time.sleep(0.01 + int(sys.argv[1]) / 4000)",
+           "{{work}}"]
+[benchmark.work]
+min = 20
+max = 400
+short_round = 0.001
+[stop]
+max_rounds = 12
+"""
+    spec = load_spec(write_study(text))
+    res = Runner(spec, spec.store_path(), measure_overhead=False).run()
+    (r,) = res.results
+    assert r.name == "work_per_second" and r.unit == "units/s"
+    assert r.n_raw == 12  # the fit itself may fail on a loaded machine: not what this tests
+    con = sqlite3.connect(spec.store_path())
+    rows = con.execute("SELECT work, argv_json FROM trials ORDER BY seq").fetchall()
+    assert len({w for w, _ in rows}) >= 10  # work amounts vary, as the regression needs
+    assert all(json.loads(a)[-1] == str(int(w)) for w, a in rows)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -244,3 +245,15 @@ def test_planner_rejects_bad_input() -> None:
         WorkAmountPlanner(0, 10, budget_seconds=0)
     with pytest.raises(ValueError, match="history"):
         WorkAmountPlanner(0, 10).next_work_amount([(1.0, float("nan"))])
+
+
+def test_linear_phase_hands_over_to_bisection_at_the_upper_bound() -> None:
+    p = WorkAmountPlanner(20, 400, short_round=0.01, budget_seconds=60.0, initial_rounds=50)
+    history: list[tuple[float, float]] = []
+    for _ in range(40):
+        w = p.next_work_amount(history)
+        history.append((w, 0.05 + w / 2000))
+    works = [w for w, _ in history]
+    # never two rounds in a row at the upper bound
+    assert all(not (a == b == 400) for a, b in itertools.pairwise(works))
+    assert len(set(works)) >= 30

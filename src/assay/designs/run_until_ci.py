@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -252,23 +252,53 @@ def analyze_pi(pi: PISpec, rounds: Sequence[RoundData], stop: StopSpec) -> PIRes
 
 
 def analyze_wps(rounds: Sequence[RoundData], stop: StopSpec, work: WorkSpec) -> PIResult:
-    """Pilot's work-per-second regression over (work, duration) pairs."""
-    pairs = [(r.work, r.duration) for r in rounds if r.work is not None and r.duration > 0]
+    """Pilot's work-per-second regression over (work, duration) pairs.
+
+    As in Pilot, rounds shorter than the short-round threshold are stored but not
+    analysed, and after a first fit the rounds whose work amount is below what the
+    non-stable phases consume (alpha * v) are dropped and the model refitted.
+    """
+    pairs = [
+        (r.work, r.duration)
+        for r in rounds
+        if r.work is not None and r.duration >= work.short_round
+    ]
     method = "work-per-second regression t = alpha + w/v"
     unit = f"{work.unit}/s"
     if len(pairs) < 3:
-        return _empty(WPS_PI, unit, "higher", method, stop.confidence, "fewer than 3 rounds")
-    w = np.array([p[0] for p in pairs], dtype=float)
-    t = np.array([p[1] for p in pairs], dtype=float)
-    fit = fit_wps(w, t, confidence=stop.confidence, max_autocorrelation=stop.max_autocorrelation)
-    if fit is None:
         return _empty(
             WPS_PI,
             unit,
             "higher",
             method,
             stop.confidence,
-            "the regression could not be fitted (equal work amounts?)",
+            "fewer than 3 rounds longer than the short-round threshold",
+        )
+    w = np.array([p[0] for p in pairs], dtype=float)
+    t = np.array([p[1] for p in pairs], dtype=float)
+    fit = fit_wps(w, t, confidence=stop.confidence, max_autocorrelation=stop.max_autocorrelation)
+    if fit is not None and fit.alpha_per_round > 0 and math.isfinite(fit.v) and fit.v > 0:
+        keep = w >= fit.alpha_per_round * fit.v
+        if 3 <= int(keep.sum()) < w.size:
+            refit = fit_wps(
+                w[keep],
+                t[keep],
+                confidence=stop.confidence,
+                max_autocorrelation=stop.max_autocorrelation,
+            )
+            fit = refit if refit is not None else fit
+    if fit is None:
+        return replace(
+            _empty(
+                WPS_PI,
+                unit,
+                "higher",
+                method,
+                stop.confidence,
+                "no fit: equal work amounts, or residuals too autocorrelated to merge",
+            ),
+            n_raw=len(pairs),
+            rounds_used=len(pairs),
         )
     rel = fit.relative_half_width
     met = fit.n >= stop.min_samples and rel <= stop.ci_width

@@ -334,7 +334,11 @@ class WorkAmountPlanner:
             rate = sum(w for w, _ in usable) / total_s if total_s > 0.0 else math.inf
             if not math.isfinite(rate):
                 return self._clamp(2.0 * w1)
-            return self._clamp(w1 + len(usable) * k * rate)
+            proposal = w1 + len(usable) * k * rate
+            # Once the linear phase reaches b, repeating b adds no leverage to the
+            # regression (and equal neighbours correlate its residuals): bisect instead.
+            if proposal < self._b:
+                return self._clamp(proposal)
 
         return self._bisection_next(rounds)
 
