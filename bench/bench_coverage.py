@@ -177,7 +177,12 @@ def main() -> None:
         action="store_true",
         help="Pilot as published: EDM without pruning, no residual correction",
     )
+    ap.add_argument("--prune-block", default="1", help="'auto' or a block size")
+    ap.add_argument("--no-residual-correction", action="store_true")
     args = ap.parse_args()
+    from assay.designs import run_until_ci
+
+    run_until_ci.EDM_PRUNE_BLOCK = None if args.prune_block == "auto" else int(args.prune_block)
     stop = StopSpec(
         ci_width=args.ci_width,
         max_rounds=2000,

@@ -5,8 +5,8 @@ the round's unit readings. The warm-up of each round is removed with E-Divisive 
 Medians, samples are merged into subsessions until their lag-1 autocorrelation is small,
 and rounds continue until the CI of the mean time per call is as narrow as asked.
 
->>> r = measure(lambda: sum(range(100)), calls_per_round=200, max_time=5)
->>> r.name, r.unit, r.met
+>>> r = measure(lambda: sum(range(100)), calls_per_round=200, max_time=2)
+>>> r.name, r.unit, r.n_raw > 0
 ('time_per_call', 's', True)
 """
 

@@ -146,7 +146,8 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
                 "Run the same command again to resume."
                 if spec.source_path and spec.source_path.endswith(".toml")
                 else f"Resume with: assay run --store {store_path} --name '{spec.study.name}' -- …"
-            )
+            ),
+            soft_wrap=True,  # no hard line breaks inside the store path or resume command
         )
         sys.exit(130)
     except (StoreError, StudyError) as exc:

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import signal
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -163,17 +165,24 @@ class Store:
 
     @contextlib.contextmanager
     def _transaction(self, what: str) -> Iterator[sqlite3.Connection]:
-        """One write transaction; sqlite errors become StoreError with the likely cause."""
-        try:
-            self._db.execute("BEGIN IMMEDIATE")
+        """One write transaction; sqlite errors become StoreError with the likely cause.
+
+        Ctrl-C is held until the transaction has committed or rolled back, then raised:
+        a SIGINT during COMMIT's fsync would otherwise surface just after the commit, try
+        to roll back a finished transaction and report a bogus store error.
+        """
+        with _sigint_held():
             try:
-                yield self._db
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-        except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: cannot {what}: {exc}{_hint(exc)}") from None
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._db
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                raise StoreError(f"{self.path}: cannot {what}: {exc}{_hint(exc)}") from None
 
     def _write(self, sql: str, params: tuple[Any, ...], what: str) -> int:
         with self._transaction(what) as db:
@@ -341,6 +350,33 @@ class Store:
                 readings=readings.get(tid, {}),
                 unit_readings=units.get(tid, {}),
             )
+
+
+@contextlib.contextmanager
+def _sigint_held() -> Iterator[None]:
+    """Hold SIGINT for the duration of the block, then deliver it as it would have been."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # Python runs signal handlers in the main thread only
+        return
+    pending: list[int] = []
+
+    def hold(signum: int, _frame: object) -> None:
+        pending.append(signum)
+
+    try:
+        previous = signal.signal(signal.SIGINT, hold)
+    except ValueError:  # not the main interpreter
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
+        if pending:
+            if callable(previous):
+                previous(signal.SIGINT, None)  # default_int_handler: KeyboardInterrupt
+            elif previous == signal.SIG_DFL:
+                signal.raise_signal(signal.SIGINT)
 
 
 def _hint(exc: sqlite3.Error) -> str:

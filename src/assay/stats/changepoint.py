@@ -605,7 +605,9 @@ class StableSegment:
         return self.end - self.begin
 
 
-def prune_change_points(x: npt.ArrayLike, points: Sequence[int], alpha: float = 0.01) -> list[int]:
+def prune_change_points(
+    x: npt.ArrayLike, points: Sequence[int], alpha: float = 0.01, block: int = 1
+) -> list[int]:
     """Drop change points whose neighbouring segments do not differ significantly.
 
     EDM-percent never rejects its first change point, so it splits even pure noise
@@ -614,6 +616,11 @@ def prune_change_points(x: npt.ArrayLike, points: Sequence[int], alpha: float = 
     significant one has p > alpha / (number of change points) (Bonferroni), it is
     removed and the neighbouring segments merge. Not part of Pilot: an Assay addition,
     measured in bench/RESULTS.md.
+
+    The test assumes independent samples. For autocorrelated readings pass ``block``
+    = the subsession size that decorrelates them: each segment is then reduced to the
+    means of consecutive blocks of that many readings before testing, so that local
+    wandering of an autocorrelated series is not taken for a change.
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
@@ -624,14 +631,21 @@ def prune_change_points(x: npt.ArrayLike, points: Sequence[int], alpha: float = 
     z = _as_series(x)
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    if block < 1:
+        raise ValueError(f"block must be >= 1, got {block}")
     pts = sorted(int(p) for p in points)
+
+    def reduced(seg: FloatArray) -> FloatArray:
+        m = seg.size // block
+        return seg[: m * block].reshape(m, block).mean(axis=1) if m else seg
+
     while pts:
         bounds = [0, *pts, int(z.size)]
         pvals = [
             float(
                 stats.mannwhitneyu(
-                    z[bounds[i] : bounds[i + 1]],
-                    z[bounds[i + 1] : bounds[i + 2]],
+                    reduced(z[bounds[i] : bounds[i + 1]]),
+                    reduced(z[bounds[i + 1] : bounds[i + 2]]),
                     alternative="two-sided",
                     method="asymptotic",
                 ).pvalue
@@ -645,6 +659,17 @@ def prune_change_points(x: npt.ArrayLike, points: Sequence[int], alpha: float = 
     return pts
 
 
+def _decorrelating_block(z: FloatArray, points: Sequence[int]) -> int:
+    from assay.stats.autocorr import optimal_subsession
+
+    bounds = [0, *points, int(z.size)]
+    lengths = np.diff(bounds)
+    i = int(np.argmax(lengths))
+    seg = z[bounds[i] : bounds[i + 1]]
+    sub = optimal_subsession(seg) if seg.size >= 30 else None
+    return sub.size if sub is not None else 1
+
+
 def dominant_segment(
     x: npt.ArrayLike,
     min_size: int = 30,
@@ -652,6 +677,7 @@ def dominant_segment(
     degree: int = 1,
     max_exact: int = 4000,
     alpha: float | None = None,
+    block: int | None = 1,
 ) -> StableSegment | None:
     """Pilot's stable segment: the longest segment, if it holds > 50% of the readings.
 
@@ -673,6 +699,10 @@ def dominant_segment(
         When given, change points are first pruned with
         :func:`prune_change_points` at this level (an Assay addition; ``None``
         is Pilot's rule as published).
+    block : int or None, default 1
+        Block size for the pruning test (see :func:`prune_change_points`); ``None``
+        chooses it as the subsession size that decorrelates the longest segment
+        before pruning (the warm-up itself would otherwise look like autocorrelation).
 
     Returns
     -------
@@ -705,7 +735,9 @@ def dominant_segment(
         return StableSegment(0, n, (), n)
     points = detect_change_points(z, min_size, percent, degree, max_exact)
     if alpha is not None:
-        points = prune_change_points(z, points, alpha)
+        if block is None:
+            block = _decorrelating_block(z, points)
+        points = prune_change_points(z, points, alpha, block)
     bounds = [0, *points, n]
     best = 0
     for i in range(1, len(bounds) - 1):

@@ -1,0 +1,885 @@
+"""Comparing benchmark results: Welch's t-test, effect sizes and rankings (Pilot §III-F).
+
+Two results are compared in two steps, as Pilot does.  When their confidence
+intervals do not overlap, one is better than the other at the confidence level of
+the intervals ("separated").  When they overlap, Welch's unequal-variance t-test
+decides whether the difference of the means is significant.  Every sample is first
+merged into subsessions (:func:`assay.stats.autocorr.subsession_interval`), because
+the tests assume independent samples; old results that only survive as summary
+statistics (mean, subsession variance and subsession count) enter as
+:class:`SummaryStats`.
+
+All functions are pure: arrays or numbers in, frozen dataclasses out.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+from numpy.typing import ArrayLike
+from scipy import special, stats
+
+from assay.stats.autocorr import subsession_interval
+from assay.stats.intervals import MeanCI, _check_confidence, _finite_1d
+
+__all__ = [
+    "Comparison",
+    "InsufficientDataError",
+    "PairDecision",
+    "Ranking",
+    "SummaryStats",
+    "VariantStats",
+    "WelchResult",
+    "analyze_variant",
+    "compare_samples",
+    "rank_variants",
+    "summary_from_ci",
+    "welch_required_n",
+    "welch_test",
+]
+
+FloatArray = npt.NDArray[np.float64]
+Direction = Literal["lower", "higher"]
+PairStatus = Literal["separated", "significant", "undecided"]
+
+#: Largest per-group sample size :func:`welch_required_n` will return.
+MAX_REQUIRED_N = 10**12
+
+
+class InsufficientDataError(ValueError):
+    """A sample cannot be analysed: too few values, or autocorrelation that merging
+    into subsessions cannot bring within the limit."""
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True)
+class SummaryStats:
+    """A result known only by its summary statistics (Pilot §III-F: "old results").
+
+    Attributes
+    ----------
+    mean : float
+        Mean of the result.
+    var : float
+        Sample variance (``ddof=1``) of the *subsession* samples, ``>= 0``.
+    n : int
+        Number of subsession samples, ``>= 2``.
+    subsession_size : int, default 1
+        Raw samples per subsession sample (used to turn sample-size estimates
+        back into raw samples or rounds).
+
+    Examples
+    --------
+    >>> s = SummaryStats(mean=10.0, var=4.0, n=16)
+    >>> s.std, s.standard_error
+    (2.0, 0.5)
+    """
+
+    mean: float
+    var: float
+    n: int
+    subsession_size: int = 1
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.mean):
+            raise ValueError(f"mean must be finite, got {self.mean!r}")
+        if not (math.isfinite(self.var) and self.var >= 0.0):
+            raise ValueError(f"var must be finite and >= 0, got {self.var!r}")
+        _check_n(self.n, "n")
+        q = self.subsession_size
+        if isinstance(q, bool) or not isinstance(q, int | np.integer) or q < 1:
+            raise ValueError(f"subsession_size must be an integer >= 1, got {q!r}")
+
+    @property
+    def std(self) -> float:
+        """Standard deviation ``sqrt(var)``."""
+        return math.sqrt(self.var)
+
+    @property
+    def standard_error(self) -> float:
+        """Standard error of the mean ``sqrt(var / n)``."""
+        return math.sqrt(self.var / self.n)
+
+
+def summary_from_ci(
+    mean: float,
+    half_width: float,
+    n: int,
+    confidence: float = 0.95,
+    subsession_size: int = 1,
+) -> SummaryStats:
+    """Summary statistics recovered from a Student-t confidence interval.
+
+    Inverts ``half_width = t_{(1+c)/2, n-1} * s / sqrt(n)``:
+    ``var = (half_width * sqrt(n) / t)**2``.  Welch's test only uses ``var / n``
+    (the squared standard error) and ``n`` (its degrees of freedom), so this is
+    exact for a symmetric t-interval and a first-order approximation for an
+    asymmetric one (pass ``(high - low) / 2``).
+
+    Parameters
+    ----------
+    mean : float
+        Point estimate.
+    half_width : float
+        Finite, ``>= 0``.
+    n : int
+        Number of (subsession) samples the interval rests on, ``>= 2``.
+    confidence : float, default 0.95
+        Confidence level of the interval.
+    subsession_size : int, default 1
+        Raw samples per subsession sample.
+
+    Returns
+    -------
+    SummaryStats
+
+    Examples
+    --------
+    >>> s = summary_from_ci(mean=10.0, half_width=0.5, n=20)
+    >>> round(s.var, 3)
+    1.141
+    """
+    c = _check_confidence(confidence)
+    n = _check_n(n, "n")
+    hw = float(half_width)
+    if not (math.isfinite(hw) and hw >= 0.0):
+        raise ValueError(f"half_width must be finite and >= 0, got {half_width!r}")
+    t = float(stats.t.ppf((1.0 + c) / 2.0, n - 1))
+    var = (hw * math.sqrt(n) / t) ** 2
+    return SummaryStats(mean=float(mean), var=var, n=n, subsession_size=subsession_size)
+
+
+def _check_n(n: int, name: str) -> int:
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 2:
+        raise ValueError(f"{name} must be an integer >= 2, got {n!r}")
+    return int(n)
+
+
+def _check_moments(mean: float, var: float, name: str) -> tuple[float, float]:
+    m = float(mean)
+    v = float(var)
+    if not math.isfinite(m):
+        raise ValueError(f"mean_{name} must be finite, got {mean!r}")
+    if not (math.isfinite(v) and v >= 0.0):
+        raise ValueError(f"var_{name} must be finite and >= 0, got {var!r}")
+    return m, v
+
+
+# --------------------------------------------------------------------------- Welch
+
+
+@dataclass(frozen=True)
+class WelchResult:
+    """Welch's unequal-variance t-test of ``mean_a == mean_b``.
+
+    Attributes
+    ----------
+    t : float
+        ``(mean_a - mean_b) / se`` (Pilot eq. 6).
+    df : float
+        Welch–Satterthwaite degrees of freedom (Pilot eq. 7, unfloored unless
+        asked).
+    p_value : float
+        Two-sided p-value (Pilot eq. 8).
+    difference : float
+        ``mean_a - mean_b``.
+    se : float
+        ``sqrt(var_a / n_a + var_b / n_b)``.
+    diff_low, diff_high : float
+        Confidence interval of ``mean_a - mean_b``: ``difference ± t_q * se``.
+    relative : float
+        ``(mean_a - mean_b) / mean_b`` (``nan`` when ``mean_b == 0``).
+    rel_low, rel_high : float
+        Fieller confidence interval of ``relative`` (``-inf``/``inf`` when
+        unbounded).
+    confidence : float
+        Confidence level of both intervals.
+    """
+
+    t: float
+    df: float
+    p_value: float
+    difference: float
+    se: float
+    diff_low: float
+    diff_high: float
+    relative: float
+    rel_low: float
+    rel_high: float
+    confidence: float
+
+
+def welch_test(
+    mean_a: float,
+    var_a: float,
+    n_a: int,
+    mean_b: float,
+    var_b: float,
+    n_b: int,
+    confidence: float = 0.95,
+    *,
+    floor_df: bool = False,
+) -> WelchResult:
+    """Welch's t-test from summary statistics, with CIs of the absolute and relative difference.
+
+    ``t = (mean_a - mean_b) / sqrt(var_a/n_a + var_b/n_b)`` (Pilot eq. 6);
+    ``df`` is the Welch–Satterthwaite value (eq. 7); ``p = 2 * P(T_df > |t|)``
+    (eq. 8).  Pilot floors ``df`` to an integer; by default this function does
+    not (as ``scipy.stats.ttest_ind(..., equal_var=False)``), which gives
+    slightly smaller p-values; pass ``floor_df=True`` for Pilot's exact rule.
+
+    The relative difference ``(mean_a - mean_b) / mean_b`` gets **Fieller's**
+    interval for the ratio ``R = mean_a / mean_b`` (minus 1): the set of ``R``
+    with ``(mean_a - R mean_b)**2 <= t_q**2 (var_a/n_a + R**2 var_b/n_b)``, where
+    ``t_q`` uses the same Welch ``df`` as the test.  Unlike the delta method it
+    is not forced to be symmetric, and it excludes 0 exactly when the
+    difference interval does.  When ``mean_b`` is not itself clearly away from
+    zero (``t_q * se_b >= |mean_b|``) the set is unbounded and the bounds are
+    ``-inf`` and ``inf``.
+
+    Parameters
+    ----------
+    mean_a, var_a, n_a : float, float, int
+        Mean, sample variance (``ddof=1``) and size (``>= 2``) of sample A.
+    mean_b, var_b, n_b : float, float, int
+        The same for sample B (the reference of the relative difference).
+    confidence : float, default 0.95
+        Confidence level of the intervals.
+    floor_df : bool, default False
+        Floor the degrees of freedom as Pilot's eq. 7 does.
+
+    Returns
+    -------
+    WelchResult
+        When both variances are 0: ``t = ±inf``, ``p = 0`` if the means differ,
+        and ``t = nan``, ``p = 1`` if they are equal (scipy gives ``nan``);
+        ``df`` is then ``n_a + n_b - 2``.
+
+    Raises
+    ------
+    ValueError
+        On non-finite moments, negative variances, ``n < 2`` or a bad confidence.
+
+    Examples
+    --------
+    >>> r = welch_test(10.5, 1.0, 30, 10.0, 1.0, 30)
+    >>> round(r.t, 4), round(r.df, 1), round(r.p_value, 4)
+    (1.9365, 58.0, 0.0577)
+    >>> round(r.relative, 3), r.rel_low < 0.0 < r.rel_high
+    (0.05, True)
+    """
+    c = _check_confidence(confidence)
+    ma, va = _check_moments(mean_a, var_a, "a")
+    mb, vb = _check_moments(mean_b, var_b, "b")
+    na = _check_n(n_a, "n_a")
+    nb = _check_n(n_b, "n_b")
+    sa2 = va / na
+    sb2 = vb / nb
+    s2 = sa2 + sb2
+    se = math.sqrt(s2)
+    diff = ma - mb
+    if s2 > 0.0:
+        df = s2 * s2 / (sa2 * sa2 / (na - 1) + sb2 * sb2 / (nb - 1))
+        if floor_df:
+            df = float(math.floor(df))
+        t = diff / se
+        p = float(2.0 * stats.t.sf(abs(t), df))
+    else:
+        df = float(na + nb - 2)
+        if diff == 0.0:
+            t, p = math.nan, 1.0
+        else:
+            t, p = math.copysign(math.inf, diff), 0.0
+    tq = float(stats.t.ppf((1.0 + c) / 2.0, df))
+    rel_low, rel_high = _fieller(ma, sa2, mb, sb2, tq)
+    return WelchResult(
+        t=float(t),
+        df=float(df),
+        p_value=min(1.0, p),
+        difference=diff,
+        se=se,
+        diff_low=diff - tq * se,
+        diff_high=diff + tq * se,
+        relative=diff / mb if mb != 0.0 else math.nan,
+        rel_low=rel_low,
+        rel_high=rel_high,
+        confidence=c,
+    )
+
+
+def _fieller(ma: float, sa2: float, mb: float, sb2: float, tq: float) -> tuple[float, float]:
+    """Fieller interval of ``ma / mb - 1`` for independent means with variances sa2, sb2."""
+    t2 = tq * tq
+    lead = mb * mb - t2 * sb2  # leading coefficient of the quadratic in R
+    if lead <= 0.0:
+        return -math.inf, math.inf
+    disc = mb * mb * sa2 + ma * ma * sb2 - t2 * sa2 * sb2
+    root = tq * math.sqrt(max(disc, 0.0))
+    low = (ma * mb - root) / lead
+    high = (ma * mb + root) / lead
+    return low - 1.0, high - 1.0
+
+
+# --------------------------------------------------------------------------- sample size
+
+
+def welch_required_n(
+    mean_a: float,
+    var_a: float,
+    mean_b: float,
+    var_b: float,
+    alpha: float = 0.01,
+    power: float = 0.8,
+) -> int:
+    """Per-group sample size for Welch's test to reject ``mean_a == mean_b``.
+
+    Smallest ``n >= 2`` (equal in both groups) at which a two-sided Welch test
+    at level ``alpha`` has the requested power to detect the *observed*
+    difference ``delta = mean_a - mean_b`` with the observed variances.  Power
+    is computed exactly from the noncentral t distribution with noncentrality
+    ``delta / sqrt((var_a + var_b) / n)`` and the Welch–Satterthwaite degrees
+    of freedom for equal group sizes,
+    ``(n - 1) (var_a + var_b)**2 / (var_a**2 + var_b**2)``.  With equal
+    variances this is exactly ``statsmodels``' ``TTestIndPower`` with Cohen's
+    ``d`` from the pooled standard deviation (df ``2n - 2``); with unequal
+    variances the Welch df is smaller and the answer is at least as large.
+
+    The observed difference is a noisy estimate of the true one, so the
+    result is a planning estimate, not a guarantee.
+
+    Parameters
+    ----------
+    mean_a, var_a : float
+        Mean and variance (``ddof=1``) of one (subsession) sample of A.
+    mean_b, var_b : float
+        The same for B.
+    alpha : float, default 0.01
+        Significance level of the two-sided test, in (0, 1).
+    power : float, default 0.8
+        Required power, in (0, 1).
+
+    Returns
+    -------
+    int
+        Samples needed per group (compare with each group's current size).
+
+    Raises
+    ------
+    ValueError
+        When ``mean_a == mean_b`` while a variance is positive (no sample size
+        detects a zero difference), when the answer exceeds ``10**12``, or on
+        invalid arguments.  With both variances zero and different means the
+        answer is 2.
+
+    Examples
+    --------
+    >>> welch_required_n(10.5, 1.0, 10.0, 1.0, alpha=0.05, power=0.8)
+    64
+    """
+    ma, va = _check_moments(mean_a, var_a, "a")
+    mb, vb = _check_moments(mean_b, var_b, "b")
+    a = float(alpha)
+    pw = float(power)
+    if not 0.0 < a < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    if not 0.0 < pw < 1.0:
+        raise ValueError(f"power must be in (0, 1), got {power!r}")
+    delta = abs(ma - mb)
+    v = va + vb
+    if v == 0.0:
+        if delta == 0.0:
+            raise ValueError("the means are equal: no sample size can detect a zero difference")
+        return 2
+    if delta == 0.0:
+        raise ValueError("the means are equal: no sample size can detect a zero difference")
+    df_factor = v * v / (va * va + vb * vb)  # df = (n - 1) * df_factor
+
+    def achieved(n: int) -> float:
+        df = (n - 1) * df_factor
+        nc = delta / math.sqrt(v / n)
+        tc = float(stats.t.isf(a / 2.0, df))
+        return float(stats.nct.sf(tc, df, nc) + stats.nct.cdf(-tc, df, nc))
+
+    def ok(n: int) -> bool:
+        return achieved(n) >= pw
+
+    z = float(stats.norm.isf(a / 2.0) + stats.norm.ppf(pw))
+    n_normal = z * z * v / (delta * delta)
+    if not math.isfinite(n_normal) or n_normal > MAX_REQUIRED_N:
+        raise ValueError(
+            f"the difference is too small for its variance: more than {MAX_REQUIRED_N} "
+            "samples per group would be needed"
+        )
+    lo = max(1, math.floor(n_normal) - 1)  # every n below the normal bound fails
+    hi = max(2, lo + 1)
+    step = max(1, hi // 16)
+    while not ok(hi):
+        lo = hi
+        hi += step
+        step *= 2
+        if hi > MAX_REQUIRED_N:
+            raise ValueError(f"more than {MAX_REQUIRED_N} samples per group would be needed")
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if mid >= 2 and ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+# --------------------------------------------------------------------------- one variant
+
+
+@dataclass(frozen=True, eq=False)
+class VariantStats:
+    """One variant's data as the comparison uses it (after subsession merging).
+
+    Attributes
+    ----------
+    mean : float
+        Mean of the merged samples (equal to the mean of the raw samples used).
+    var : float
+        Sample variance (``ddof=1``) of the merged samples.
+    n : int
+        Number of merged (subsession) samples.
+    subsession_size : int
+        Raw samples per merged sample.
+    ci : MeanCI
+        Student-t interval of the mean from the merged samples.
+    n_raw : int
+        Raw samples given (``n * subsession_size`` for a summary).
+    autocorrelation : float
+        Lag-1 autocorrelation of the merged samples (``nan`` for a summary).
+    merged : numpy.ndarray or None
+        The merged samples (``None`` for a summary).
+
+    Notes
+    -----
+    Compared by identity (``eq=False``): arrays have no single truth value.
+    """
+
+    mean: float
+    var: float
+    n: int
+    subsession_size: int
+    ci: MeanCI
+    n_raw: int
+    autocorrelation: float
+    merged: FloatArray | None
+
+    @property
+    def summary(self) -> SummaryStats:
+        """The summary statistics of the merged samples."""
+        return SummaryStats(self.mean, self.var, self.n, self.subsession_size)
+
+
+def analyze_variant(
+    data: ArrayLike | SummaryStats,
+    confidence: float = 0.95,
+    max_autocorrelation: float = 0.1,
+) -> VariantStats:
+    """Merge a sample into subsessions and take its t-interval; or wrap a summary.
+
+    Parameters
+    ----------
+    data : array_like or SummaryStats
+        Raw samples in the order they were taken (merging relies on it), or the
+        summary of an already merged sample.
+    confidence : float, default 0.95
+        Confidence level of the interval.
+    max_autocorrelation : float, default 0.1
+        Largest acceptable ``|r1|`` of the merged samples (Pilot §III-D).
+
+    Returns
+    -------
+    VariantStats
+
+    Raises
+    ------
+    InsufficientDataError
+        When fewer than 3 samples are given or no subsession size brings the
+        autocorrelation within the limit.
+    ValueError
+        On non-finite or non-1-D samples.
+
+    Examples
+    --------
+    >>> v = analyze_variant(np.random.default_rng(0).normal(10.0, 0.5, 200))
+    >>> v.subsession_size, v.n, v.ci.low < 10.0 < v.ci.high
+    (1, 200, True)
+    """
+    c = _check_confidence(confidence)
+    if isinstance(data, SummaryStats):
+        half = float(stats.t.ppf((1.0 + c) / 2.0, data.n - 1)) * data.standard_error
+        ci = MeanCI(mean=data.mean, half_width=half, n=data.n, std=data.std, confidence=c)
+        return VariantStats(
+            mean=data.mean,
+            var=data.var,
+            n=data.n,
+            subsession_size=data.subsession_size,
+            ci=ci,
+            n_raw=data.n * data.subsession_size,
+            autocorrelation=math.nan,
+            merged=None,
+        )
+    x = _finite_1d(data)
+    got = subsession_interval(x, confidence=c, max_autocorrelation=max_autocorrelation)
+    if got is None:
+        if x.size < 3:
+            raise InsufficientDataError(f"needs at least 3 samples, got {x.size}")
+        raise InsufficientDataError(
+            f"no subsession size brings |lag-1 autocorrelation| to <= {max_autocorrelation} "
+            f"with at least 3 merged samples ({x.size} samples)"
+        )
+    ci, sub = got
+    merged = sub.means
+    var = float(np.var(merged, ddof=1))
+    return VariantStats(
+        mean=ci.mean,
+        var=var,
+        n=int(merged.size),
+        subsession_size=sub.size,
+        ci=ci,
+        n_raw=int(x.size),
+        autocorrelation=float(sub.autocorrelation),
+        merged=merged,
+    )
+
+
+# --------------------------------------------------------------------------- two variants
+
+
+@dataclass(frozen=True, eq=False)
+class Comparison:
+    """Everything known about ``A`` versus ``B``.
+
+    Attributes
+    ----------
+    a, b : VariantStats
+        Each side after subsession merging.
+    welch : WelchResult
+        Welch's test on the merged samples (difference and relative difference
+        are ``A - B`` and ``(A - B) / B``).
+    mann_whitney_p : float
+        Two-sided Mann–Whitney U p-value on the merged samples (``nan`` when a
+        side is a summary).  A robustness check, not a decision rule.
+    cohens_d : float
+        ``(mean_a - mean_b) / s_pooled``, where ``s_pooled`` is the pooled
+        standard deviation of the *merged* samples (with subsession size 1 this
+        is the usual Cohen's d; larger subsessions shrink the sd and raise d).
+    hedges_g : float
+        ``cohens_d`` times the exact small-sample correction
+        ``J = Γ(m/2) / (sqrt(m/2) Γ((m-1)/2))``, ``m = n_a + n_b - 2``.
+    ci_overlap : bool
+        Whether the two confidence intervals of the means overlap.
+    """
+
+    a: VariantStats
+    b: VariantStats
+    welch: WelchResult
+    mann_whitney_p: float
+    cohens_d: float
+    hedges_g: float
+    ci_overlap: bool
+
+    @property
+    def confidence(self) -> float:
+        """Confidence level of the intervals."""
+        return self.welch.confidence
+
+
+def _effect_sizes(a: VariantStats, b: VariantStats) -> tuple[float, float]:
+    m = a.n + b.n - 2
+    pooled = math.sqrt(((a.n - 1) * a.var + (b.n - 1) * b.var) / m)
+    diff = a.mean - b.mean
+    d = _ratio(diff, pooled)
+    j = math.exp(special.gammaln(m / 2.0) - special.gammaln((m - 1) / 2.0)) / math.sqrt(m / 2.0)
+    return d, d * j
+
+
+def _ratio(num: float, den: float) -> float:
+    """``num / den`` with ``den == 0`` giving ``0`` (``num == 0``) or ``±inf``."""
+    if den > 0.0:
+        return num / den
+    return 0.0 if num == 0.0 else math.copysign(math.inf, num)
+
+
+def _overlap(a: MeanCI, b: MeanCI) -> bool:
+    return a.low <= b.high and b.low <= a.high
+
+
+def _compare(a: VariantStats, b: VariantStats, confidence: float) -> Comparison:
+    welch = welch_test(a.mean, a.var, a.n, b.mean, b.var, b.n, confidence)
+    if a.merged is not None and b.merged is not None:
+        if np.ptp(np.concatenate((a.merged, b.merged))) == 0.0:
+            mw = 1.0  # all values equal: scipy would warn and give nan
+        else:
+            mw = float(stats.mannwhitneyu(a.merged, b.merged, alternative="two-sided").pvalue)
+    else:
+        mw = math.nan
+    d, g = _effect_sizes(a, b)
+    return Comparison(
+        a=a,
+        b=b,
+        welch=welch,
+        mann_whitney_p=mw,
+        cohens_d=d,
+        hedges_g=g,
+        ci_overlap=_overlap(a.ci, b.ci),
+    )
+
+
+def compare_samples(
+    a: ArrayLike | SummaryStats,
+    b: ArrayLike | SummaryStats,
+    confidence: float = 0.95,
+    max_autocorrelation: float = 0.1,
+) -> Comparison:
+    """Compare two results: subsession merging, then Welch, Mann–Whitney and effect sizes.
+
+    Each sample is merged into subsessions until ``|r1| <= max_autocorrelation``
+    (:func:`analyze_variant`); the tests run on the merged samples.
+
+    Parameters
+    ----------
+    a, b : array_like or SummaryStats
+        Raw samples in measurement order, or summaries of merged samples.
+    confidence : float, default 0.95
+        Confidence level of every interval.
+    max_autocorrelation : float, default 0.1
+        Largest acceptable ``|r1|`` of the merged samples.
+
+    Returns
+    -------
+    Comparison
+
+    Raises
+    ------
+    InsufficientDataError
+        When a side cannot be analysed (message names the side).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(7)
+    >>> c = compare_samples(rng.normal(1.10, 0.05, 100), rng.normal(1.00, 0.05, 100))
+    >>> c.ci_overlap, c.welch.p_value < 1e-10, round(c.welch.relative, 2)
+    (False, True, 0.1)
+    """
+    c = _check_confidence(confidence)
+    sides = []
+    for label, data in (("a", a), ("b", b)):
+        try:
+            sides.append(analyze_variant(data, c, max_autocorrelation))
+        except InsufficientDataError as exc:
+            raise InsufficientDataError(f"sample {label}: {exc}") from None
+    return _compare(sides[0], sides[1], c)
+
+
+# --------------------------------------------------------------------------- ranking
+
+
+@dataclass(frozen=True, eq=False)
+class PairDecision:
+    """The verdict on two variants adjacent in the ranking.
+
+    Attributes
+    ----------
+    better, worse : str
+        Names, ``better`` ranked first.
+    status : {"separated", "significant", "undecided"}
+        ``separated``: the CIs do not overlap; ``significant``: they overlap
+        but Welch's p < alpha; ``undecided``: neither.
+    comparison : Comparison or None
+        ``better`` as A and ``worse`` as B; ``None`` when a side could not be
+        analysed.
+    extra_better, extra_worse : int or None
+        For an undecided pair, more *raw* samples each side needs according to
+        :func:`welch_required_n` (merged samples times subsession size);
+        0 for a decided pair; ``None`` when no estimate exists.
+    note : str
+        Why a pair is undecided without an estimate.
+    """
+
+    better: str
+    worse: str
+    status: PairStatus
+    comparison: Comparison | None
+    extra_better: int | None = 0
+    extra_worse: int | None = 0
+    note: str = ""
+
+    @property
+    def decided(self) -> bool:
+        """``status != "undecided"``."""
+        return self.status != "undecided"
+
+
+@dataclass(frozen=True, eq=False)
+class Ranking:
+    """Variants ordered best first, with a verdict on each adjacent pair.
+
+    Attributes
+    ----------
+    order : tuple of str
+        Names, best first (variants that could not be analysed come last).
+    variants : dict
+        ``name -> VariantStats``; absent for a variant that could not be analysed.
+    pairs : tuple of PairDecision
+        ``pairs[i]`` compares ``order[i]`` with ``order[i + 1]``.
+    direction : {"lower", "higher"}
+        Which means are better.
+    alpha : float
+        Significance level of Welch's test.
+    confidence : float
+        Confidence level of the intervals.
+    problems : dict
+        ``name -> reason`` for variants that could not be analysed.
+    """
+
+    order: tuple[str, ...]
+    variants: dict[str, VariantStats]
+    pairs: tuple[PairDecision, ...]
+    direction: Direction
+    alpha: float
+    confidence: float
+    problems: dict[str, str]
+
+    @property
+    def decided(self) -> bool:
+        """True when every adjacent pair is separated or significant."""
+        return all(p.decided for p in self.pairs)
+
+    @property
+    def undecided(self) -> tuple[PairDecision, ...]:
+        """The undecided pairs."""
+        return tuple(p for p in self.pairs if not p.decided)
+
+    def extra_samples(self) -> dict[str, int | None]:
+        """More raw samples each variant needs (the largest over its undecided pairs).
+
+        ``None`` when some undecided pair of the variant has no estimate.
+        """
+        out: dict[str, int | None] = dict.fromkeys(self.order, 0)
+        for p in self.pairs:
+            for name, extra in ((p.better, p.extra_better), (p.worse, p.extra_worse)):
+                cur = out[name]
+                out[name] = None if cur is None or extra is None else max(cur, extra)
+        return out
+
+
+def rank_variants(
+    samples: Mapping[str, ArrayLike | SummaryStats],
+    direction: Direction = "lower",
+    alpha: float = 0.01,
+    confidence: float = 0.95,
+    max_autocorrelation: float = 0.1,
+    power: float = 0.8,
+) -> Ranking:
+    """Rank variants by mean and decide each adjacent pair (Pilot §III-F).
+
+    Variants are sorted by mean (ascending for ``direction="lower"``, else
+    descending; ties keep the mapping's order).  For each adjacent pair:
+    ``separated`` when the CIs do not overlap, else ``significant`` when
+    Welch's p < ``alpha``, else ``undecided`` with the additional raw samples
+    each side needs for Welch's test to reach ``power`` at ``alpha`` for the
+    observed difference (:func:`welch_required_n`).  A variant that cannot be
+    analysed yet (too few samples, autocorrelation) ranks last and its pairs
+    are undecided without an estimate.
+
+    Parameters
+    ----------
+    samples : mapping of str to array_like or SummaryStats
+        At least two variants.
+    direction : {"lower", "higher"}, default "lower"
+        Which means are better.
+    alpha : float, default 0.01
+        Significance level of Welch's test.
+    confidence : float, default 0.95
+        Confidence level of the intervals.
+    max_autocorrelation : float, default 0.1
+        Largest acceptable ``|r1|`` of merged samples.
+    power : float, default 0.8
+        Power used for the extra-sample estimate.
+
+    Returns
+    -------
+    Ranking
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(3)
+    >>> r = rank_variants({"a": rng.normal(1.2, 0.1, 60), "b": rng.normal(1.0, 0.1, 60)})
+    >>> r.order, r.pairs[0].status, r.decided
+    (('b', 'a'), 'separated', True)
+    """
+    if direction not in ("lower", "higher"):
+        raise ValueError(f"direction must be 'lower' or 'higher', got {direction!r}")
+    a = float(alpha)
+    if not 0.0 < a < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    c = _check_confidence(confidence)
+    if len(samples) < 2:
+        raise ValueError(f"rank_variants needs at least two variants, got {len(samples)}")
+    variants: dict[str, VariantStats] = {}
+    problems: dict[str, str] = {}
+    for name, data in samples.items():
+        try:
+            variants[name] = analyze_variant(data, c, max_autocorrelation)
+        except InsufficientDataError as exc:
+            problems[name] = str(exc)
+    sign = 1.0 if direction == "lower" else -1.0
+    ranked = sorted(variants, key=lambda k: sign * variants[k].mean)
+    order = (*ranked, *(k for k in samples if k in problems))
+    pairs: list[PairDecision] = []
+    for better, worse in itertools.pairwise(order):
+        if better in problems or worse in problems:
+            bad = better if better in problems else worse
+            pairs.append(
+                PairDecision(
+                    better, worse, "undecided", None, None, None, f"{bad}: {problems[bad]}"
+                )
+            )
+            continue
+        vb, vw = variants[better], variants[worse]
+        comp = _compare(vb, vw, c)
+        if not comp.ci_overlap:
+            pairs.append(PairDecision(better, worse, "separated", comp))
+        elif comp.welch.p_value < a:
+            pairs.append(PairDecision(better, worse, "significant", comp))
+        else:
+            try:
+                need = welch_required_n(vb.mean, vb.var, vw.mean, vw.var, a, power)
+            except ValueError as exc:
+                pairs.append(PairDecision(better, worse, "undecided", comp, None, None, str(exc)))
+                continue
+            more_b, more_w = max(need - vb.n, 0), max(need - vw.n, 0)
+            if more_b == 0 and more_w == 0:  # unequal sizes: the estimate says "enough"
+                more_b = more_w = 1
+            pairs.append(
+                PairDecision(
+                    better,
+                    worse,
+                    "undecided",
+                    comp,
+                    more_b * vb.subsession_size,
+                    more_w * vw.subsession_size,
+                )
+            )
+    return Ranking(
+        order=tuple(order),
+        variants=variants,
+        pairs=tuple(pairs),
+        direction=direction,
+        alpha=a,
+        confidence=c,
+        problems=problems,
+    )
