@@ -133,7 +133,8 @@ def one_study(rng: np.random.Generator, w: Workload, stop: StopSpec, units: int)
     )
 
 
-def run(reps: int, units: int, stop: StopSpec, log: Callable[[str], None]) -> None:
+def run(reps: int, units: int, stop: StopSpec, log: Callable[[str], None],
+        rows: list[int] | None = None) -> None:
     log(
         f"machine: {cpu_model()}, {os.cpu_count()} cores, {platform.system()} "
         f"{platform.release()}; date {datetime.date.today()}"
@@ -149,7 +150,9 @@ def run(reps: int, units: int, stop: StopSpec, log: Callable[[str], None]) -> No
         "analysis s/study (mean) |"
     )
     log("|---|---|---|---|---|---|---|---|---|")
-    for w in WORKLOADS:
+    for i, w in enumerate(WORKLOADS, start=1):
+        if rows and i not in rows:
+            continue
         rng = np.random.default_rng(20261122)
         outs = [one_study(rng, w, stop, units) for _ in range(reps)]
         cov = np.mean([o.covered for o in outs])
@@ -178,6 +181,7 @@ def main() -> None:
         help="Pilot as published: EDM without pruning, no residual correction",
     )
     ap.add_argument("--prune-block", default="1", help="'auto' or a block size")
+    ap.add_argument("--only", default="", help="comma-separated row numbers (1-based)")
     ap.add_argument("--no-residual-correction", action="store_true")
     args = ap.parse_args()
     from assay.designs import run_until_ci
@@ -190,7 +194,8 @@ def main() -> None:
         warmup_removal=args.warmup_removal,
         max_autocorrelation=args.max_autocorrelation,
     )
-    run(args.reps, args.units, stop, print)
+    rows = [int(i) for i in args.only.split(",") if i]
+    run(args.reps, args.units, stop, print, rows)
 
 
 if __name__ == "__main__":

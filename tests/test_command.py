@@ -80,3 +80,30 @@ def test_env_and_wall_time(py: str) -> None:
     )
     assert res.stdout.strip() == b"42"
     assert 0.2 <= res.duration < 5
+
+
+def test_benchmark_dies_with_a_killed_assay(py: str, tmp_path: Path) -> None:
+    import signal
+    import subprocess
+
+    pidfile = tmp_path / "bench.pid"
+    bench = f"import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+    parent = subprocess.Popen(
+        [
+            py,
+            "-c",
+            f"from assay.execute.command import run_command; "
+            f"run_command([{py!r}, '-c', {bench!r}], timeout=120)",
+        ]
+    )
+    deadline = time.monotonic() + 20
+    while not pidfile.exists() or not pidfile.read_text():
+        assert time.monotonic() < deadline, "the benchmark never started"
+        time.sleep(0.05)
+    child = int(pidfile.read_text())
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 5
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child), "the benchmark outlived the killed assay process"

@@ -58,10 +58,12 @@ def test_unit_readings_rounds_without_stable_segment_are_rejected() -> None:
     plateaus = np.repeat([5.0, 0.0, 10.0], 100) + rng.normal(0, 0.1, 300)
     stable = 10.0 + rng.normal(0, 0.1, 300)
     r = analyze_pi(
-        PISpec(name="t"), [RoundData(units=plateaus), RoundData(units=stable)], StopSpec()
+        PISpec(name="t"),
+        [RoundData(units=plateaus), RoundData(units=stable)],
+        StopSpec(warmup_removal="edm-pilot"),
     )
     assert r.rounds_rejected == 1
-    assert r.n_raw == 300
+    assert 150 < r.n_raw <= 300  # Pilot's EDM also trims some of the clean round
 
 
 def test_decide_reasons() -> None:
@@ -81,3 +83,18 @@ def test_decide_reasons() -> None:
         "max_time" in decide([wide], [pi], stop, rounds_done=3, rounds_failed=0, elapsed=100).reason
     )
     assert "failed" in decide([wide], [pi], stop, rounds_done=10, rounds_failed=6, elapsed=1).reason
+
+
+def test_common_cut_removes_the_same_warmup_from_every_round() -> None:
+    rng = np.random.default_rng(8)
+    rounds = []
+    for _ in range(7):
+        x = rng.normal(10.0, 1.0, 300)
+        x[:40] += 4.0  # the workload's warm-up: in every round
+        rounds.append(RoundData(units=x))
+    r = analyze_pi(PISpec(name="t"), rounds, StopSpec())
+    assert r.rounds_rejected == 0
+    per_round = r.warmup_removed / 7
+    assert 35 <= per_round <= 50
+    assert r.n_raw == 7 * 300 - r.warmup_removed
+    assert abs(r.mean - 10.0) < 0.15

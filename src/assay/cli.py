@@ -12,11 +12,7 @@ import click
 from rich.console import Console
 
 from assay import __version__
-from assay.report.export import to_csv, to_json, write_text
-from assay.report.terminal import ProgressView, render_result
-from assay.runner import Runner, StudyError
 from assay.spec import Spec, SpecError, StopSpec, load_spec, parse_spec_data, slug
-from assay.store import StoreError
 
 STUDY_FILE_HELP = """
 \b
@@ -32,11 +28,14 @@ Study file (TOML):
                units = {source = "regex", pattern = 'lat=([0-9.]+)'}  (unit readings)
   [stop]       ci_width = 0.05  confidence = 0.95  max_rounds = 1000  max_time = 600
                min_samples = 10  warmup_rounds = 0  max_autocorrelation = 0.1
+               warmup_removal = "edm" | "edm-pilot" (as published) | "none"
+               residual_correction = true  (false: Pilot's plain subsession t-interval)
+               max_failures = 0.5  (stop early when more than this share of trials fail)
 """
 
 
 def _err_console() -> Console:
-    return Console(stderr=True, highlight=False)
+    return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _parse_width(_ctx: click.Context, _param: click.Parameter, value: str | None) -> float | None:
@@ -121,7 +120,14 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
     subsession size (adjacent samples merged until |lag-1 autocorrelation| <= 0.1),
     the warm-up removed (E-Divisive with Medians on unit readings) and the method.
     """
-    console = Console(highlight=False)
+    # pipes and CI logs get a readable width instead of rich's 80-column default
+    # heavy imports (NumPy, SciPy, pandas) only once a command runs: --help stays fast
+    from assay.report.export import to_csv, to_json, write_text
+    from assay.report.terminal import ProgressView, render_result
+    from assay.runner import Runner, StudyError
+    from assay.store import StoreError
+
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 110)
     err = _err_console()
     try:
         spec, store_path = _spec_from_target(target, opts)

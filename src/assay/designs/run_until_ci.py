@@ -154,21 +154,39 @@ def _empty(
 def stable_unit_readings(
     rounds: Sequence[RoundData], method: str = "edm"
 ) -> tuple[np.ndarray, int, int]:
-    """Concatenate each round's stable segment; return (samples, removed, rounds rejected)."""
+    """Concatenate the stable part of every round; return (samples, removed, rounds rejected).
+
+    ``edm-pilot`` (Pilot as published): each round keeps its own dominant segment, and a
+    round without one contributes nothing. ``edm``: the warm-up and cool-down are taken
+    as properties of the workload, the same in every round, so every round is cut at the
+    median head and median tail found across rounds. Cutting each round where its own
+    data deviate (Pilot) trims exactly the excursions of autocorrelated noise and so
+    shrinks the variance the CI sees (bench/RESULTS.md: coverage 89% for AR(1) phi = 0.5).
+    """
+    pairs: list[tuple[np.ndarray, tuple[int, int] | None]] = []
+    for r in rounds:
+        if r.units is not None and r.units.size > 0:
+            seg = round_segment(r.units, method) if r.segment == "unknown" else r.segment
+            pairs.append((r.units, seg))
     kept: list[np.ndarray] = []
     removed = 0
     rejected = 0
-    for r in rounds:
-        units = r.units
-        if units is None or units.size == 0:
-            continue
-        seg = round_segment(units, method) if r.segment == "unknown" else r.segment
-        if seg is None:
-            rejected += 1
-            removed += int(units.size)
-            continue
-        kept.append(units[seg[0] : seg[1]])
-        removed += int(units.size) - (seg[1] - seg[0])
+    if method == "edm":
+        found = [(seg, units.size) for units, seg in pairs if seg is not None]
+        head = int(np.median([seg[0] for seg, _ in found])) if found else 0
+        tail = int(np.median([n - seg[1] for seg, n in found])) if found else 0
+        for units, _ in pairs:
+            part = units[head : max(units.size - tail, head)]
+            kept.append(part)
+            removed += int(units.size - part.size)
+    else:
+        for units, seg in pairs:
+            if seg is None:
+                rejected += 1
+                removed += int(units.size)
+                continue
+            kept.append(units[seg[0] : seg[1]])
+            removed += int(units.size) - (seg[1] - seg[0])
     samples = np.concatenate(kept) if kept else np.empty(0)
     return samples, removed, rejected
 

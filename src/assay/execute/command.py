@@ -81,6 +81,7 @@ def run_command(
             env=full_env,
             cwd=cwd,
             start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
     except (OSError, ValueError) as exc:
         return CommandResult(
@@ -131,6 +132,20 @@ def run_command(
         cpu_system=after.ru_stime - before.ru_stime,
         max_rss_kib=int(after.ru_maxrss),
     )
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGKILL if Assay dies (Linux), so a killed study leaves no benchmark."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: the process-group kill on timeout still applies
 
 
 def _exit_text(code: int) -> str:
