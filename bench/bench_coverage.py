@@ -133,8 +133,9 @@ def one_study(rng: np.random.Generator, w: Workload, stop: StopSpec, units: int)
     )
 
 
-def run(reps: int, units: int, stop: StopSpec, log: Callable[[str], None],
-        rows: list[int] | None = None) -> None:
+def run(
+    reps: int, units: int, stop: StopSpec, log: Callable[[str], None], rows: list[int] | None = None
+) -> None:
     log(
         f"machine: {cpu_model()}, {os.cpu_count()} cores, {platform.system()} "
         f"{platform.release()}; date {datetime.date.today()}"
