@@ -192,7 +192,8 @@ def main() -> None:
         ci_width=args.ci_width,
         max_rounds=2000,
         max_time=1e9,
-        warmup_removal=args.warmup_removal,
+        warmup_removal="edm-pilot" if args.pilot else args.warmup_removal,
+        residual_correction=not (args.pilot or args.no_residual_correction),
         max_autocorrelation=args.max_autocorrelation,
     )
     rows = [int(i) for i in args.only.split(",") if i]
