@@ -99,6 +99,7 @@ def one_study(rng: np.random.Generator, w: Workload, stop: StopSpec, units: int)
     raw: list[np.ndarray] = []
     state = rng.normal(0, SIGMA_X)
     analysis = 0.0
+    streak = 0
     while True:
         t0 = time.perf_counter()
         res = analyze_pi(pi, rounds, stop)
@@ -110,10 +111,12 @@ def one_study(rng: np.random.Generator, w: Workload, stop: StopSpec, units: int)
             rounds_failed=0,
             elapsed=0.0,
             raw_per_round={"t": float(units)},
+            met_streak=streak,
         )
         analysis += time.perf_counter() - t0
         if d.done:
             break
+        streak = streak + 1 if d.target_met else 0
         x, state = make_round(rng, w, units, state)
         raw.append(x)
         t0 = time.perf_counter()
@@ -184,10 +187,13 @@ def main() -> None:
     ap.add_argument("--prune-block", default="1", help="'auto' or a block size")
     ap.add_argument("--only", default="", help="comma-separated row numbers (1-based)")
     ap.add_argument("--no-residual-correction", action="store_true")
+    ap.add_argument("--cut-quantile", type=float, default=0.5)
+    ap.add_argument("--confirm", type=int, default=2, help="stop.confirm_rounds")
     args = ap.parse_args()
     from assay.designs import run_until_ci
 
     run_until_ci.EDM_PRUNE_BLOCK = None if args.prune_block == "auto" else int(args.prune_block)
+    run_until_ci.EDM_CUT_QUANTILE = args.cut_quantile
     stop = StopSpec(
         ci_width=args.ci_width,
         max_rounds=2000,
@@ -195,6 +201,7 @@ def main() -> None:
         warmup_removal="edm-pilot" if args.pilot else args.warmup_removal,
         residual_correction=not (args.pilot or args.no_residual_correction),
         max_autocorrelation=args.max_autocorrelation,
+        confirm_rounds=1 if args.pilot else args.confirm,
     )
     rows = [int(i) for i in args.only.split(",") if i]
     run(args.reps, args.units, stop, print, rows)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -82,28 +83,61 @@ def test_env_and_wall_time(py: str) -> None:
     assert 0.2 <= res.duration < 5
 
 
-def test_benchmark_dies_with_a_killed_assay(py: str, tmp_path: Path) -> None:
+def test_a_benchmark_left_by_a_killed_assay_is_stopped_on_resume(
+    write_study,
+    py: str,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
     import signal
     import subprocess
+    import sys
 
     pidfile = tmp_path / "bench.pid"
-    bench = f"import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
-    parent = subprocess.Popen(
-        [
-            py,
-            "-c",
-            f"from assay.execute.command import run_command; "
-            f"run_command([{py!r}, '-c', {bench!r}], timeout=120)",
-        ]
+    quick = tmp_path / "quick"  # once it exists, the benchmark no longer sleeps
+    code = (
+        "import os, sys, time\n"
+        "open(sys.argv[1], 'w').write(str(os.getpid()))\n"
+        "time.sleep(0 if os.path.exists(sys.argv[2]) else 60)\n"
     )
-    deadline = time.monotonic() + 20
+    study = write_study(f"""
+[study]
+name = "orphan"
+[benchmark]
+command = ["{py}", "-c", {json.dumps(code)}, "{{pidfile}}", "{{quick}}"]
+[params]
+pidfile = "{pidfile}"
+quick = "{quick}"
+[stop]
+max_rounds = 1
+""")
+    assay = subprocess.Popen(
+        [sys.executable, "-m", "assay", "run", str(study), "-q", "--no-overhead"]
+    )
+    deadline = time.monotonic() + 30
     while not pidfile.exists() or not pidfile.read_text():
         assert time.monotonic() < deadline, "the benchmark never started"
         time.sleep(0.05)
-    child = int(pidfile.read_text())
-    parent.send_signal(signal.SIGKILL)
-    parent.wait()
-    deadline = time.monotonic() + 5
-    while _alive(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(child), "the benchmark outlived the killed assay process"
+    bench = int(pidfile.read_text())
+    assay.send_signal(signal.SIGKILL)
+    assay.wait()
+    assert _alive(bench)  # SIGKILL cannot be caught: the benchmark outlives assay...
+    quick.touch()
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "assay",
+            "run",
+            str(study),
+            "-q",
+            "--no-overhead",
+            "--max-rounds",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    time.sleep(0.2)
+    assert not _alive(bench)  # ...until the study resumes
+    assert "left running by an interrupted session" in proc.stdout

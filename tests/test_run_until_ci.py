@@ -72,7 +72,12 @@ def test_decide_reasons() -> None:
     rng = np.random.default_rng(0)
     good = analyze_pi(pi, [RoundData(reading=float(x)) for x in rng.normal(10, 0.1, 30)], stop)
     wide = analyze_pi(pi, [RoundData(reading=float(x)) for x in rng.normal(10, 5, 30)], stop)
-    assert decide([good], [pi], stop, rounds_done=30, rounds_failed=0, elapsed=1).done
+    first = decide([good], [pi], stop, rounds_done=30, rounds_failed=0, elapsed=1)
+    assert not first.done and first.target_met and first.rounds_left == 1  # to confirm
+    confirmed = decide([good], [pi], stop, rounds_done=31, rounds_failed=0, elapsed=1, met_streak=1)
+    assert confirmed.done and confirmed.reason.startswith("target reached")
+    once = StopSpec(max_rounds=50, max_time=100.0, confirm_rounds=1)
+    assert decide([good], [pi], once, rounds_done=30, rounds_failed=0, elapsed=1).done
     d = decide([wide], [pi], stop, rounds_done=3, rounds_failed=0, elapsed=1)
     assert not d.done and d.rounds_left is not None and d.rounds_left > 0
     assert (

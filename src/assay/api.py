@@ -66,11 +66,12 @@ def measure(
         max_rounds=max_rounds,
         max_time=max_time,
         min_samples=min_samples,
-        warmup_removal="none" if warmup_removal == "none" else "edm",
+        warmup_removal=warmup_removal,
     )
     overhead = timer_overhead()
     rounds: list[RoundData] = []
     started = time.perf_counter()
+    streak = 0
     while True:
         result = analyze_pi(_PI, rounds, stop)
         decision = decide(
@@ -80,7 +81,9 @@ def measure(
             rounds_done=len(rounds),
             rounds_failed=0,
             elapsed=time.perf_counter() - started,
+            met_streak=streak,
         )
+        streak = streak + 1 if decision.target_met else 0
         if decision.done:
             break
         t0 = time.perf_counter()

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from assay import __version__
 from assay.spec import Spec, SpecError, StopSpec, load_spec, parse_spec_data, slug
@@ -62,51 +65,68 @@ def main() -> None:
     """
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _stop_options(f: F) -> F:
+    """Options shared by ``run`` and ``compare``: the stopping rule and the executor."""
+    options = [
+        click.option(
+            "--ci-width",
+            callback=_parse_width,
+            metavar="W",
+            help="Target relative CI half-width, e.g. 0.05 or 5% (default 5%).",
+        ),
+        click.option(
+            "--confidence",
+            type=click.FloatRange(0, 1, min_open=True, max_open=True),
+            help="Confidence level (default 0.95).",
+        ),
+        click.option(
+            "--max-time",
+            type=click.FloatRange(min=0, min_open=True),
+            help="Stop after this many seconds of measured time.",
+        ),
+        click.option(
+            "--min-samples",
+            type=click.IntRange(min=2),
+            help="Samples (after subsession merging) needed before stopping (default 10).",
+        ),
+        click.option("--warmup", type=click.IntRange(min=0), help="Discard the first N rounds."),
+        click.option(
+            "--timeout",
+            type=click.FloatRange(min=0, min_open=True),
+            help="Per-trial timeout in seconds (quick mode; default 600).",
+        ),
+        click.option(
+            "--shell", is_flag=True, help="Quick mode: run the command through /bin/sh -c."
+        ),
+        click.option("--store", type=click.Path(dir_okay=False), help="SQLite store to use."),
+        click.option(
+            "--fresh",
+            is_flag=True,
+            help="Archive this study's stored trials and start again instead of resuming.",
+        ),
+        click.option(
+            "--json", "json_out", metavar="PATH", help="Write the result as JSON ('-' = stdout)."
+        ),
+        click.option("--no-overhead", is_flag=True, help="Skip the launch-overhead measurement."),
+        click.option("-q", "--quiet", is_flag=True, help="No progress display."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
 @main.command(
     context_settings={"ignore_unknown_options": True},
     epilog=STUDY_FILE_HELP,
 )
 @click.argument("target", nargs=-1, type=click.UNPROCESSED, required=True)
-@click.option(
-    "--ci-width",
-    callback=_parse_width,
-    metavar="W",
-    help="Target relative CI half-width, e.g. 0.05 or 5% (default 5%).",
-)
-@click.option(
-    "--confidence",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    help="Confidence level (default 0.95).",
-)
 @click.option("--max-rounds", type=click.IntRange(min=1), help="Stop after this many trials.")
-@click.option(
-    "--max-time",
-    type=click.FloatRange(min=0, min_open=True),
-    help="Stop after this many seconds of measured time.",
-)
-@click.option(
-    "--min-samples",
-    type=click.IntRange(min=2),
-    help="Samples (after subsession merging) needed before stopping (default 10).",
-)
-@click.option("--warmup", type=click.IntRange(min=0), help="Discard the first N rounds.")
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    help="Per-trial timeout in seconds (quick mode; default 600).",
-)
-@click.option("--shell", is_flag=True, help="Quick mode: run the command through /bin/sh -c.")
 @click.option("--name", help="Quick mode: the study name (default: from the command and time).")
-@click.option("--store", type=click.Path(dir_okay=False), help="SQLite store to use.")
-@click.option(
-    "--fresh",
-    is_flag=True,
-    help="Archive this study's stored trials and start again instead of resuming.",
-)
-@click.option("--json", "json_out", metavar="PATH", help="Write the result as JSON ('-' = stdout).")
 @click.option("--csv", "csv_out", metavar="PATH", help="Write one CSV row per PI ('-' = stdout).")
-@click.option("--no-overhead", is_flag=True, help="Skip the launch-overhead measurement.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress display.")
+@_stop_options
 def run(target: tuple[str, ...], **opts: Any) -> None:
     """Measure until every CI is as narrow as asked (Pilot's method).
 
@@ -131,8 +151,13 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
     err = _err_console()
     try:
         spec, store_path = _spec_from_target(target, opts)
+        if spec.variants:
+            raise SpecError(
+                f"{spec.source_path}: this study compares [[variant]]s; run it with "
+                f"'assay compare {spec.source_path}'"
+            )
     except SpecError as exc:
-        err.print(f"[red]error:[/] {exc}")
+        err.print(f"[red]error:[/] {escape(str(exc))}")
         sys.exit(2)
     progress = ProgressView(err, spec.stop.ci_width)
     try:
@@ -157,7 +182,7 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
         )
         sys.exit(130)
     except (StoreError, StudyError) as exc:
-        err.print(f"[red]error:[/] {exc}")
+        err.print(f"[red]error:[/] {escape(str(exc))}")
         sys.exit(3)
     render_result(result, console)
     data = result.as_dict()
@@ -183,6 +208,8 @@ def _stop_overrides(opts: dict[str, Any]) -> dict[str, Any]:
         "max_time": "max_time",
         "min_samples": "min_samples",
         "warmup": "warmup_rounds",
+        "alpha": "alpha",
+        "require_ci_width": "require_ci_width",
     }
     return {field: opts[o] for o, field in keys.items() if opts.get(o) is not None}
 
@@ -200,6 +227,12 @@ def _spec_from_target(target: tuple[str, ...], opts: dict[str, Any]) -> tuple[Sp
             spec = spec.model_copy(update={"stop": StopSpec.model_validate(stop.model_dump())})
         store = Path(opts["store"]) if opts["store"] else spec.store_path()
         return spec, store
+    return _quick_spec(target, opts, overrides)
+
+
+def _quick_spec(
+    target: tuple[str, ...], opts: dict[str, Any], overrides: dict[str, Any]
+) -> tuple[Spec, Path]:
     argv = [a for a in target]
     if argv and argv[0] == "--":
         argv = argv[1:]
@@ -210,7 +243,10 @@ def _spec_from_target(target: tuple[str, ...], opts: dict[str, Any]) -> tuple[Sp
     if opts["timeout"] is not None:
         bench["timeout"] = opts["timeout"]
     data = {"study": {"name": name}, "benchmark": bench, "stop": overrides}
-    spec = parse_spec_data(data, source="command line")
+    return _quick_store(parse_spec_data(data, source="command line"), opts)
+
+
+def _quick_store(spec: Spec, opts: dict[str, Any]) -> tuple[Spec, Path]:
     spec = spec.model_copy(update={"source_path": None})
     if opts["store"]:
         store = Path(opts["store"])
@@ -218,6 +254,278 @@ def _spec_from_target(target: tuple[str, ...], opts: dict[str, Any]) -> tuple[Sp
         cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "assay"
         store = cache / "quick.assay.db"
     return spec, store
+
+
+COMPARE_FILE_HELP = """
+\b
+Study file: as for 'assay run' (see 'assay run --help'), plus two or more variants:
+  [[variant]]  name = "off"  params = {sync = "OFF"}   (laid over [params])
+  [[variant]]  name = "new"  command = ["./new", "{rows}"]  env = {K = "v"}
+               (a variant without command runs [benchmark].command)
+  [stop]       alpha = 0.01  (Welch threshold)  require_ci_width = false
+               max_rounds counts cycles (every variant once); max_time = 600
+"""
+
+
+def _split_commands(target: tuple[str, ...]) -> list[list[str]]:
+    """``CMD_A ... -- CMD_B ...`` (the first ``--`` is consumed by the parser) -> argvs."""
+    args = list(target)
+    if args and args[0] == "--":
+        args = args[1:]
+    groups: list[list[str]] = [[]]
+    for a in args:
+        if a == "--":
+            groups.append([])
+        else:
+            groups[-1].append(a)
+    if any(not g for g in groups):
+        raise SpecError("an empty command between '--' separators: give each variant a command")
+    if len(groups) < 2:
+        raise SpecError(
+            "assay compare needs at least two commands, each after its own '--': "
+            "assay compare -- CMD_A ARGS... -- CMD_B ARGS... (or a study file with "
+            "[[variant]]s, or --from FILES)"
+        )
+    return groups
+
+
+def _variant_names(groups: list[list[str]], given: tuple[str, ...]) -> list[str]:
+    if given:
+        if len(given) != len(groups):
+            raise SpecError(
+                f"--name given {len(given)} times for {len(groups)} commands: name every "
+                "command, in order, or none"
+            )
+        if len(set(given)) != len(given):
+            raise SpecError(f"--name: the names must be unique, got {', '.join(given)}")
+        return list(given)
+    names: list[str] = []
+    for g in groups:
+        base = shlex.join(g)
+        name, k = base, 2
+        while name in names:
+            name, k = f"{base} #{k}", k + 1
+        names.append(name)
+    return names
+
+
+def _compare_spec(target: tuple[str, ...], opts: dict[str, Any]) -> tuple[Spec, Path]:
+    overrides = _stop_overrides(opts)
+    if _is_study_file(target):
+        spec, store = _spec_from_target(target, opts)
+        if len(spec.variants) < 2:
+            raise SpecError(
+                f"{spec.source_path}: assay compare needs a study file with at least two "
+                "[[variant]] entries (see 'assay compare --help')"
+            )
+        return spec, store
+    groups = _split_commands(target)
+    names = _variant_names(groups, opts["name"])
+    study = opts["study"] or (
+        f"compare {time.strftime('%Y%m%d-%H%M%S')} {slug(' vs '.join(names))[:40]}"
+    )
+    bench: dict[str, Any] = {"command": groups[0], "shell": bool(opts["shell"])}
+    if opts["timeout"] is not None:
+        bench["timeout"] = opts["timeout"]
+    data = {
+        "study": {"name": study},
+        "benchmark": bench,
+        "variant": [{"name": n, "command": g} for n, g in zip(names, groups, strict=True)],
+        "stop": overrides,
+    }
+    return _quick_store(parse_spec_data(data, source="command line"), opts)
+
+
+@main.command(
+    context_settings={"ignore_unknown_options": True},
+    epilog=COMPARE_FILE_HELP,
+)
+@click.argument("target", nargs=-1, type=click.UNPROCESSED, required=True)
+@click.option(
+    "--from",
+    "from_files",
+    is_flag=True,
+    help="Compare existing results: TARGET is hyperfine/pyperf/Assay JSON files.",
+)
+@click.option("--name", multiple=True, help="Quick mode: name the variants, once per command.")
+@click.option("--study", help="Quick mode: the study name (default: from the commands and time).")
+@click.option("--pi", help="The PI that decides (default: the study's first).")
+@click.option(
+    "--max-rounds",
+    type=click.IntRange(min=1),
+    help="Stop after this many cycles (each variant once per cycle; default 1000).",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    help="Welch's threshold for a significant difference (default 0.01).",
+)
+@click.option(
+    "--require-ci-width/--no-require-ci-width",
+    default=None,
+    help="Also wait until every CI is within --ci-width (Pilot's optional third condition).",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    help="Seed of the random order within each cycle (default: random, recorded in the store).",
+)
+@click.option(
+    "--fixed-order",
+    is_flag=True,
+    default=None,
+    help="Run the variants in the given order in every cycle.",
+)
+@click.option(
+    "--csv", "csv_out", metavar="PATH", help="Write one CSV row per variant ('-' = stdout)."
+)
+@_stop_options
+def compare(target: tuple[str, ...], **opts: Any) -> None:
+    """Decide which of several commands is best, in the least time (Pilot §III-F).
+
+    \b
+    Quick mode (each command after its own --):
+      assay compare -- python3 -c "sorted(range(10**6))" -- python3 -c "list(range(10**6))"
+    Study mode, variants from a study file (resumes if interrupted):
+      assay compare examples/compare-sqlite-sync.toml
+    Existing results (hyperfine --export-json, pyperf JSON, assay --json):
+      assay compare --from old.json new.json
+
+    Rounds are interleaved (A0 B0 A1 B1 ...), in a fresh seeded random order per cycle.
+    After each cycle the variants are ranked on the deciding PI; it stops when every
+    adjacent pair's CIs are separated or Welch's p < alpha (and every CI is narrow
+    enough, with --require-ci-width), or when the budget ends, saying which pairs are
+    undecided and how many more rounds Welch's sample-size estimate asks for.
+    """
+    from assay.compare_runner import CompareResult, CompareRunner
+    from assay.report.compare import CSV_FIELDS, CompareProgressView, csv_rows, render_comparison
+    from assay.report.export import rows_to_csv, to_json, write_text
+    from assay.runner import StudyError
+    from assay.store import StoreError
+
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 130)
+    err = _err_console()
+    result: CompareResult
+    if opts["from_files"]:
+        try:
+            result = _compare_files(target, opts)
+        except (SpecError, ValueError) as exc:
+            err.print(f"[red]error:[/] {escape(str(exc))}")
+            sys.exit(2)
+    else:
+        try:
+            spec, store_path = _compare_spec(target, opts)
+            pis = [p.name for p in spec.pis]
+            if opts["pi"] is not None and opts["pi"] not in pis:
+                raise SpecError(
+                    f"--pi {opts['pi']!r}: no such PI; the study's PIs: {', '.join(pis)}"
+                )
+        except SpecError as exc:
+            err.print(f"[red]error:[/] {escape(str(exc))}")
+            sys.exit(2)
+        progress = CompareProgressView(err)
+        try:
+            with progress if not opts["quiet"] else _Null():
+                runner = CompareRunner(
+                    spec,
+                    store_path,
+                    pi=opts["pi"],
+                    seed=opts["seed"],
+                    fixed_order=opts["fixed_order"],
+                    fresh=opts["fresh"],
+                    measure_overhead=not opts["no_overhead"],
+                    on_compare_progress=None if opts["quiet"] else progress.update,
+                )
+                result = runner.run()
+        except KeyboardInterrupt:
+            how = (
+                "Run the same command again to resume."
+                if spec.source_path and spec.source_path.endswith(".toml")
+                else f"Resume with: assay compare --store {store_path} "
+                f"--study '{spec.study.name}' -- …"
+            )
+            err.print(
+                f"\n[yellow]interrupted.[/] Every finished trial is in {store_path}. {how}",
+                soft_wrap=True,
+            )
+            sys.exit(130)
+        except (StoreError, StudyError) as exc:
+            err.print(f"[red]error:[/] {escape(str(exc))}")
+            sys.exit(3)
+    render_comparison(result, console)
+    if opts["json_out"]:
+        write_text(opts["json_out"], to_json(result.as_dict()))
+    if opts["csv_out"]:
+        write_text(opts["csv_out"], rows_to_csv(CSV_FIELDS, csv_rows(result)))
+
+
+def _compare_files(target: tuple[str, ...], opts: dict[str, Any]) -> Any:
+    """``--from``: rank existing results (no execution)."""
+    from assay.compare_runner import CompareResult
+    from assay.designs.compare import CompareDecision, compare_pi, undecided_text
+    from assay.report.imports import read_result_files
+
+    files = [t for t in target if t != "--"]
+    results = read_result_files(files, pi=opts["pi"])
+    if len(results) < 2:
+        raise SpecError(
+            f"--from: found {len(results)} result(s) in {', '.join(files)}; "
+            "a comparison needs at least two"
+        )
+    for attr in ("unit", "direction"):
+        kinds = {getattr(r, attr) for r in results}
+        if len(kinds) > 1:
+            raise SpecError(
+                f"--from: the results differ in {attr} ({', '.join(sorted(kinds))}); "
+                "compare results of the same PI (pick one with --pi)"
+            )
+    first = results[0]
+    pi_name = opts["pi"] or first.pi or "wall_time"
+    formats = sorted({r.format for r in results})
+    summaries = any(r.samples is None for r in results)
+    method = (
+        f"imported ({', '.join(formats)}): samples subsession-merged"
+        + (
+            "; Assay results as summaries (mean, subsession variance from the CI)"
+            if summaries
+            else ""
+        )
+        + "; Welch's t-test, Mann-Whitney U (samples only), Hedges' g"
+    )
+    comp = compare_pi(
+        pi_name,
+        first.unit,
+        first.direction,
+        {r.name: r.data for r in results},
+        alpha=opts["alpha"] or 0.01,
+        confidence=opts["confidence"] or 0.95,
+        method=method,
+    )
+    r = comp.ranking
+    if r.decided:
+        reason = f"decided: every adjacent pair is CI-separated or Welch p < {r.alpha:g}"
+    else:
+        reason = f"not decided from these results; {undecided_text(r)}"
+    decision = CompareDecision(
+        True,
+        reason,
+        0 if r.decided else None,
+        decided=r.decided,
+        undecided=tuple((p.better, p.worse) for p in r.undecided),
+    )
+    return CompareResult(
+        study=f"compare --from {' '.join(Path(f).name for f in files)}",
+        store="",
+        pi=pi_name,
+        comparisons=[comp],
+        decision=decision,
+        seed=None,
+        fixed_order=False,
+        cycles=0,
+        trials_total=0,
+        sources=files,
+        warnings=[f"{name}: {why}" for name, why in r.problems.items()],
+    )
 
 
 if __name__ == "__main__":

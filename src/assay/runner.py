@@ -9,13 +9,15 @@ store, so running the same study again resumes where it stopped.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
+import os
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 from assay.designs.run_until_ci import (
     WPS_PI,
@@ -28,7 +30,13 @@ from assay.designs.run_until_ci import (
     planner_for,
     round_segment,
 )
-from assay.execute.command import CommandResult, render_argv, run_command
+from assay.execute.command import (
+    CommandResult,
+    exec_argv,
+    kill_leftovers,
+    render_argv,
+    run_command,
+)
 from assay.execute.environment import collect_environment
 from assay.execute.overhead import LaunchOverhead, measure_launch_overhead
 from assay.execute.readers import ReadError, read_reading, read_unit_readings
@@ -39,6 +47,22 @@ from assay.template import render
 
 class StudyError(RuntimeError):
     """The study cannot go on (setup failed, store unusable); the message says why."""
+
+
+D = TypeVar("D")
+
+
+@dataclass
+class OpenStudy:
+    """A study opened in its store for one session: what the loop and the report need."""
+
+    store: Store
+    study_id: int
+    session: int
+    trials: list[TrialRecord]  # every stored trial, in order; the loop appends
+    resumed: int  # trials found in the store at the start
+    environment: dict[str, Any]
+    overhead: LaunchOverhead | None
 
 
 @dataclass
@@ -79,20 +103,56 @@ class StudyResult:
             "done": self.decision.done,
             "reason": self.decision.reason,
             "pis": [r.as_dict() for r in self.results],
-            "trials": {
-                "total": self.trials_total,
-                "by_status": self.trials_by_status,
-                "resumed": self.resumed_trials,
-            },
-            "failures": self.failures,
-            "measured_time_s": self.elapsed_s,
-            "overhead": {
-                "bookkeeping_s_per_trial": self.bookkeeping_s_per_trial,
-                "launch": None if self.launch_overhead is None else self.launch_overhead.as_dict(),
-            },
-            "environment": self.environment,
-            "warnings": self.warnings,
+            **execution_dict(self),
         }
+
+
+class Executed(Protocol):
+    """What a study result says about its execution (run-until-CI and comparisons alike)."""
+
+    trials_total: int
+    trials_by_status: dict[str, int]
+    resumed_trials: int
+    failures: list[dict[str, Any]]
+    elapsed_s: float
+    bookkeeping_s_per_trial: float | None
+    launch_overhead: LaunchOverhead | None
+    environment: dict[str, Any]
+    warnings: list[str]
+
+
+def execution_dict(res: Executed) -> dict[str, Any]:
+    """The JSON form of a result's trials, failures, overhead, environment and warnings."""
+    return {
+        "trials": {
+            "total": res.trials_total,
+            "by_status": res.trials_by_status,
+            "resumed": res.resumed_trials,
+        },
+        "failures": res.failures,
+        "measured_time_s": res.elapsed_s,
+        "overhead": {
+            "bookkeeping_s_per_trial": res.bookkeeping_s_per_trial,
+            "launch": None if res.launch_overhead is None else res.launch_overhead.as_dict(),
+        },
+        "environment": res.environment,
+        "warnings": res.warnings,
+    }
+
+
+def trial_failures(trials: list[TrialRecord]) -> list[dict[str, Any]]:
+    """The failed trials, as reports list them."""
+    return [
+        {"seq": t.seq, "status": t.status, "error": t.error, "setting": t.setting}
+        for t in trials
+        if not t.ok
+    ]
+
+
+def bookkeeping_per_trial(trials: list[TrialRecord]) -> float | None:
+    """Mean time Assay spent between trials (``None`` before the second trial)."""
+    books = [t.bookkeeping_s for t in trials if t.bookkeeping_s is not None]
+    return (sum(books) / len(books)) if books else None
 
 
 def _pis_to_analyse(spec: Spec) -> list[PISpec]:
@@ -103,10 +163,42 @@ def _pis_to_analyse(spec: Spec) -> list[PISpec]:
     return list(spec.pis)
 
 
+Segments = dict[tuple[int, int, str], tuple[int, int] | None]
+
+
+def round_data(
+    pi: PISpec, ok_trials: list[TrialRecord], warmup_removal: str, cache: Segments
+) -> list[RoundData]:
+    """What the analysis of one PI needs from successful trials.
+
+    ``cache`` keeps each round's stable segment by ``(run, seq, pi)``, so that between
+    rounds only the newest round goes through change-point detection.
+    """
+    rounds = []
+    for t in ok_trials:
+        units = t.unit_readings.get(pi.name)
+        seg: tuple[int, int] | Literal["unknown"] | None = "unknown"
+        if units is not None:
+            key = (t.run, t.seq, pi.name)
+            if key not in cache:
+                cache[key] = round_segment(units, warmup_removal)
+            seg = cache[key]
+        rounds.append(
+            RoundData(
+                reading=t.readings.get(pi.name),
+                units=units,
+                work=t.work,
+                duration=t.duration or math.nan,
+                segment=seg,
+            )
+        )
+    return rounds
+
+
 def analyse(
     spec: Spec,
     trials: list[TrialRecord],
-    segments: dict[tuple[int, int, str], tuple[int, int] | None] | None = None,
+    segments: Segments | None = None,
 ) -> list[PIResult]:
     """Per-PI results from stored trials.
 
@@ -117,24 +209,7 @@ def analyse(
     ok = [t for t in trials if t.ok]
     results: list[PIResult] = []
     for pi in _pis_to_analyse(spec):
-        rounds = []
-        for t in ok:
-            units = t.unit_readings.get(pi.name)
-            seg: tuple[int, int] | Literal["unknown"] | None = "unknown"
-            if units is not None:
-                key = (t.run, t.seq, pi.name)
-                if key not in cache:
-                    cache[key] = round_segment(units, spec.stop.warmup_removal)
-                seg = cache[key]
-            rounds.append(
-                RoundData(
-                    reading=t.readings.get(pi.name),
-                    units=units,
-                    work=t.work,
-                    duration=t.duration or math.nan,
-                    segment=seg,
-                )
-            )
+        rounds = round_data(pi, ok, spec.stop.warmup_removal, cache)
         results.append(analyze_pi(pi, rounds, spec.stop))
     if spec.benchmark.work is not None:
         wps_rounds = [RoundData(work=t.work, duration=t.duration or math.nan) for t in ok]
@@ -171,6 +246,7 @@ class Runner:
         self.measure_overhead = measure_overhead
         self.on_progress = on_progress
         self.cwd = self._cwd()
+        self._prev_end: float | None = None  # when the last trial ended (bookkeeping time)
 
     def _cwd(self) -> str | None:
         cwd = self.spec.benchmark.cwd
@@ -198,44 +274,121 @@ class Runner:
             )
         return res
 
-    def _env(self, values: dict[str, object]) -> dict[str, str]:
+    def _env(
+        self, values: dict[str, object], extra: dict[str, str] | None = None
+    ) -> dict[str, str]:
         allv = {**self.spec.params, **values}
-        return {k: render(v, allv) for k, v in self.spec.benchmark.env.items()}
+        env = {**self.spec.benchmark.env, **(extra or {})}
+        return {k: render(v, allv) for k, v in env.items()}
+
+    @property
+    def _running_file(self) -> Path:
+        return self.store_path.with_name(self.store_path.name + ".running")
+
+    def _record_running(self, argv: list[str]) -> None:
+        """Note the benchmark about to run, so a later session can stop it if we are killed.
+
+        Written before the launch: nothing is added to the measured wall time.
+        """
+        tmp = self._running_file.with_name(self._running_file.name + ".tmp")
+        tmp.write_text(json.dumps({"cmdline": exec_argv(argv, self.spec.benchmark.shell)}))
+        os.replace(tmp, self._running_file)
+
+    def _clear_running(self) -> None:
+        self._running_file.unlink(missing_ok=True)
+
+    def _kill_leftover(self) -> str | None:
+        try:
+            info = json.loads(self._running_file.read_text())
+        except (OSError, ValueError):
+            return None
+        self._clear_running()
+        killed = kill_leftovers(list(info["cmdline"]))
+        if killed:
+            return (
+                "stopped a benchmark left running by an interrupted session "
+                f"(pid {', '.join(map(str, killed))})"
+            )
+        return None
+
+    def _open(self, store: Store) -> OpenStudy:
+        """Open (or resume) the study in the store and start a session."""
+        spec = self.spec
+        if self.fresh:
+            store.archive_study(spec.study.name)
+        study_id = store.open_study(
+            spec.study.name, spec.measurement_hash(), spec.model_dump(mode="json")
+        )
+        trials = store.trials(study_id)
+        env = collect_environment(spec.benchmark.git_repo)
+        session = store.start_session(study_id, env)
+        overhead = measure_launch_overhead() if self.measure_overhead else None
+        return OpenStudy(store, study_id, session, trials, len(trials), env, overhead)
+
+    def _with_setup(self, loop: Callable[[], D]) -> D:
+        """Run ``loop`` between the study's setup and teardown commands."""
+        b = self.spec.benchmark
+        try:
+            if b.setup:
+                self._aux(b.setup, "setup")
+            return loop()
+        finally:
+            if b.teardown:
+                with contextlib.suppress(StudyError):
+                    self._aux(b.teardown, "teardown")
 
     def run(self) -> StudyResult:
         spec = self.spec
+        leftover = self._kill_leftover()
         with Store(self.store_path) as store:
-            if self.fresh:
-                store.archive_study(spec.study.name)
-            study_id = store.open_study(
-                spec.study.name, spec.measurement_hash(), spec.model_dump(mode="json")
+            st = self._open(store)
+            decision = self._with_setup(lambda: self._loop(st))
+            results = analyse(spec, st.trials)
+            result = self._result(
+                st.trials, results, decision, st.overhead, st.environment, st.resumed
             )
-            trials = store.trials(study_id)
-            resumed = len(trials)
-            env = collect_environment(spec.benchmark.git_repo)
-            session = store.start_session(study_id, env)
-            overhead = measure_launch_overhead() if self.measure_overhead else None
-            try:
-                if spec.benchmark.setup:
-                    self._aux(spec.benchmark.setup, "setup")
-                decision = self._loop(store, study_id, session, trials)
-            finally:
-                if spec.benchmark.teardown:
-                    with contextlib.suppress(StudyError):
-                        self._aux(spec.benchmark.teardown, "teardown")
-            results = analyse(spec, trials)
-            result = self._result(trials, results, decision, overhead, env, resumed)
-            store.end_session(session, result.as_dict())
+            if leftover:
+                result.warnings.insert(0, leftover)
+            store.end_session(st.session, result.as_dict())
             return result
 
-    def _loop(
-        self, store: Store, study_id: int, session: int, trials: list[TrialRecord]
-    ) -> Decision:
+    def _execute(
+        self,
+        st: OpenStudy,
+        seq: int,
+        values: dict[str, object],
+        work: float | None = None,
+        *,
+        command: list[str] | None = None,
+        env: dict[str, str] | None = None,
+        setting: dict[str, object] | None = None,
+    ) -> TrialRecord:
+        """Reset, run one trial (see :meth:`_trial`), commit it to the store and append
+        it to ``st.trials``."""
+        reset = self.spec.benchmark.reset
+        reset_s = 0.0
+        if reset:
+            r0 = time.perf_counter()
+            self._aux(reset, "reset")
+            reset_s = time.perf_counter() - r0
+        start = time.perf_counter()
+        prev = self._prev_end
+        bookkeeping = None if prev is None else max(start - prev - reset_s, 0.0)
+        record = self._trial(seq, values, work, command=command, env=env, setting=setting)
+        record.bookkeeping_s = bookkeeping
+        self._prev_end = time.perf_counter()
+        st.store.add_trial(st.study_id, record, st.session)
+        st.trials.append(record)
+        return record
+
+    def _loop(self, st: OpenStudy) -> Decision:
         spec = self.spec
+        trials = st.trials
         planner = planner_for(spec.benchmark.work)
-        seq = store.next_seq(study_id)
-        prev_end: float | None = None
-        segments: dict[tuple[int, int, str], tuple[int, int] | None] = {}
+        seq = st.store.next_seq(st.study_id)
+        self._prev_end = None
+        segments: Segments = {}
+        streak = 0
         while True:
             results = analyse(spec, trials, segments)
             failed = sum(1 for t in trials if not t.ok)
@@ -248,7 +401,9 @@ class Runner:
                 rounds_failed=failed,
                 elapsed=elapsed,
                 raw_per_round=_raw_per_round(spec, trials),
+                met_streak=streak,
             )
+            streak = streak + 1 if decision.target_met else 0
             if self.on_progress is not None:
                 ok = [t.duration or 0.0 for t in trials if t.ok]
                 self.on_progress(
@@ -270,30 +425,38 @@ class Runner:
                 history = [(t.work or 0.0, t.duration or 0.0) for t in trials if t.ok]
                 work = float(planner.next_work_amount(history))
                 values[spec.benchmark.work.placeholder] = int(work)
-            reset_s = 0.0
-            if spec.benchmark.reset:
-                r0 = time.perf_counter()
-                self._aux(spec.benchmark.reset, "reset")
-                reset_s = time.perf_counter() - r0
-            start = time.perf_counter()
-            bookkeeping = None if prev_end is None else max(start - prev_end - reset_s, 0.0)
-            record = self._trial(seq, values, work)
-            record.bookkeeping_s = bookkeeping
-            prev_end = time.perf_counter()
-            store.add_trial(study_id, record, session)
-            trials.append(record)
+            self._execute(st, seq, values, work)
             seq += 1
 
-    def _trial(self, seq: int, values: dict[str, object], work: float | None) -> TrialRecord:
+    def _trial(
+        self,
+        seq: int,
+        values: dict[str, object],
+        work: float | None,
+        *,
+        command: list[str] | None = None,
+        env: dict[str, str] | None = None,
+        setting: dict[str, object] | None = None,
+    ) -> TrialRecord:
+        """One trial of ``command`` (default: the benchmark's) with ``env`` laid over the
+        benchmark's; ``setting`` is what the store records (default: ``values``)."""
         b = self.spec.benchmark
-        argv = render_argv(b.command, values)
-        res = run_command(
-            argv, timeout=b.timeout, env=self._env(values), cwd=self.cwd, shell=b.shell
-        )
+        argv = render_argv(b.command if command is None else command, values)
+        self._record_running(argv)
+        try:
+            res = run_command(
+                argv,
+                timeout=b.timeout,
+                env=self._env(values, env),
+                cwd=self.cwd,
+                shell=b.shell,
+            )
+        finally:
+            self._clear_running()
         rec = TrialRecord(
             seq=seq,
             status=res.status,
-            setting={k: v for k, v in values.items()},
+            setting=dict(values if setting is None else setting),
             argv=argv,
             work=work,
             started=res.started,
@@ -332,12 +495,6 @@ class Runner:
         resumed: int,
     ) -> StudyResult:
         by_status = Counter(t.status for t in trials)
-        failures = [
-            {"seq": t.seq, "status": t.status, "error": t.error, "setting": t.setting}
-            for t in trials
-            if not t.ok
-        ]
-        books = [t.bookkeeping_s for t in trials if t.bookkeeping_s is not None]
         warnings: list[str] = []
         for r in results:
             if r.rounds_rejected:
@@ -360,9 +517,9 @@ class Runner:
             decision=decision,
             trials_total=len(trials),
             trials_by_status=dict(by_status),
-            failures=failures,
+            failures=trial_failures(trials),
             elapsed_s=sum(t.duration or 0.0 for t in trials),
-            bookkeeping_s_per_trial=(sum(books) / len(books)) if books else None,
+            bookkeeping_s_per_trial=bookkeeping_per_trial(trials),
             launch_overhead=overhead,
             environment=env,
             resumed_trials=resumed,

@@ -147,8 +147,28 @@ class BenchmarkSpec(_Model):
         return v
 
 
+class VariantSpec(_Model):
+    """One variant of a comparison (``[[variant]]``): its own command, params or env.
+
+    A variant without ``command`` runs ``[benchmark].command`` with its ``params``
+    laid over ``[params]`` and its ``env`` laid over ``[benchmark].env``.
+    """
+
+    name: Annotated[str, Field(min_length=1)]
+    command: Annotated[list[str], Field(min_length=1)] | None = None
+    params: dict[str, Scalar] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("command")
+    @classmethod
+    def _no_empty_argv0(cls, v: list[str] | None) -> list[str] | None:
+        if v is not None and not v[0].strip():
+            raise ValueError("the first element (the program) must not be empty")
+        return v
+
+
 class StopSpec(_Model):
-    """When a run-until-CI study is done."""
+    """When a run-until-CI study (or a comparison) is done."""
 
     confidence: Annotated[float, Field(gt=0, lt=1)] = 0.95
     ci_width: Annotated[float, Field(gt=0, lt=10)] = 0.05
@@ -159,7 +179,12 @@ class StopSpec(_Model):
     max_autocorrelation: Annotated[float, Field(gt=0, lt=1)] = 0.1
     warmup_removal: Literal["edm", "edm-pilot", "none"] = "edm"
     residual_correction: bool = True
+    confirm_rounds: Annotated[int, Field(ge=1)] = 2
     max_failures: Annotated[float, Field(gt=0, le=1)] = 0.5
+    # comparisons (assay compare): Welch's threshold, and Pilot's optional third
+    # condition (every variant's CI within ci_width as well as the ranking decided)
+    alpha: Annotated[float, Field(gt=0, lt=1)] = 0.01
+    require_ci_width: bool = False
 
 
 class StudyMeta(_Model):
@@ -178,6 +203,7 @@ class Spec(_Model):
         default_factory=lambda: [PISpec(name="wall_time", unit="s")]
     )
     stop: StopSpec = Field(default_factory=StopSpec)
+    variants: Annotated[list[VariantSpec], Field(alias="variant")] = Field(default_factory=list)
     source_path: str | None = Field(default=None, exclude=True)
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
@@ -198,24 +224,57 @@ class Spec(_Model):
                     f"'{self.benchmark.work.placeholder}' is both a parameter and the work "
                     "placeholder; rename one"
                 )
-        templated = list(self.benchmark.command) + list(self.benchmark.env.values())
-        for part in templated:
-            for name in placeholders(part):
-                if name not in known:
-                    raise ValueError(
-                        f"benchmark: placeholder '{{{name}}}' in the command has no value: "
-                        f"add it to [params] (known: {', '.join(sorted(known)) or 'none'}), "
-                        f"or write '{{{{{name}}}}}' if the braces are meant literally"
-                    )
+        if not self.variants:
+            templated = list(self.benchmark.command) + list(self.benchmark.env.values())
+            _check_placeholders("benchmark", templated, known)
+            return self
+        self._check_variants(known)
         return self
+
+    def _check_variants(self, known: set[str]) -> None:
+        if len(self.variants) < 2:
+            raise ValueError("variant: a comparison needs at least two [[variant]] entries")
+        vnames = [v.name for v in self.variants]
+        dupes = sorted({n for n in vnames if vnames.count(n) > 1})
+        if dupes:
+            raise ValueError(f"variant: names must be unique; repeated: {', '.join(dupes)}")
+        if self.benchmark.work is not None:
+            raise ValueError(
+                "variant: comparisons do not support [benchmark.work] (adjustable work) yet"
+            )
+        reserved = sorted(set(self.params) & set(RESERVED_SETTING_KEYS))
+        if reserved:
+            raise ValueError(
+                f"params: {', '.join(reserved)} is reserved in a comparison (it names the "
+                "variant and cycle of each trial); rename the parameter"
+            )
+        for i, v in enumerate(self.variants):
+            where = f"variant[{i}] ({v.name!r})"
+            argv = v.command if v.command is not None else self.benchmark.command
+            env = {**self.benchmark.env, **v.env}
+            templated = list(argv) + list(env.values())
+            used = {n for part in templated for n in placeholders(part)}
+            for key in v.params:
+                if key not in self.params and key not in used:
+                    raise ValueError(
+                        f"{where}.params.{key}: not a parameter of [params] and not used by "
+                        "the variant's command or env (check the spelling)"
+                    )
+            _check_placeholders(where, templated, known | set(v.params))
+
+    def variant_params(self, variant: VariantSpec) -> dict[str, Scalar]:
+        """The parameter values of one variant: its params laid over [params]."""
+        return {**self.params, **variant.params}
 
     def measurement_hash(self) -> str:
         """Hash of everything that changes what a trial measures (not the stopping rule)."""
-        payload = {
+        payload: dict[str, Any] = {
             "benchmark": self.benchmark.model_dump(mode="json"),
             "params": self.params,
             "pis": [p.model_dump(mode="json") for p in self.pis],
         }
+        if self.variants:  # only then: hashes of studies without variants stay as they were
+            payload["variants"] = [v.model_dump(mode="json") for v in self.variants]
         blob = json.dumps(payload, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
@@ -227,6 +286,21 @@ class Spec(_Model):
             return p if p.is_absolute() else base / p
         stem = Path(self.source_path).stem if self.source_path else slug(self.study.name)
         return base / f"{stem}.assay.db"
+
+
+#: Keys of a comparison trial's ``setting`` that name its variant and cycle.
+RESERVED_SETTING_KEYS = ("variant", "cycle")
+
+
+def _check_placeholders(where: str, templated: list[str], known: set[str]) -> None:
+    for part in templated:
+        for name in placeholders(part):
+            if name not in known:
+                raise ValueError(
+                    f"{where}: placeholder '{{{name}}}' in the command has no value: "
+                    f"add it to [params] (known: {', '.join(sorted(known)) or 'none'}), "
+                    f"or write '{{{{{name}}}}}' if the braces are meant literally"
+                )
 
 
 def slug(text: str) -> str:

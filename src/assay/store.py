@@ -77,6 +77,12 @@ CREATE TABLE IF NOT EXISTS readings (
     value REAL NOT NULL,
     PRIMARY KEY (trial_id, pi)
 );
+CREATE TABLE IF NOT EXISTS study_values (
+    study_id INTEGER NOT NULL REFERENCES studies(id),
+    key TEXT NOT NULL,
+    value_json TEXT NOT NULL,
+    PRIMARY KEY (study_id, key)
+);
 CREATE TABLE IF NOT EXISTS unit_readings (
     trial_id INTEGER NOT NULL REFERENCES trials(id),
     pi TEXT NOT NULL,
@@ -225,6 +231,21 @@ class Store:
         new = f"{name}@archived-{time.strftime('%Y%m%dT%H%M%S')}-{found[0]}"
         self._write("UPDATE studies SET name = ? WHERE id = ?", (new, found[0]), "archive")
         return new
+
+    def study_value(self, study_id: int, key: str) -> Any:
+        """A value recorded for the study (e.g. a comparison's seed); ``None`` if absent."""
+        row = self._db.execute(
+            "SELECT value_json FROM study_values WHERE study_id = ? AND key = ?", (study_id, key)
+        ).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def set_study_value(self, study_id: int, key: str, value: Any) -> None:
+        """Record a JSON value for the study (replacing an earlier one)."""
+        self._write(
+            "INSERT OR REPLACE INTO study_values(study_id, key, value_json) VALUES (?,?,?)",
+            (study_id, key, json.dumps(value, sort_keys=True, default=str)),
+            "record a study value",
+        )
 
     # sessions ----------------------------------------------------------------
     def start_session(self, study_id: int, environment: Mapping[str, Any]) -> int:

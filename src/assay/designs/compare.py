@@ -16,11 +16,28 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from assay.designs.run_until_ci import Decision
-from assay.stats.compare import PairDecision, Ranking
+from assay.stats.compare import (
+    Comparison,
+    Direction,
+    PairDecision,
+    Ranking,
+    SummaryStats,
+    compare_samples,
+    rank_variants,
+)
 
-__all__ = ["CompareDecision", "compare_decision", "cycle_order", "interleaved_schedule"]
+__all__ = [
+    "CompareDecision",
+    "PIComparison",
+    "compare_decision",
+    "compare_pi",
+    "cycle_order",
+    "interleaved_schedule",
+    "undecided_text",
+]
 
 
 def _check_variants(variants: Sequence[str]) -> list[str]:
@@ -230,8 +247,14 @@ def compare_decision(
         return make(False, "running", rounds_left)
     if decided:
         return make(True, f"{budget}; ranking decided but some CI width targets not met", None)
+    more = "" if rounds_left is None else f"; about {rounds_left} more rounds needed"
+    return make(True, f"{budget}; {undecided_text(ranking)}{more}", rounds_left)
+
+
+def undecided_text(ranking: Ranking) -> str:
+    """``undecided: A vs B (Welch asks for ...)``: the undecided pairs and what they need."""
     parts = []
-    for p in undecided:
+    for p in ranking.undecided:
         if p.extra_better is None or p.extra_worse is None:
             parts.append(f"{_pair_text(p)} (no estimate: {p.note or 'not enough data'})")
         else:
@@ -239,5 +262,85 @@ def compare_decision(
                 f"{_pair_text(p)} (Welch asks for {p.extra_better} more samples of "
                 f"{p.better} and {p.extra_worse} of {p.worse})"
             )
-    more = "" if rounds_left is None else f"; about {rounds_left} more rounds needed"
-    return make(True, f"{budget}; undecided: {'; '.join(parts)}{more}", rounds_left)
+    return f"undecided: {'; '.join(parts)}"
+
+
+@dataclass(frozen=True, eq=False)
+class PIComparison:
+    """The ranking of the variants on one PI, with each variant compared to the best.
+
+    Attributes
+    ----------
+    name, unit : str
+        The PI.
+    direction : {"lower", "higher"}
+        Which means are better.
+    method : str
+        How the samples were obtained (warm-up handling, merging, tests).
+    ranking : Ranking
+        Best first; each adjacent pair decided (separated / significant) or not.
+    to_best : dict
+        ``variant -> Comparison`` of that variant (A) against the best (B): the
+        relative difference ``(A - best) / best`` with its Fieller CI, Welch's p,
+        Mann–Whitney's p and the effect sizes.  Absent for the best variant and
+        for variants that could not be analysed.
+    samples_per_round : dict
+        Raw samples one round of each variant contributed (turns Welch's extra
+        samples into rounds).
+    """
+
+    name: str
+    unit: str
+    direction: Direction
+    method: str
+    ranking: Ranking
+    to_best: dict[str, Comparison]
+    samples_per_round: dict[str, float]
+
+    @property
+    def best(self) -> str | None:
+        """The best variant, or ``None`` when none could be analysed."""
+        first = self.ranking.order[0]
+        return first if first in self.ranking.variants else None
+
+
+def compare_pi(
+    name: str,
+    unit: str,
+    direction: Direction,
+    samples: Mapping[str, npt.ArrayLike | SummaryStats],
+    *,
+    alpha: float = 0.01,
+    confidence: float = 0.95,
+    max_autocorrelation: float = 0.1,
+    method: str = "subsession t-interval",
+    samples_per_round: Mapping[str, float] | None = None,
+) -> PIComparison:
+    """Rank the variants on one PI and compare each with the best (pure).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(5)
+    >>> c = compare_pi("t", "s", "lower", {"slow": rng.normal(1.2, 0.05, 40),
+    ...                                    "fast": rng.normal(1.0, 0.05, 40)})
+    >>> c.best, c.ranking.pairs[0].status, round(c.to_best["slow"].welch.relative, 1)
+    ('fast', 'separated', 0.2)
+    """
+    ranking = rank_variants(samples, direction, alpha, confidence, max_autocorrelation)
+    first = ranking.order[0]
+    to_best: dict[str, Comparison] = {}
+    if first in ranking.variants:
+        for v in ranking.order[1:]:
+            if v in ranking.variants:
+                to_best[v] = compare_samples(
+                    samples[v], samples[first], confidence, max_autocorrelation
+                )
+    return PIComparison(
+        name=name,
+        unit=unit,
+        direction=direction,
+        method=method,
+        ranking=ranking,
+        to_best=to_best,
+        samples_per_round=dict(samples_per_round or {}),
+    )

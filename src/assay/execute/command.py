@@ -62,7 +62,8 @@ def run_command(
     """Run ``argv`` to completion or until ``timeout`` seconds, then kill its process group.
 
     With ``shell=True`` the argv elements are joined with spaces and run by ``/bin/sh -c``:
-    only for users who ask for shell syntax.
+    only for users who ask for shell syntax. No ``preexec_fn`` is used: it disables the
+    vfork fast path and added 17 ms to every measured launch here (bench/RESULTS.md).
     """
     args = list(argv)
     full_env = dict(os.environ)
@@ -81,7 +82,6 @@ def run_command(
             env=full_env,
             cwd=cwd,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
         )
     except (OSError, ValueError) as exc:
         return CommandResult(
@@ -134,20 +134,6 @@ def run_command(
     )
 
 
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    """In the child: get SIGKILL if Assay dies (Linux), so a killed study leaves no benchmark."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass  # not Linux: the process-group kill on timeout still applies
-
-
 def _exit_text(code: int) -> str:
     if code < 0:
         try:
@@ -163,3 +149,35 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         proc.kill()
+
+
+def exec_argv(argv: Sequence[str], shell: bool = False) -> list[str]:
+    """The argv the started program sees (what /proc/PID/cmdline will show)."""
+    return ["/bin/sh", "-c", " ".join(argv)] if shell else list(argv)
+
+
+def kill_leftovers(cmdline: Sequence[str]) -> list[int]:
+    """Kill benchmarks left running by a killed Assay: process-group leaders running
+    exactly ``cmdline`` whose parent is gone (they were re-parented). Linux only.
+    """
+    want = [a.encode() for a in cmdline]
+    killed: list[int] = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = [a for a in f.read().split(b"\0") if a]
+            if args != want or os.getpgid(pid) != pid or os.getppid() == _parent_of(pid):
+                continue
+            os.killpg(pid, signal.SIGKILL)
+            killed.append(pid)
+        except (OSError, ValueError):
+            continue
+    return killed
+
+
+def _parent_of(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])

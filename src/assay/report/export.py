@@ -49,11 +49,16 @@ def to_json(data: Mapping[str, Any]) -> str:
 
 
 def to_csv(study: str, pis: Sequence[Mapping[str, Any]]) -> str:
+    return rows_to_csv(CSV_FIELDS, [{"study": study, "pi": p["name"], **p} for p in pis])
+
+
+def rows_to_csv(fields: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> str:
+    """CSV with a header of ``fields``; other keys are left out, missing ones are empty."""
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore")
+    w = csv.DictWriter(buf, fieldnames=list(fields), extrasaction="ignore")
     w.writeheader()
-    for p in pis:
-        w.writerow({"study": study, "pi": p["name"], **p})
+    for r in rows:
+        w.writerow(r)
     return buf.getvalue()
 
 

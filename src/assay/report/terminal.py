@@ -4,29 +4,27 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Any, Self
 
 from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from assay.execute.overhead import LaunchOverhead
 from assay.report.format import format_duration, format_estimate, format_percent
 from assay.runner import Progress, StudyResult
 
 
-class ProgressView:
-    """Shows rounds done, the current CI width per PI and the estimated time left.
+class LiveLine:
+    """One status line: live on a terminal; elsewhere (CI logs, pipes) one line every 10 s."""
 
-    On a terminal it is a live line; elsewhere (CI logs, pipes) one line every 10 s.
-    """
-
-    def __init__(self, console: Console, target: float) -> None:
+    def __init__(self, console: Console) -> None:
         self.console = console
-        self.target = target
         self.live: Live | None = None
         self.last_plain = 0.0
 
-    def __enter__(self) -> ProgressView:
+    def __enter__(self) -> Self:
         if self.console.is_terminal:
             self.live = Live(
                 Text("starting…"), console=self.console, transient=True, refresh_per_second=8
@@ -37,6 +35,21 @@ class ProgressView:
     def __exit__(self, *exc: object) -> None:
         if self.live is not None:
             self.live.__exit__(None, None, None)
+
+    def show(self, line: str, final: bool = False) -> None:
+        if self.live is not None:
+            self.live.update(Text(line))
+        elif time.monotonic() - self.last_plain >= 10 or final:
+            self.last_plain = time.monotonic()
+            self.console.print(line, highlight=False)
+
+
+class ProgressView(LiveLine):
+    """Shows rounds done, the current CI width per PI and the estimated time left."""
+
+    def __init__(self, console: Console, target: float) -> None:
+        super().__init__(console)
+        self.target = target
 
     def update(self, p: Progress) -> None:
         widths = (
@@ -53,11 +66,7 @@ class ProgressView:
         line = (
             f"round {p.rounds}{failed} · CI {widths} (target {format_percent(self.target)}){left}"
         )
-        if self.live is not None:
-            self.live.update(Text(line))
-        elif time.monotonic() - self.last_plain >= 10 or p.decision.done:
-            self.last_plain = time.monotonic()
-            self.console.print(line, highlight=False)
+        self.show(line, p.decision.done)
 
 
 def render_result(res: StudyResult, console: Console) -> None:
@@ -90,27 +99,49 @@ def render_result(res: StudyResult, console: Console) -> None:
             + (f" · {res.resumed_trials} resumed from the store" if res.resumed_trials else "")
         )
     )
+    lines.extend(
+        footer_lines(
+            res.bookkeeping_s_per_trial, res.launch_overhead, res.warnings, res.failures, res.store
+        )
+    )
+    console.print(Group(*lines))
+
+
+def footer_lines(
+    bookkeeping_s_per_trial: float | None,
+    launch_overhead: LaunchOverhead | None,
+    warnings: list[str],
+    failures: list[dict[str, Any]],
+    store: str,
+) -> list[Text]:
+    """Overhead, warnings, failed trials and the store: the end of every report."""
+    lines: list[Text] = []
     over = []
-    if res.bookkeeping_s_per_trial is not None:
+    if bookkeeping_s_per_trial is not None:
         over.append(
-            f"assay bookkeeping {format_duration(res.bookkeeping_s_per_trial)}/trial "
+            f"assay bookkeeping {format_duration(bookkeeping_s_per_trial)}/trial "
             "between trials (not in the measured time)"
         )
-    if res.launch_overhead is not None:
-        lo = res.launch_overhead
+    if launch_overhead is not None:
+        lo = launch_overhead
         over.append(
             f"executor vs bare launch: {lo.difference_s * 1e3:+.2f} ms "
             f"[{lo.difference_low_s * 1e3:+.2f}, {lo.difference_high_s * 1e3:+.2f}] per trial"
         )
     if over:
         lines.append(Text("overhead: " + "; ".join(over), style="dim"))
-    for w in res.warnings:
+    for w in warnings:
         lines.append(Text(f"warning: {w}", style="yellow"))
-    for f in res.failures[:5]:
-        lines.append(Text(f"trial {f['seq']}: {f['status']}: {f['error']}", style="red"))
-    if len(res.failures) > 5:
-        lines.append(
-            Text(f"… and {len(res.failures) - 5} more failed trials (see --json)", style="red")
+    for f in failures[:5]:
+        setting = f.get("setting") or {}
+        where = (
+            f" ({setting['variant']}, cycle {setting.get('cycle')})" if "variant" in setting else ""
         )
-    lines.append(Text(f"store: {res.store}", style="dim"))
-    console.print(Group(*lines))
+        lines.append(Text(f"trial {f['seq']}{where}: {f['status']}: {f['error']}", style="red"))
+    if len(failures) > 5:
+        lines.append(
+            Text(f"… and {len(failures) - 5} more failed trials (see --json)", style="red")
+        )
+    if store:
+        lines.append(Text(f"store: {store}", style="dim"))
+    return lines

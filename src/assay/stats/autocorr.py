@@ -68,12 +68,17 @@ def _check_int(value: int, name: str, minimum: int) -> int:
     return int(value)
 
 
+def _nearly_constant(a: FloatArray) -> bool:
+    """Spread at rounding level: autocorrelation would measure only floating-point noise."""
+    return bool(np.ptp(a) <= 1e-12 * float(np.max(np.abs(a))))
+
+
 def _acf(a: FloatArray, lag: int) -> float:
     """Standard sample autocorrelation of a validated array (no checks)."""
     n = a.size
     if n < lag + 2:
         return math.nan
-    if np.ptp(a) == 0.0:
+    if _nearly_constant(a):
         return 0.0
     d = a - np.mean(a)
     den = float(np.dot(d, d))
@@ -268,7 +273,7 @@ def optimal_subsession(
     q_max = n // min_m
     if q_max < 1:
         return None
-    if np.ptp(a) == 0.0:
+    if _nearly_constant(a):
         return _subsession(a, 1)
 
     r1 = _FastR1(a)
@@ -321,10 +326,12 @@ def subsession_interval(
 
     With ``correct_residual=True`` the interval is widened by
     :func:`~assay.stats.intervals.residual_autocorrelation_factor` of the merged
-    samples' lag-1 autocorrelation: the smallest q with ``|r1| <= 0.1`` is chosen on a
-    noisy estimate, so the merged samples keep some positive correlation that Pilot's
-    plain t-interval ignores (bench/RESULTS.md: coverage 89.5% -> 94.5% for AR(1)
-    phi = 0.5). ``False`` is Pilot's method as published.
+    samples' lag-1 autocorrelation, taken as the larger of the observed one and the one
+    an AR(1) process with the raw series' lag-1 autocorrelation would give at this q
+    (:func:`ar1_batch_autocorrelation`): the smallest q with ``|r1| <= 0.1`` is chosen
+    on a noisy estimate, so the merged samples keep some positive correlation that
+    Pilot's plain t-interval ignores (bench/RESULTS.md). ``False`` is Pilot's method as
+    published.
 
     Finds the optimal subsession (:func:`optimal_subsession`) and computes a
     t-interval of the merged samples.
@@ -382,5 +389,26 @@ def subsession_interval(
         merged = sub
         ci = t_interval(sub.means, confidence)
     if correct_residual:
-        ci = widen(ci, residual_autocorrelation_factor(merged.autocorrelation))
+        raw = 1.0 / _finite_1d(x) if harmonic else _finite_1d(x)
+        r = max(
+            merged.autocorrelation, ar1_batch_autocorrelation(autocorrelation(raw), merged.size)
+        )
+        ci = widen(ci, residual_autocorrelation_factor(r))
     return ci, merged
+
+
+def ar1_batch_autocorrelation(phi: float, q: int) -> float:
+    """Lag-1 autocorrelation of the means of blocks of q samples of an AR(1) process.
+
+    r1(q) = phi (1 - phi^q)^2 / (q (1 - phi^2) - 2 phi (1 - phi^q)); 0 for phi <= 0.
+    Used as a floor for the merged samples' observed r1, which is noisy and, having been
+    chosen as the first to pass the threshold, biased low.
+
+    >>> round(ar1_batch_autocorrelation(0.9, 57), 4)
+    0.0991
+    """
+    if not math.isfinite(phi) or phi <= 0.0:
+        return 0.0
+    p = min(phi, 0.999)
+    pq = p**q
+    return p * (1 - pq) ** 2 / (q * (1 - p * p) - 2 * p * (1 - pq))

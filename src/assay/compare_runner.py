@@ -1,0 +1,333 @@
+"""Running a comparison study (Pilot §III-F): interleaved rounds until the ranking is decided.
+
+Every cycle runs each variant once, in a fresh random order drawn from the study's
+seed (``A0 B0 C0``, ``B1 A1 C1``, ...; :func:`assay.designs.compare.cycle_order`).
+Each trial is committed to the store as it ends, with ``setting`` naming its variant
+and cycle; the seed is recorded in the store, so running the same study again
+continues the same schedule where it stopped (mid-cycle included).
+
+After each complete cycle the deciding PI's samples of every variant (readings, or
+stable unit readings: the same warm-up handling as ``assay run``) are ranked with
+:func:`assay.stats.compare.rank_variants`, and :func:`assay.designs.compare.compare_decision`
+says whether every adjacent pair is CI-separated or Welch-significant (and, when
+asked, every CI narrow enough), or the budget is spent.  In a comparison one *round*
+of the budget (``max_rounds``) is one *cycle*: every variant once.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assay.designs.compare import (
+    CompareDecision,
+    PIComparison,
+    compare_decision,
+    compare_pi,
+    cycle_order,
+)
+from assay.designs.run_until_ci import Decision, pi_samples
+from assay.execute.overhead import LaunchOverhead
+from assay.runner import (
+    OpenStudy,
+    Runner,
+    Segments,
+    StudyError,
+    bookkeeping_per_trial,
+    execution_dict,
+    round_data,
+    trial_failures,
+)
+from assay.spec import PISpec, Spec
+from assay.store import Store, TrialRecord
+
+#: The key under which a comparison's schedule (seed, order, variants) is stored.
+SCHEDULE_KEY = "compare_schedule"
+
+
+@dataclass
+class CompareProgress:
+    """What the live display shows after each cycle."""
+
+    cycles: int
+    trials: int
+    failed: int
+    elapsed: float
+    comparison: PIComparison | None
+    decision: Decision
+    mean_cycle_s: float
+
+
+@dataclass
+class CompareResult:
+    """Everything a report needs about a finished (or stopped) comparison."""
+
+    study: str
+    store: str
+    pi: str  # the deciding PI
+    comparisons: list[PIComparison]  # the deciding PI first
+    decision: Decision
+    seed: int | None
+    fixed_order: bool
+    cycles: int
+    trials_total: int
+    trials_by_status: dict[str, int] = field(default_factory=dict)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    bookkeeping_s_per_trial: float | None = None
+    launch_overhead: LaunchOverhead | None = None
+    environment: dict[str, Any] = field(default_factory=dict)
+    resumed_trials: int = 0
+    warnings: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)  # --from: the files read
+
+    def as_dict(self) -> dict[str, Any]:
+        from assay.report.compare import comparison_dict
+
+        d = self.decision
+        return {
+            "study": self.study,
+            "store": self.store,
+            "done": d.done,
+            "reason": d.reason,
+            "decided": isinstance(d, CompareDecision) and d.decided,
+            "undecided": [list(p) for p in getattr(d, "undecided", ())],
+            "rounds_left": d.rounds_left,
+            "pi": self.pi,
+            "comparisons": [comparison_dict(c) for c in self.comparisons],
+            "schedule": {"seed": self.seed, "fixed_order": self.fixed_order, "cycles": self.cycles},
+            **execution_dict(self),
+            "sources": self.sources,
+        }
+
+
+def compare_trials(
+    spec: Spec,
+    pi: PISpec,
+    trials: list[TrialRecord],
+    segments: Segments | None = None,
+) -> PIComparison:
+    """Rank the variants of a comparison study on one PI from its stored trials."""
+    cache: Segments = {} if segments is None else segments
+    samples: dict[str, Any] = {}
+    per_round: dict[str, float] = {}
+    method = "readings, subsession t-interval"
+    for v in spec.variants:
+        ok = [t for t in trials if t.ok and t.setting.get("variant") == v.name]
+        got = pi_samples(pi, round_data(pi, ok, spec.stop.warmup_removal, cache), spec.stop)
+        samples[v.name] = got.samples
+        per_round[v.name] = got.samples.size / got.rounds_used if got.rounds_used else 1.0
+        method = got.method
+    method = method.replace("subsession t-interval", "subsession t-intervals")
+    return compare_pi(
+        pi.name,
+        pi.unit,
+        pi.direction,
+        samples,
+        alpha=spec.stop.alpha,
+        confidence=spec.stop.confidence,
+        max_autocorrelation=spec.stop.max_autocorrelation,
+        method=f"{method}, interleaved rounds; Welch's t-test, Mann-Whitney U, Hedges' g",
+        samples_per_round=per_round,
+    )
+
+
+def decide_comparison(
+    comp: PIComparison,
+    spec: Spec,
+    *,
+    cycles: int,
+    trials: int,
+    failed: int,
+    elapsed: float,
+) -> Decision:
+    """Done when the ranking is decided (and CIs narrow enough, if required), the budget
+    is spent, or most trials fail; every variant needs ``min_samples`` merged samples."""
+    stop = spec.stop
+    if trials >= 5 and failed / trials > stop.max_failures:
+        return Decision(True, f"stopped early: {failed} of {trials} trials failed")
+    ranking = comp.ranking
+    short = [
+        v
+        for v in ranking.order
+        if v not in ranking.variants or ranking.variants[v].n < stop.min_samples
+    ]
+    budget = cycles >= stop.max_rounds or elapsed >= stop.max_time
+    if short and not budget:
+        return CompareDecision(
+            False, f"collecting: every variant needs {stop.min_samples} samples", None
+        )
+    ci_met = None
+    if stop.require_ci_width:
+        ci_met = (
+            all(v.ci.relative_half_width <= stop.ci_width for v in ranking.variants.values())
+            and not ranking.problems
+        )
+    return compare_decision(
+        ranking,
+        ci_met,
+        cycles,
+        max_rounds=stop.max_rounds,
+        elapsed=elapsed,
+        max_time=stop.max_time,
+        samples_per_round=comp.samples_per_round,
+    )
+
+
+class CompareRunner(Runner):
+    """Runs a comparison study to its stopping rule: trial execution, store, setup,
+    reset and teardown are :class:`~assay.runner.Runner`'s; the schedule and the
+    decision are the comparison's."""
+
+    def __init__(
+        self,
+        spec: Spec,
+        store_path: Path,
+        *,
+        pi: str | None = None,
+        seed: int | None = None,
+        fixed_order: bool | None = None,
+        fresh: bool = False,
+        measure_overhead: bool = True,
+        on_compare_progress: Callable[[CompareProgress], None] | None = None,
+    ) -> None:
+        super().__init__(spec, store_path, fresh=fresh, measure_overhead=measure_overhead)
+        if len(spec.variants) < 2:
+            raise ValueError(f"{spec.source_path}: a comparison needs at least two variants")
+        names = [p.name for p in spec.pis]
+        if pi is not None and pi not in names:
+            raise ValueError(f"unknown PI {pi!r}; the study's PIs: {', '.join(names)}")
+        self.pi = next(p for p in spec.pis if p.name == (pi or names[0]))
+        self.seed = seed
+        self.fixed_order = fixed_order
+        self.on_compare_progress = on_compare_progress
+
+    def _schedule(self, st: OpenStudy) -> tuple[int, bool]:
+        """The seed and order rule: recorded in the store, so a resumed study keeps them."""
+        names = [v.name for v in self.spec.variants]
+        stored = st.store.study_value(st.study_id, SCHEDULE_KEY)
+        if stored is None:
+            seed = self.seed if self.seed is not None else secrets.randbelow(2**31)
+            fixed = bool(self.fixed_order)
+            value = {"seed": seed, "fixed_order": fixed, "variants": names}
+            st.store.set_study_value(st.study_id, SCHEDULE_KEY, value)
+            return seed, fixed
+        seed, fixed = int(stored["seed"]), bool(stored["fixed_order"])
+        clash = []
+        if self.seed is not None and self.seed != seed:
+            clash.append(f"--seed {seed}")
+        if self.fixed_order is not None and self.fixed_order != fixed:
+            clash.append("--fixed-order" if fixed else "a random order")
+        if clash:
+            raise StudyError(
+                f"study '{self.spec.study.name}' was started with {' and '.join(clash)}; "
+                "resume it with the same schedule, or pass --fresh to start again"
+            )
+        return seed, fixed
+
+    def _check_stored(self, trials: list[TrialRecord], seed: int, fixed: bool) -> None:
+        names = [v.name for v in self.spec.variants]
+        n = len(names)
+        for i, t in enumerate(trials):
+            cycle, pos = divmod(i, n)
+            want = cycle_order(names, seed, cycle, fixed)[pos]
+            if t.run != 0 or t.seq != i or t.setting.get("variant") != want:
+                raise StudyError(
+                    f"{self.store_path}: stored trial {t.seq} ({t.setting.get('variant')!r}) "
+                    f"does not follow this comparison's schedule (expected {want!r} at "
+                    f"position {i}); pass --fresh to start again"
+                )
+
+    def run(self) -> CompareResult:  # type: ignore[override]
+        leftover = self._kill_leftover()
+        with Store(self.store_path) as store:
+            st = self._open(store)
+            seed, fixed = self._schedule(st)
+            self._check_stored(st.trials, seed, fixed)
+            decision = self._with_setup(lambda: self._loop_cycles(st, seed, fixed))
+            result = self._compare_result(st, decision, seed, fixed)
+            if leftover:
+                result.warnings.insert(0, leftover)
+            store.end_session(st.session, result.as_dict())
+            return result
+
+    def _state(self, trials: list[TrialRecord]) -> tuple[int, float]:
+        failed = sum(1 for t in trials if not t.ok)
+        return failed, sum(t.duration or 0.0 for t in trials)
+
+    def _loop_cycles(self, st: OpenStudy, seed: int, fixed: bool) -> Decision:
+        spec = self.spec
+        names = [v.name for v in spec.variants]
+        by_name = {v.name: v for v in spec.variants}
+        n = len(names)
+        seq = len(st.trials)
+        self._prev_end = None
+        segments: Segments = {}
+        while True:
+            cycle, pos = divmod(seq, n)
+            if pos == 0 and cycle > 0:
+                failed, elapsed = self._state(st.trials)
+                comp = compare_trials(spec, self.pi, st.trials, segments)
+                decision = decide_comparison(
+                    comp, spec, cycles=cycle, trials=seq, failed=failed, elapsed=elapsed
+                )
+                if self.on_compare_progress is not None:
+                    self.on_compare_progress(
+                        CompareProgress(
+                            cycle, seq, failed, elapsed, comp, decision, elapsed / cycle
+                        )
+                    )
+                if decision.done:
+                    return decision
+            name = cycle_order(names, seed, cycle, fixed)[pos]
+            v = by_name[name]
+            values: dict[str, object] = dict(spec.variant_params(v))
+            self._execute(
+                st,
+                seq,
+                values,
+                command=v.command,
+                env=v.env,
+                setting={**values, "variant": name, "cycle": cycle},
+            )
+            seq += 1
+
+    def _compare_result(
+        self, st: OpenStudy, decision: Decision, seed: int, fixed: bool
+    ) -> CompareResult:
+        trials = st.trials
+        pis = [self.pi, *(p for p in self.spec.pis if p is not self.pi)]
+        comparisons = [compare_trials(self.spec, p, trials) for p in pis]
+        elapsed = self._state(trials)[1]
+        warnings = [
+            f"{c.name}: {name}: {why}"
+            for c in comparisons
+            for name, why in c.ranking.problems.items()
+        ]
+        if any(p.mean == "harmonic" for p in pis):
+            warnings.append(
+                "harmonic-mean PIs are compared on the arithmetic mean of their readings"
+            )
+        return CompareResult(
+            study=self.spec.study.name,
+            store=str(self.store_path),
+            pi=self.pi.name,
+            comparisons=comparisons,
+            decision=decision,
+            seed=seed,
+            fixed_order=fixed,
+            cycles=len(trials) // len(self.spec.variants),
+            trials_total=len(trials),
+            trials_by_status=dict(Counter(t.status for t in trials)),
+            failures=trial_failures(trials),
+            elapsed_s=elapsed,
+            bookkeeping_s_per_trial=bookkeeping_per_trial(trials),
+            launch_overhead=st.overhead,
+            environment=st.environment,
+            resumed_trials=st.resumed,
+            warnings=warnings,
+        )
