@@ -18,6 +18,7 @@ import os
 import resource
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -69,6 +70,20 @@ def run_command(
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
+    # The timeout is a timer thread that kills the process group, started before the
+    # clock: communicate(timeout=...) polls waitpid with sleeps from 0.5 ms upwards,
+    # which added 1-1.5 ms to every measured launch here (bench/RESULTS.md).
+    launched: list[subprocess.Popen[bytes]] = []
+    fired = threading.Event()
+
+    def expire() -> None:
+        fired.set()
+        if launched:
+            _kill_group(launched[0])
+
+    timer = threading.Timer(timeout, expire)
+    timer.daemon = True
+    timer.start()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.time()
     t0 = time.perf_counter()
@@ -84,6 +99,7 @@ def run_command(
             start_new_session=True,
         )
     except (OSError, ValueError) as exc:
+        timer.cancel()
         return CommandResult(
             argv=args,
             status="launch_error",
@@ -94,20 +110,20 @@ def run_command(
             stderr=b"",
             error=f"cannot start {args[0]!r}: {exc}",
         )
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        duration = time.perf_counter() - t0
-        timed_out = False
-    except subprocess.TimeoutExpired:
+    launched.append(proc)
+    if fired.is_set():  # the timeout passed while the process was being started
         _kill_group(proc)
+    try:
         out, err = proc.communicate()
         duration = time.perf_counter() - t0
-        timed_out = True
     except BaseException:
         # KeyboardInterrupt and friends: never leave the benchmark running behind us.
         _kill_group(proc)
         proc.wait()
         raise
+    finally:
+        timer.cancel()
+    timed_out = fired.is_set()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     code = proc.returncode
     if timed_out:
