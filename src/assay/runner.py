@@ -497,6 +497,8 @@ class Runner:
         by_status = Counter(t.status for t in trials)
         warnings: list[str] = []
         for r in results:
+            if r.subsession_size == 0 and r.note:
+                warnings.append(f"{r.name}: {r.note}")
             if r.rounds_rejected:
                 warnings.append(
                     f"{r.name}: {r.rounds_rejected} round(s) had no stable segment (no segment "

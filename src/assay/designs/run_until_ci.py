@@ -35,7 +35,7 @@ from typing import Any, Literal
 import numpy as np
 
 from assay.spec import PISpec, StopSpec, WorkSpec
-from assay.stats.autocorr import subsession_interval
+from assay.stats.autocorr import autocorrelation, subsession_interval
 from assay.stats.changepoint import dominant_segment
 from assay.stats.intervals import required_sample_size
 from assay.stats.workamount import WorkAmountPlanner
@@ -212,13 +212,21 @@ def analyze_samples(
         correct_residual=stop.residual_correction,
     )
     if got is None:
+        drifting = samples.size >= 3 * stop.min_samples
         return _empty(
             pi.name,
             pi.unit,
             pi.direction,
             method,
             stop.confidence,
-            "not enough samples, or autocorrelation too high to merge away",
+            (
+                f"the lag-1 autocorrelation ({autocorrelation(samples):.2f}) does not fall to "
+                f"{stop.max_autocorrelation} by merging up to a third of the "
+                f"{samples.size} samples: the PI drifts or shifted during the study, so no "
+                "valid CI exists (background load, frequency scaling or a changing system?)"
+            )
+            if drifting
+            else "not enough samples yet to merge away their autocorrelation",
             samples,
             rounds_used,
             removed,
