@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 from numpy.typing import ArrayLike
 
+from assay.stats._arrays import finite_1d as _finite_1d
 from assay.stats.intervals import (
     MeanCI,
     _check_confidence,
@@ -46,18 +47,6 @@ _BRACKET_SCAN_LIMIT = 4096
 # A fast (cumulative-sum) estimate of r1 within this distance of the threshold
 # is recomputed exactly, so decisions agree with merge_subsessions + autocorrelation.
 _RECHECK_TOLERANCE = 1e-6
-
-
-def _finite_1d(x: ArrayLike, name: str = "x") -> FloatArray:
-    try:
-        a = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a 1-D array of real numbers") from exc
-    if a.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D array of real numbers, got shape {a.shape}")
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name} must be finite (no nan or inf)")
-    return a
 
 
 def _check_int(value: int, name: str, minimum: int) -> int:

@@ -65,6 +65,8 @@ import pandas as pd
 from pandas.api.indexers import BaseIndexer
 from scipy import stats
 
+from assay.stats._arrays import finite_1d
+
 __all__ = [
     "MIN_CHANGEPOINT_DETECTION_SAMPLE_SIZE",
     "StableSegment",
@@ -83,20 +85,6 @@ IntArray = npt.NDArray[np.int64]
 # ---------------------------------------------------------------------------
 # validation and small helpers
 # ---------------------------------------------------------------------------
-
-
-def _as_series(x: npt.ArrayLike) -> FloatArray:
-    """Return ``x`` as a 1-D float64 array of finite values, or raise ValueError."""
-    try:
-        z = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"x must be convertible to a float array: {exc}") from exc
-    if z.ndim != 1:
-        raise ValueError(f"x must be 1-D, got an array with {z.ndim} dimensions")
-    if not np.all(np.isfinite(z)):
-        bad = int(np.count_nonzero(~np.isfinite(z)))
-        raise ValueError(f"x must contain only finite values; found {bad} NaN/inf value(s)")
-    return z
 
 
 def _check_params(min_size: int, percent: float, degree: int) -> None:
@@ -254,7 +242,7 @@ def edm_percent(
     >>> edm_percent(np.ones(100))
     []
     """
-    z = _as_series(x)
+    z = finite_1d(x)
     _check_params(min_size, percent, degree)
     n = int(z.size)
     if n < 2 * min_size:
@@ -354,7 +342,7 @@ def _edm_percent_reference(
     >>> _edm_percent_reference([0.0] * 5 + [9.0] * 5, min_size=2)
     [5]
     """
-    zs = [float(v) for v in _as_series(x)]
+    zs = [float(v) for v in finite_1d(x)]
     _check_params(min_size, percent, degree)
     n = len(zs)
 
@@ -530,7 +518,7 @@ def detect_change_points(
     >>> points[-1]
     3010
     """
-    z = _as_series(x)
+    z = finite_1d(x)
     _check_params(min_size, percent, degree)
     if isinstance(max_exact, bool) or not isinstance(max_exact, int | np.integer):
         raise ValueError(f"max_exact must be an integer, got {max_exact!r}")
@@ -628,7 +616,7 @@ def prune_change_points(
     >>> prune_change_points(x, [50, 100, 150])
     [100]
     """
-    z = _as_series(x)
+    z = finite_1d(x)
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     if block < 1:
@@ -728,7 +716,7 @@ def dominant_segment(
     >>> dominant_segment(np.arange(20.0))  # too short to look for changes
     StableSegment(begin=0, end=20, change_points=(), n=20)
     """
-    z = _as_series(x)
+    z = finite_1d(x)
     _check_params(min_size, percent, degree)
     n = int(z.size)
     if n < MIN_CHANGEPOINT_DETECTION_SAMPLE_SIZE:

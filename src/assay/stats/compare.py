@@ -25,8 +25,9 @@ import numpy.typing as npt
 from numpy.typing import ArrayLike
 from scipy import special, stats
 
+from assay.stats._arrays import finite_1d as _finite_1d
 from assay.stats.autocorr import subsession_interval
-from assay.stats.intervals import MeanCI, _check_confidence, _finite_1d
+from assay.stats.intervals import MeanCI, _check_confidence
 
 __all__ = [
     "Comparison",

@@ -12,9 +12,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 from numpy.typing import ArrayLike
 from scipy import stats
+
+from assay.stats._arrays import finite_1d as _finite_1d
 
 __all__ = ["MeanCI", "harmonic_t_interval", "required_sample_size", "t_interval"]
 
@@ -88,18 +89,6 @@ def _check_confidence(confidence: float) -> float:
     if not 0.0 < c < 1.0:
         raise ValueError(f"confidence must be in the open interval (0, 1), got {confidence!r}")
     return c
-
-
-def _finite_1d(samples: ArrayLike, name: str = "samples") -> npt.NDArray[np.float64]:
-    try:
-        x = np.asarray(samples, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a 1-D array of real numbers") from exc
-    if x.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D array of real numbers, got shape {x.shape}")
-    if not np.all(np.isfinite(x)):
-        raise ValueError(f"{name} must be finite (no nan or inf)")
-    return x
 
 
 def _t_quantile(confidence: float, df: float) -> float:

@@ -21,6 +21,7 @@ import numpy.typing as npt
 from numpy.typing import ArrayLike
 from scipy import stats
 
+from assay.stats._arrays import finite_1d
 from assay.stats.autocorr import optimal_subsession
 from assay.stats.intervals import _check_confidence
 
@@ -93,17 +94,7 @@ class WPSFit:
 
 
 def _pair(work: ArrayLike, durations: ArrayLike) -> tuple[FloatArray, FloatArray]:
-    arrays: list[FloatArray] = []
-    for name, value in (("work", work), ("durations", durations)):
-        try:
-            a = np.asarray(value, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"{name} must be a 1-D array of real numbers") from exc
-        if a.ndim != 1:
-            raise ValueError(f"{name} must be a 1-D array of real numbers, got shape {a.shape}")
-        if not np.all(np.isfinite(a)):
-            raise ValueError(f"{name} must be finite (no nan or inf)")
-        arrays.append(a)
+    arrays = [finite_1d(work, "work"), finite_1d(durations, "durations")]
     w, t = arrays
     if w.size != t.size:
         raise ValueError(f"work and durations must have the same length, got {w.size} and {t.size}")
