@@ -67,3 +67,21 @@ def test_full_disk_gives_a_clear_error_and_keeps_finished_trials(tiny_disk: Path
         st.add_trial(found[0], TrialRecord(seq=stored, status="ok", readings={"t": -1.0}))
         assert len(st.trials(found[0])) == stored + 1
     assert os.path.getsize(db) > 0
+
+
+def test_read_only_store_gives_a_clear_error_and_loses_nothing(tiny_disk: Path) -> None:
+    db = tiny_disk / "s.assay.db"
+    with Store(db) as st:
+        sid = st.open_study("s", "h", {})
+        st.add_trial(sid, TrialRecord(seq=0, status="ok", readings={"t": 1.0}))
+    subprocess.run(["mount", "-o", "remount,ro", str(tiny_disk)], check=True)
+    try:
+        with pytest.raises(StoreError) as err:
+            with Store(db) as st:
+                st.add_trial(sid, TrialRecord(seq=1, status="ok", readings={"t": 2.0}))
+        assert str(db) in str(err.value)
+        assert "read-only" in str(err.value) or "cannot open" in str(err.value)
+    finally:
+        subprocess.run(["mount", "-o", "remount,rw", str(tiny_disk)], check=True)
+    with Store(db) as st:
+        assert [t.readings for t in st.trials(sid)] == [{"t": 1.0}]
