@@ -14,6 +14,8 @@ from assay.designs.compare import (
     compare_decision,
     cycle_order,
     interleaved_schedule,
+    look_cycles,
+    look_level,
 )
 from assay.designs.run_until_ci import Decision
 from assay.stats.compare import Ranking, SummaryStats, rank_variants, welch_required_n
@@ -100,31 +102,41 @@ def _undecided() -> Ranking:
     )
 
 
+# Pilot's rule as published (sequential="every-cycle"): decide at any cycle at level alpha.
+EVERY = "every-cycle"
+
+
 def test_decided_ranking_is_done() -> None:
-    d = compare_decision(_decided(), ci_targets_met=None, rounds_done=50)
+    d = compare_decision(_decided(), ci_targets_met=None, rounds_done=50, sequential=EVERY)
     assert isinstance(d, CompareDecision) and isinstance(d, Decision)
     assert d.done and d.decided and d.rounds_left == 0 and d.undecided == ()
     assert "Welch p < 0.01" in d.reason
-    assert compare_decision(_decided(), ci_targets_met=True, rounds_done=50).done
+    assert compare_decision(_decided(), ci_targets_met=True, rounds_done=50, sequential=EVERY).done
 
 
 def test_decided_but_ci_targets_pending_keeps_running() -> None:
-    d = compare_decision(_decided(), ci_targets_met=False, rounds_done=50)
+    d = compare_decision(_decided(), ci_targets_met=False, rounds_done=50, sequential=EVERY)
     assert not d.done and d.decided and "CI width" in d.reason
-    spent = compare_decision(_decided(), ci_targets_met=False, rounds_done=50, max_rounds=50)
+    spent = compare_decision(
+        _decided(), ci_targets_met=False, rounds_done=50, max_rounds=50, sequential=EVERY
+    )
     assert spent.done and "CI width targets not met" in spent.reason
 
 
 def test_undecided_running_reports_rounds_left() -> None:
     r = _undecided()
     need = welch_required_n(10.0, 1.0, 10.2, 1.0)
-    d = compare_decision(r, ci_targets_met=None, rounds_done=20, max_rounds=1000)
+    d = compare_decision(r, ci_targets_met=None, rounds_done=20, max_rounds=1000, sequential=EVERY)
     assert not d.done and d.reason == "running"
     assert d.undecided == (("a", "b"),)
     # a needs (need - 20) * 2 raw samples, b needs need - 20: one sample per round
     assert d.rounds_left == (need - 20) * 2
     per_round = compare_decision(
-        r, ci_targets_met=None, rounds_done=20, samples_per_round={"a": 4.0, "b": 1.0}
+        r,
+        ci_targets_met=None,
+        rounds_done=20,
+        samples_per_round={"a": 4.0, "b": 1.0},
+        sequential=EVERY,
     )
     assert per_round.rounds_left == max(-(-(need - 20) * 2 // 4), need - 20)
 
@@ -150,3 +162,101 @@ def test_unknown_estimate_gives_none() -> None:
 def test_decision_validation() -> None:
     with pytest.raises(ValueError, match="rounds_done"):
         compare_decision(_decided(), ci_targets_met=None, rounds_done=-1)
+    with pytest.raises(ValueError, match="sequential"):
+        compare_decision(_decided(), None, 10, sequential="always")  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------------------- looks
+
+
+def test_look_cycles_are_geometric() -> None:
+    assert look_cycles(200) == [10, 15, 23, 35, 53, 80, 120, 180]
+    assert look_cycles(9) == []
+    assert look_cycles(5, first=1, ratio=1.1) == [1, 2, 3, 4, 5]  # at least one cycle apart
+    with pytest.raises(ValueError, match="first"):
+        look_cycles(10, first=0)
+    with pytest.raises(ValueError, match="ratio"):
+        look_cycles(10, ratio=1.0)
+
+
+def test_look_levels_spend_at_most_alpha() -> None:
+    looks = look_cycles(10**6)
+    levels = [look_level(0.01, c) for c in looks]
+    assert [lv[0] for lv in levels if lv] == list(range(1, len(looks) + 1))
+    assert sum(lv[1] for lv in levels if lv) < 0.01
+    assert look_level(0.01, 10) == (1, 0.005)
+    assert look_level(0.01, 11) is None and look_level(0.01, 9) is None
+    # a budget ending between looks takes the next look's level, never a spent one
+    assert look_level(0.01, 11, final=True) == (2, 0.01 / 6)
+    assert look_level(0.01, 15, final=True) == (2, 0.01 / 6)
+    assert look_level(0.01, 3, final=True) == (1, 0.005)
+    with pytest.raises(ValueError, match="alpha"):
+        look_level(0.0, 10)
+
+
+def test_looks_decide_only_at_a_look() -> None:
+    between = compare_decision(_decided(), ci_targets_met=None, rounds_done=50)
+    assert not between.done and not between.decided
+    assert between.reason == "running: the next look is at cycle 53"
+    assert between.rounds_left == 3
+    at = compare_decision(_decided(), ci_targets_met=None, rounds_done=53)
+    assert at.done and at.decided and at.rounds_left == 0
+    assert at.reason.startswith("decided: every adjacent pair has Welch p < 0.000333 at look 5")
+    pending = compare_decision(_decided(), ci_targets_met=False, rounds_done=53)
+    assert not pending.done and pending.decided and "CI width" in pending.reason
+
+
+def _nominally_significant() -> Ranking:
+    # Welch p ≈ 0.007: below alpha = 0.01, above look 1's level 0.005
+    r = rank_variants({"a": SummaryStats(10.0, 1.0, 100), "b": SummaryStats(10.385, 1.0, 100)})
+    assert r.decided and 0.005 < r.pairs[0].comparison.welch.p_value < 0.01  # type: ignore[union-attr]
+    return r
+
+
+def test_looks_need_the_look_level_not_alpha() -> None:
+    r = _nominally_significant()
+    assert compare_decision(r, None, 10, sequential=EVERY).done
+    d = compare_decision(r, ci_targets_met=None, rounds_done=10)
+    assert not d.done and not d.decided and d.undecided == (("a", "b"),)
+    # Welch's estimate at look 1's level, rounded up to a look
+    need = welch_required_n(10.0, 1.0, 10.385, 1.0, alpha=0.005)
+    assert d.rounds_left is not None and 10 + d.rounds_left in look_cycles(10**4)
+    assert 10 + d.rounds_left >= 10 + need - 100
+    spent = compare_decision(r, ci_targets_met=None, rounds_done=12, max_rounds=12)
+    assert spent.done and not spent.decided
+    assert "at look 2 (cycle 12), Welch p < 0.00167 needed" in spent.reason
+    assert "a vs b (Welch asks for" in spent.reason
+
+
+def _sequential_runs(diff: float, seeds: int, budget: int, sequential: str) -> list[int | None]:
+    """Cycle at which the live rule decides (None: never), i.i.d. sd 5 %, one reading a round."""
+    out: list[int | None] = []
+    checks = look_cycles(budget) if sequential == "looks" else range(10, budget + 1)
+    for s in range(seeds):
+        rng = np.random.default_rng(s)
+        a = rng.normal(1.0, 0.05, budget)
+        b = (1.0 + diff) * rng.normal(1.0, 0.05, budget)
+        got = None
+        for c in checks:
+            r = rank_variants({"a": a[:c], "b": b[:c]}, alpha=0.01)
+            if compare_decision(r, None, c, sequential=sequential).done:  # type: ignore[arg-type]
+                got = c
+                break
+        out.append(got)
+    return out
+
+
+@pytest.mark.slow
+def test_looks_keep_false_positives_under_alpha_where_every_cycle_does_not() -> None:
+    """bench/bench_compare.py in small: 0 % difference, 60 cycles, alpha = 0.01
+    (every-cycle: 12 of 150 seeds decide; looks: 1 of 300)."""
+    looks = _sequential_runs(0.0, 300, 60, "looks")
+    assert sum(c is not None for c in looks) / 300 <= 0.01
+    every = _sequential_runs(0.0, 150, 60, EVERY)
+    assert sum(c is not None for c in every) / 150 >= 0.04
+
+
+def test_looks_keep_power_for_a_5_percent_difference() -> None:
+    got = _sequential_runs(0.05, 100, 80, "looks")
+    assert sum(c is not None for c in got) >= 97
+    assert np.median([c for c in got if c is not None]) <= 35

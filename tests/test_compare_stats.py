@@ -18,6 +18,7 @@ from assay.stats.compare import (
     analyze_variant,
     compare_samples,
     rank_variants,
+    ranking_at_level,
     summary_from_ci,
     welch_required_n,
     welch_test,
@@ -393,3 +394,33 @@ def test_rank_false_positive_rate_and_power() -> None:
         detected += diff.decided and diff.order == ("base", "slower")
     assert false_pos / seeds <= 0.02
     assert detected / seeds >= 0.95
+
+
+def test_ranking_at_level_judges_by_welch_alone() -> None:
+    # separated (p tiny) stays separated; significant at 0.01 (p ≈ 0.007) fails at 0.001
+    r = rank_variants({"a": SummaryStats(1.0, 0.01, 50), "b": SummaryStats(2.0, 0.01, 50)})
+    assert r.pairs[0].status == "separated"
+    mid = SummaryStats(10.0, 1.0, 100)
+    top = SummaryStats(10.385, 1.0, 100, subsession_size=2)
+    nominal = rank_variants({"a": mid, "b": top}, alpha=0.01)
+    assert nominal.pairs[0].status == "significant"
+    strict = ranking_at_level(nominal, 0.001)
+    p = strict.pairs[0]
+    assert p.status == "undecided" and not strict.decided and strict.alpha == 0.001
+    need = welch_required_n(10.0, 1.0, 10.385, 1.0, alpha=0.001, power=0.8)
+    assert p.extra_better == need - 100 and p.extra_worse == (need - 100) * 2
+    assert strict.order == nominal.order and strict.variants is nominal.variants
+    assert ranking_at_level(nominal, 0.008).pairs[0].status == "significant"
+    sep = ranking_at_level(r, 1e-6)
+    assert sep.pairs[0].status == "separated"
+
+
+def test_ranking_at_level_keeps_pairs_without_data_and_validates() -> None:
+    rng = np.random.default_rng(2)
+    r = rank_variants({"new": [1.0, 2.0], "a": rng.normal(1.0, 0.1, 50)})
+    got = ranking_at_level(r, 0.001)
+    assert got.pairs[0] is r.pairs[0] and got.pairs[0].comparison is None
+    eq = rank_variants({"a": SummaryStats(1.0, 1.0, 10), "b": SummaryStats(1.0, 2.0, 10)})
+    assert "equal" in ranking_at_level(eq, 0.001).pairs[0].note
+    with pytest.raises(ValueError, match="alpha"):
+        ranking_at_level(r, 0.0)

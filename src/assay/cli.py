@@ -34,6 +34,8 @@ Study file (TOML):
                warmup_removal = "edm" | "edm-pilot" (as published) | "none"
                residual_correction = true  (false: Pilot's plain subsession t-interval)
                max_failures = 0.5  (stop early when more than this share of trials fail)
+  [benchmark]  under_test = "cpu" | "disk" | "network" | "memory"  (bottleneck watch:
+               warn when another component passes 80% utilisation; default: any)
 """
 
 
@@ -111,6 +113,17 @@ def _stop_options(f: F) -> F:
             "--json", "json_out", metavar="PATH", help="Write the result as JSON ('-' = stdout)."
         ),
         click.option("--no-overhead", is_flag=True, help="Skip the launch-overhead measurement."),
+        click.option(
+            "--no-monitor",
+            is_flag=True,
+            help="Turn off the bottleneck watch (CPU, memory, disk and network sampling).",
+        ),
+        click.option(
+            "--under-test",
+            type=click.Choice(["cpu", "disk", "network", "memory"]),
+            help="The component the benchmark stresses: the bottleneck watch warns when "
+            "another passes 80% (overrides [benchmark].under_test).",
+        ),
         click.option("-q", "--quiet", is_flag=True, help="No progress display."),
     ]
     for option in reversed(options):
@@ -159,6 +172,7 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
     except SpecError as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}")
         sys.exit(2)
+    spec = _with_under_test(spec, opts)
     progress = ProgressView(err, spec.stop.ci_width)
     try:
         with progress if not opts["quiet"] else _Null():
@@ -167,6 +181,7 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
                 store_path,
                 fresh=opts["fresh"],
                 measure_overhead=not opts["no_overhead"],
+                monitor=not opts["no_monitor"],
                 on_progress=None if opts["quiet"] else progress.update,
             )
             result = runner.run()
@@ -190,6 +205,14 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
         write_text(opts["json_out"], to_json(data))
     if opts["csv_out"]:
         write_text(opts["csv_out"], to_csv(result.study, data["pis"]))
+
+
+def _with_under_test(spec: Spec, opts: dict[str, Any]) -> Spec:
+    """``--under-test`` laid over ``[benchmark].under_test`` (not part of the study's hash)."""
+    if opts.get("under_test") is None:
+        return spec
+    bench = spec.benchmark.model_copy(update={"under_test": opts["under_test"]})
+    return spec.model_copy(update={"benchmark": bench})
 
 
 class _Null:
@@ -423,6 +446,7 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
         except SpecError as exc:
             err.print(f"[red]error:[/] {escape(str(exc))}")
             sys.exit(2)
+        spec = _with_under_test(spec, opts)
         progress = CompareProgressView(err)
         try:
             with progress if not opts["quiet"] else _Null():
@@ -434,6 +458,7 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
                     fixed_order=opts["fixed_order"],
                     fresh=opts["fresh"],
                     measure_overhead=not opts["no_overhead"],
+                    monitor=not opts["no_monitor"],
                     on_compare_progress=None if opts["quiet"] else progress.update,
                 )
                 result = runner.run()

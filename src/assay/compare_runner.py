@@ -41,6 +41,7 @@ from assay.runner import (
     execution_dict,
     round_data,
     trial_failures,
+    watch_report,
 )
 from assay.spec import PISpec, Spec
 from assay.store import Store, TrialRecord
@@ -83,6 +84,7 @@ class CompareResult:
     environment: dict[str, Any] = field(default_factory=dict)
     resumed_trials: int = 0
     warnings: list[str] = field(default_factory=list)
+    resources: dict[str, Any] | None = None  # the bottleneck watch, by variant
     sources: list[str] = field(default_factory=list)  # --from: the files read
 
     def as_dict(self) -> dict[str, Any]:
@@ -193,9 +195,12 @@ class CompareRunner(Runner):
         fixed_order: bool | None = None,
         fresh: bool = False,
         measure_overhead: bool = True,
+        monitor: bool = True,
         on_compare_progress: Callable[[CompareProgress], None] | None = None,
     ) -> None:
-        super().__init__(spec, store_path, fresh=fresh, measure_overhead=measure_overhead)
+        super().__init__(
+            spec, store_path, fresh=fresh, measure_overhead=measure_overhead, monitor=monitor
+        )
         if len(spec.variants) < 2:
             raise ValueError(f"{spec.source_path}: a comparison needs at least two variants")
         names = [p.name for p in spec.pis]
@@ -312,6 +317,13 @@ class CompareRunner(Runner):
             warnings.append(
                 "harmonic-mean PIs are compared on the arithmetic mean of their readings"
             )
+        by_variant: dict[str, Any] = {}
+        for v in self.spec.variants:
+            mine = [t for t in trials if t.setting.get("variant") == v.name]
+            watch, res = watch_report(self.spec, mine, label=f"{v.name}: ")
+            warnings.extend(watch)
+            if res is not None:
+                by_variant[v.name] = res
         return CompareResult(
             study=self.spec.study.name,
             store=str(self.store_path),
@@ -330,4 +342,5 @@ class CompareRunner(Runner):
             environment=st.environment,
             resumed_trials=st.resumed,
             warnings=warnings,
+            resources=by_variant or None,
         )

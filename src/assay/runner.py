@@ -38,6 +38,13 @@ from assay.execute.command import (
     run_command,
 )
 from assay.execute.environment import collect_environment
+from assay.execute.monitor import (
+    ResourceMonitor,
+    ResourceSummary,
+    bottleneck_warnings,
+    resources_dict,
+    summarize,
+)
 from assay.execute.overhead import LaunchOverhead, measure_launch_overhead
 from assay.execute.readers import ReadError, read_reading, read_unit_readings
 from assay.spec import PISpec, Spec
@@ -95,6 +102,7 @@ class StudyResult:
     environment: dict[str, Any]
     resumed_trials: int = 0
     warnings: list[str] = field(default_factory=list)
+    resources: dict[str, Any] | None = None  # the bottleneck watch (None: not monitored)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -119,6 +127,7 @@ class Executed(Protocol):
     launch_overhead: LaunchOverhead | None
     environment: dict[str, Any]
     warnings: list[str]
+    resources: dict[str, Any] | None
 
 
 def execution_dict(res: Executed) -> dict[str, Any]:
@@ -137,7 +146,24 @@ def execution_dict(res: Executed) -> dict[str, Any]:
         },
         "environment": res.environment,
         "warnings": res.warnings,
+        "resources": res.resources,
     }
+
+
+def resource_summaries(trials: list[TrialRecord]) -> list[ResourceSummary]:
+    """The bottleneck watch's summary of every monitored trial (stored ones included)."""
+    return [summarize(t.resources) for t in trials if t.resources]
+
+
+def watch_report(
+    spec: Spec, trials: list[TrialRecord], label: str = ""
+) -> tuple[list[str], dict[str, Any] | None]:
+    """Bottleneck warnings and the JSON ``resources`` summary of monitored trials."""
+    summaries = resource_summaries(trials)
+    if not summaries:
+        return [], None
+    under = spec.benchmark.under_test
+    return bottleneck_warnings(summaries, under, label=label), resources_dict(summaries, under)
 
 
 def trial_failures(trials: list[TrialRecord]) -> list[dict[str, Any]]:
@@ -238,12 +264,15 @@ class Runner:
         *,
         fresh: bool = False,
         measure_overhead: bool = True,
+        monitor: bool = True,
         on_progress: Callable[[Progress], None] | None = None,
     ) -> None:
         self.spec = spec
         self.store_path = store_path
         self.fresh = fresh
         self.measure_overhead = measure_overhead
+        self.monitor = monitor
+        self._monitor: ResourceMonitor | None = None  # created (calibrated) in _open
         self.on_progress = on_progress
         self.cwd = self._cwd()
         self._prev_end: float | None = None  # when the last trial ended (bookkeeping time)
@@ -323,6 +352,9 @@ class Runner:
         env = collect_environment(spec.benchmark.git_repo)
         session = store.start_session(study_id, env)
         overhead = measure_launch_overhead() if self.measure_overhead else None
+        if self.monitor and self._monitor is None:
+            self._monitor = ResourceMonitor()
+            self._monitor.calibrate()
         return OpenStudy(store, study_id, session, trials, len(trials), env, overhead)
 
     def _with_setup(self, loop: Callable[[], D]) -> D:
@@ -443,6 +475,9 @@ class Runner:
         b = self.spec.benchmark
         argv = render_argv(b.command if command is None else command, values)
         self._record_running(argv)
+        monitor = self._monitor
+        if monitor is not None:
+            monitor.start()  # its first read happens before run_command starts the clock
         try:
             res = run_command(
                 argv,
@@ -452,6 +487,7 @@ class Runner:
                 shell=b.shell,
             )
         finally:
+            resources = monitor.stop().series if monitor is not None else {}
             self._clear_running()
         rec = TrialRecord(
             seq=seq,
@@ -468,6 +504,7 @@ class Runner:
             cpu_user=res.cpu_user,
             cpu_system=res.cpu_system,
             max_rss_kib=res.max_rss_kib,
+            resources=resources,
         )
         if res.status != "ok":
             return rec
@@ -512,6 +549,8 @@ class Runner:
                     f"WPS regression fits poorly (R² = {r2:.2f}): is duration linear "
                     "in the work amount?"
                 )
+        watch, resources = watch_report(self.spec, trials)
+        warnings.extend(watch)
         return StudyResult(
             study=self.spec.study.name,
             store=str(self.store_path),
@@ -526,4 +565,5 @@ class Runner:
             environment=env,
             resumed_trials=resumed,
             warnings=warnings,
+            resources=resources,
         )

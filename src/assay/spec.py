@@ -138,6 +138,10 @@ class BenchmarkSpec(_Model):
     timeout: Annotated[float, Field(gt=0)] = 600.0
     work: WorkSpec | None = None
     git_repo: str | None = None
+    # the component the benchmark means to stress (Pilot's component under test): the
+    # bottleneck watch warns when any other passes 80% utilisation; none declared ->
+    # it warns for every component above 80%
+    under_test: Literal["cpu", "disk", "network", "memory"] | None = None
 
     @field_validator("command", "setup", "reset", "teardown")
     @classmethod
@@ -269,7 +273,8 @@ class Spec(_Model):
     def measurement_hash(self) -> str:
         """Hash of everything that changes what a trial measures (not the stopping rule)."""
         payload: dict[str, Any] = {
-            "benchmark": self.benchmark.model_dump(mode="json"),
+            # under_test changes what is watched, not what is measured: old hashes stay
+            "benchmark": self.benchmark.model_dump(mode="json", exclude={"under_test"}),
             "params": self.params,
             "pis": [p.model_dump(mode="json") for p in self.pis],
         }

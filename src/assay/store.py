@@ -1,8 +1,8 @@
 """The results store: one SQLite database per study file, every trial committed as it ends.
 
-A trial, its readings and its unit readings go in one transaction, so a crash or a
-kill leaves either the whole trial or none of it. Opening the same study again
-returns its finished trials, which is how a study resumes.
+A trial, its readings, its unit readings and its resource samples go in one
+transaction, so a crash or a kill leaves either the whole trial or none of it. Opening
+the same study again returns its finished trials, which is how a study resumes.
 
 >>> import tempfile, os
 >>> d = tempfile.mkdtemp()
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import sqlite3
 import threading
@@ -90,6 +91,15 @@ CREATE TABLE IF NOT EXISTS unit_readings (
     data BLOB NOT NULL,
     PRIMARY KEY (trial_id, pi)
 );
+-- the bottleneck watch's samples (assay.execute.monitor): one float64 series per
+-- component per trial; created on open, so stores made before it keep working
+CREATE TABLE IF NOT EXISTS resource_samples (
+    trial_id INTEGER NOT NULL REFERENCES trials(id),
+    series TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (trial_id, series)
+);
 """
 
 
@@ -119,6 +129,8 @@ class TrialRecord:
     bookkeeping_s: float | None = None
     readings: dict[str, float] = field(default_factory=dict)
     unit_readings: dict[str, np.ndarray] = field(default_factory=dict)
+    # the bottleneck watch's series, by name (see assay.execute.monitor)
+    resources: dict[str, np.ndarray] = field(default_factory=dict)
     id: int | None = None
 
     @property
@@ -153,7 +165,13 @@ class Store:
                 (str(SCHEMA_VERSION),),
             )
         except (sqlite3.Error, OSError) as exc:
-            raise StoreError(f"{self.path}: cannot open the results store: {exc}") from None
+            hint = _hint(exc) if isinstance(exc, sqlite3.Error) else ""
+            folder = self.path.parent
+            if not hint and folder.is_dir() and not os.access(folder, os.W_OK):
+                hint = " (its folder is read-only: fix the permissions or name another --store)"
+            elif not hint and _read_only_fs(folder):
+                hint = " (it is on a read-only filesystem: name another --store)"
+            raise StoreError(f"{self.path}: cannot open the results store: {exc}{hint}") from None
 
     def close(self) -> None:
         self._db.close()
@@ -317,6 +335,15 @@ class Store:
                     for pi, a in t.unit_readings.items()
                 ],
             )
+            # a trial deleted by hand (without its samples) leaves its id free for reuse
+            db.execute("DELETE FROM resource_samples WHERE trial_id = ?", (tid,))
+            db.executemany(
+                "INSERT INTO resource_samples(trial_id, series, n, data) VALUES (?,?,?,?)",
+                [
+                    (tid, name, int(np.size(a)), np.ascontiguousarray(a, dtype="<f8").tobytes())
+                    for name, a in t.resources.items()
+                ],
+            )
         return tid
 
     def trials(self, study_id: int, run: int | None = None) -> list[TrialRecord]:
@@ -348,6 +375,13 @@ class Store:
             (study_id,),
         ):
             units.setdefault(int(tid), {})[str(pi)] = np.frombuffer(data, dtype="<f8").copy()
+        resources: dict[int, dict[str, np.ndarray]] = {}
+        for tid, name, data in self._db.execute(
+            "SELECT r.trial_id, r.series, r.data FROM resource_samples r JOIN trials t"
+            " ON t.id = r.trial_id WHERE t.study_id = ?",
+            (study_id,),
+        ):
+            resources.setdefault(int(tid), {})[str(name)] = np.frombuffer(data, dtype="<f8").copy()
         for r in rows:
             tid = int(r[0])
             yield TrialRecord(
@@ -370,6 +404,7 @@ class Store:
                 bookkeeping_s=r[16],
                 readings=readings.get(tid, {}),
                 unit_readings=units.get(tid, {}),
+                resources=resources.get(tid, {}),
             )
 
 
@@ -398,6 +433,13 @@ def _sigint_held() -> Iterator[None]:
                 previous(signal.SIGINT, None)  # default_int_handler: KeyboardInterrupt
             elif previous == signal.SIG_DFL:
                 signal.raise_signal(signal.SIGINT)
+
+
+def _read_only_fs(folder: Path) -> bool:
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def _hint(exc: sqlite3.Error) -> str:

@@ -238,6 +238,7 @@ def render_comparison(res: CompareResult, console: Console) -> None:
             res.warnings,
             res.failures,
             res.store,
+            resources=res.resources,
         )
     )
     console.print(Group(*lines))

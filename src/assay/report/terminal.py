@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from typing import Any, Self
 
 from rich.console import Console, Group
@@ -101,10 +102,49 @@ def render_result(res: StudyResult, console: Console) -> None:
     )
     lines.extend(
         footer_lines(
-            res.bookkeeping_s_per_trial, res.launch_overhead, res.warnings, res.failures, res.store
+            res.bookkeeping_s_per_trial,
+            res.launch_overhead,
+            res.warnings,
+            res.failures,
+            res.store,
+            resources=None if res.resources is None else {"": res.resources},
         )
     )
     console.print(Group(*lines))
+
+
+def _central(summary: Mapping[str, Any]) -> float:
+    """The central value of a rounds summary (value or mean); NaN when empty."""
+    v = summary.get("value", summary.get("mean"))
+    return math.nan if v is None else float(v)
+
+
+def _bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def resources_line(r: Mapping[str, Any], label: str = "") -> str:
+    """One line of the bottleneck watch: p95 utilisation per component and totals."""
+
+    def pct(key: str) -> str:
+        v = _central(r[key])
+        return "n/a" if not math.isfinite(v) else f"{v:.0f}%"
+
+    interval = r.get("interval_s")
+    every = f"every {interval * 1e3:.0f} ms" if interval else ""
+    return (
+        f"resources{f' ({label})' if label else ''}, p95 per trial, mean of "
+        f"{r['trials']} trials: CPU {pct('cpu_p95_percent')} (busiest core "
+        f"{pct('cpu_busiest_core_p95_percent')}), memory {pct('memory_p95_percent')}, disk busy "
+        f"{pct('disk_busy_p95_percent')}, network {pct('network_p95_percent')}; disk I/O "
+        f"{_bytes(r['disk_bytes_total'])}, network {_bytes(r['network_bytes_sent_total'])} sent "
+        f"/ {_bytes(r['network_bytes_received_total'])} received in all; "
+        f"{r['samples']} samples {every}".rstrip()
+    )
 
 
 def footer_lines(
@@ -113,9 +153,16 @@ def footer_lines(
     warnings: list[str],
     failures: list[dict[str, Any]],
     store: str,
+    *,
+    resources: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[Text]:
-    """Overhead, warnings, failed trials and the store: the end of every report."""
+    """Overhead, resources, warnings, failed trials and the store: the end of every report.
+
+    ``resources`` maps a label (a variant's name, or "") to its bottleneck-watch summary.
+    """
     lines: list[Text] = []
+    for label, r in (resources or {}).items():
+        lines.append(Text(resources_line(r, label), style="dim"))
     over = []
     if bookkeeping_s_per_trial is not None:
         over.append(
@@ -128,6 +175,13 @@ def footer_lines(
             f"executor vs bare launch: {lo.difference_s * 1e3:+.2f} ms "
             f"[{lo.difference_low_s * 1e3:+.2f}, {lo.difference_high_s * 1e3:+.2f}] per trial"
         )
+    monitor = [
+        r["monitor_cpu_per_s"]
+        for r in (resources or {}).values()
+        if r.get("monitor_cpu_per_s") is not None
+    ]
+    if monitor:
+        over.append(f"bottleneck watch {max(monitor):.2%} of one core (measured)")
     if over:
         lines.append(Text("overhead: " + "; ".join(over), style="dim"))
     for w in warnings:

@@ -40,6 +40,7 @@ __all__ = [
     "analyze_variant",
     "compare_samples",
     "rank_variants",
+    "ranking_at_level",
     "summary_from_ci",
     "welch_required_n",
     "welch_test",
@@ -883,4 +884,81 @@ def rank_variants(
         alpha=a,
         confidence=c,
         problems=problems,
+    )
+
+
+def ranking_at_level(ranking: Ranking, alpha: float, power: float = 0.8) -> Ranking:
+    """The same ranking with every adjacent pair judged by Welch's p < ``alpha`` alone.
+
+    A sequential comparison looks at the data again and again; a fixed-level rule
+    (CI separation, or Welch's p below the nominal threshold) applied at every
+    look rejects a true equality far more often than its level says.  At each look
+    the stopping rule therefore tests at a smaller, look-dependent level (see
+    :func:`assay.designs.compare.look_level`), and CI separation, a fixed-level
+    test of its own, no longer suffices.  A pair keeps its status (``separated``
+    or ``significant``) when its p-value is below ``alpha``; otherwise it becomes
+    ``undecided`` with the extra samples :func:`welch_required_n` asks for at
+    ``alpha``.  Pairs already undecided are re-estimated at ``alpha`` as well.
+
+    Parameters
+    ----------
+    ranking : Ranking
+        From :func:`rank_variants`.
+    alpha : float
+        Level of this look, in (0, 1).
+    power : float, default 0.8
+        Power used for the extra-sample estimate.
+
+    Returns
+    -------
+    Ranking
+        With ``alpha`` set to the given level; order, variants and problems unchanged.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(3)
+    >>> r = rank_variants({"a": rng.normal(1.02, 0.1, 60), "b": rng.normal(1.0, 0.1, 60)})
+    >>> ranking_at_level(r, 1e-6).decided
+    False
+    """
+    a = float(alpha)
+    if not 0.0 < a < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    pairs: list[PairDecision] = []
+    for p in ranking.pairs:
+        comp = p.comparison
+        if comp is None:
+            pairs.append(p)
+            continue
+        if comp.welch.p_value < a:
+            status: PairStatus = "significant" if p.status == "undecided" else p.status
+            pairs.append(PairDecision(p.better, p.worse, status, comp))
+            continue
+        vb, vw = comp.a, comp.b
+        try:
+            need = welch_required_n(vb.mean, vb.var, vw.mean, vw.var, a, power)
+        except ValueError as exc:
+            pairs.append(PairDecision(p.better, p.worse, "undecided", comp, None, None, str(exc)))
+            continue
+        more_b, more_w = max(need - vb.n, 0), max(need - vw.n, 0)
+        if more_b == 0 and more_w == 0:
+            more_b = more_w = 1
+        pairs.append(
+            PairDecision(
+                p.better,
+                p.worse,
+                "undecided",
+                comp,
+                more_b * vb.subsession_size,
+                more_w * vw.subsession_size,
+            )
+        )
+    return Ranking(
+        order=ranking.order,
+        variants=ranking.variants,
+        pairs=tuple(pairs),
+        direction=ranking.direction,
+        alpha=a,
+        confidence=ranking.confidence,
+        problems=ranking.problems,
     )

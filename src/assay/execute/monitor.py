@@ -1,0 +1,531 @@
+"""The bottleneck watch (Pilot §III-B): what the machine's components did during a trial.
+
+While a trial runs, a background thread reads the system's counters with psutil:
+CPU time per core, memory in use, bytes and busy time per disk, bytes sent and
+received per network interface. When the trial ends the cumulative counters become
+per-interval series (busy % per core, memory %, disk bytes/s and busy %, network
+bytes/s and, where the link speed is known, utilisation %), and a summary gives the
+p95 and maximum of each component. A component other than the one under test whose
+p95 utilisation passes 80% may be the real bottleneck: the result says so.
+
+The pure part (counters in, series out; series in, summary out; summaries in,
+warnings and the JSON form out) is separate from the sampling side effects
+(:class:`ResourceMonitor`), so it can be tested on known arrays and used on stored
+samples.
+
+Sampling interval (Pilot looks for the highest sampling rate whose overhead stays under
+a threshold with Newton's method). Here the monitor's cost is measured directly as the
+sampling thread's CPU time (``time.thread_time``): at start-up a few reads give the cost
+of one sample, and the interval is ``cost_per_sample / (0.8 * budget)`` (budget 1% of
+one core, 20% headroom), clamped to ``[min_interval, max_interval]``. After every trial
+the cost per sample is measured again from the thread's CPU time during that trial
+(samples taken while the benchmark runs cost more than the start-up ones: caches, a busy
+machine), folded into a moving average, and the interval recomputed: a fixed-point
+search instead of Newton's, since the cost is measured directly rather than inferred
+from the benchmark's result. ``bench/bench_monitor.py`` measures the effect on a
+benchmark's wall time.
+
+CPU utilisation is computed from ``psutil.cpu_times(percpu=True)`` differences (the
+same arithmetic as ``psutil.cpu_percent(percpu=True)``, without its process-wide
+state, which any other caller would disturb): busy = total - idle - iowait.
+
+>>> s = series_from_counters(
+...     times=np.array([0.0, 1.0]),
+...     cpu_busy=np.array([[0.0, 0.0], [0.9, 0.1]]),
+...     cpu_total=np.array([[0.0, 0.0], [1.0, 1.0]]),
+...     memory=np.array([40.0, 50.0]),
+... )
+>>> [float(s["cpu.0"][0]), float(s["cpu.1"][0]), float(s["memory"][0])]
+[90.0, 10.0, 50.0]
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import psutil
+
+Component = Literal["cpu", "memory", "disk", "network"]
+COMPONENTS: tuple[Component, ...] = ("cpu", "memory", "disk", "network")
+#: Pilot's rule: no component other than the one under test above 80% utilisation.
+THRESHOLD_PERCENT = 80.0
+#: The monitor's own CPU time may be at most this share of one core.
+BUDGET = 0.01
+#: The interval aims at this share of the budget (headroom for noise in the cost).
+AIM = 0.8
+START_INTERVAL = 0.1
+#: /proc/stat counts CPU time in 10 ms ticks: shorter intervals give mostly noise.
+MIN_INTERVAL = 0.05
+MAX_INTERVAL = 1.0
+
+#: Stored series that are not per-sample values (one number each).
+INTERVAL_KEY = "_interval_s"
+MONITOR_CPU_KEY = "_monitor_cpu_s"
+TIME_KEY = "time_s"
+
+# --------------------------------------------------------------------------- pure
+
+
+def choose_interval(
+    cost_per_sample: float,
+    budget: float = BUDGET,
+    min_interval: float = MIN_INTERVAL,
+    max_interval: float = MAX_INTERVAL,
+) -> float:
+    """The shortest interval at which sampling costs at most ``budget`` of one core.
+
+    It aims at 80% of the budget, so that the trial-to-trial noise of the cost stays
+    under it.
+
+    >>> choose_interval(0.0003)
+    0.05
+    >>> choose_interval(0.002)
+    0.25
+    """
+    if not math.isfinite(cost_per_sample) or cost_per_sample <= 0:
+        return min_interval
+    return float(min(max(cost_per_sample / (AIM * budget), min_interval), max_interval))
+
+
+def series_from_counters(
+    times: np.ndarray,
+    cpu_busy: np.ndarray,
+    cpu_total: np.ndarray,
+    memory: np.ndarray,
+    disk_bytes: np.ndarray | None = None,
+    disk_busy_ms: np.ndarray | None = None,
+    disk_names: Sequence[str] = (),
+    net_sent: np.ndarray | None = None,
+    net_recv: np.ndarray | None = None,
+    nic_names: Sequence[str] = (),
+    nic_speeds_mbps: Sequence[float] = (),
+) -> dict[str, np.ndarray]:
+    """Cumulative counters read at ``times`` (k reads) -> k-1 per-interval series.
+
+    ``cpu_busy``/``cpu_total`` are (k, cores) seconds; ``memory`` is % in use at each
+    read; ``disk_*`` and ``net_*`` are (k, devices) cumulative bytes / busy ms. Keys:
+    ``time_s`` (end of each interval, from the first read), ``cpu.<core>`` (busy %),
+    ``memory`` (%), ``disk.<name>.bytes_per_s``, ``disk.<name>.busy`` (%),
+    ``net.<nic>.sent_per_s``, ``net.<nic>.recv_per_s`` and, for a NIC with a known
+    speed, ``net.<nic>.sent_util`` and ``net.<nic>.recv_util`` (%).
+    """
+    t = np.asarray(times, dtype=float)
+    dt = np.diff(t)
+    dt = np.where(dt > 0, dt, np.nan)
+    out: dict[str, np.ndarray] = {TIME_KEY: t[1:] - t[0]}
+    busy = np.diff(np.asarray(cpu_busy, dtype=float), axis=0)
+    total = np.diff(np.asarray(cpu_total, dtype=float), axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pct = np.clip(100.0 * busy / np.where(total > 0, total, np.nan), 0.0, 100.0)
+    for i in range(pct.shape[1] if pct.ndim == 2 else 0):
+        out[f"cpu.{i}"] = pct[:, i]
+    out["memory"] = np.asarray(memory, dtype=float)[1:]
+    if disk_bytes is not None and disk_busy_ms is not None:
+        rate = np.diff(np.asarray(disk_bytes, dtype=float), axis=0) / dt[:, None]
+        busy_pct = np.diff(np.asarray(disk_busy_ms, dtype=float), axis=0) / (10.0 * dt[:, None])
+        for j, name in enumerate(disk_names):
+            out[f"disk.{name}.bytes_per_s"] = np.maximum(rate[:, j], 0.0)
+            out[f"disk.{name}.busy"] = np.clip(busy_pct[:, j], 0.0, 100.0)
+    if net_sent is not None and net_recv is not None:
+        sent = np.diff(np.asarray(net_sent, dtype=float), axis=0) / dt[:, None]
+        recv = np.diff(np.asarray(net_recv, dtype=float), axis=0) / dt[:, None]
+        speeds = list(nic_speeds_mbps) + [0.0] * (len(nic_names) - len(nic_speeds_mbps))
+        for j, name in enumerate(nic_names):
+            out[f"net.{name}.sent_per_s"] = np.maximum(sent[:, j], 0.0)
+            out[f"net.{name}.recv_per_s"] = np.maximum(recv[:, j], 0.0)
+            if speeds[j] > 0:
+                cap = speeds[j] * 1e6 / 8.0  # Mb/s -> bytes/s
+                out[f"net.{name}.sent_util"] = np.clip(100.0 * sent[:, j] / cap, 0.0, 100.0)
+                out[f"net.{name}.recv_util"] = np.clip(100.0 * recv[:, j] / cap, 0.0, 100.0)
+    return out
+
+
+@dataclass(frozen=True)
+class Stat:
+    """p95 and maximum of one series over a trial (NaN when it has no samples)."""
+
+    p95: float
+    max: float
+
+    @staticmethod
+    def of(x: np.ndarray) -> Stat:
+        x = np.asarray(x, dtype=float)
+        x = x[np.isfinite(x)]
+        if x.size == 0:
+            return Stat(math.nan, math.nan)
+        return Stat(float(np.percentile(x, 95)), float(x.max()))
+
+
+@dataclass(frozen=True)
+class ResourceSummary:
+    """What the components did during one trial.
+
+    ``cpu`` is the busiest core at each sample (a single-threaded benchmark saturates
+    one core, not the machine); ``cpu_mean`` the mean over cores (ELECT's "CPU usage");
+    ``disk`` the busiest disk's busy %; ``network`` the busiest link direction's
+    utilisation % (NaN when no interface reports its speed).
+    """
+
+    samples: int
+    interval_s: float
+    duration_s: float
+    monitor_cpu_s: float
+    stats: dict[str, Stat]
+    disk_bytes: float
+    net_bytes_sent: float
+    net_bytes_recv: float
+
+    @property
+    def monitor_cpu_per_s(self) -> float:
+        return self.monitor_cpu_s / self.duration_s if self.duration_s > 0 else math.nan
+
+    def utilisation(self) -> dict[Component, float]:
+        """p95 utilisation (%) of each component; NaN where it cannot be measured."""
+        return {c: self.stats[c].p95 for c in COMPONENTS}
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["monitor_cpu_per_s"] = self.monitor_cpu_per_s
+        return d
+
+
+def _columns(series: Mapping[str, np.ndarray], prefix: str, suffix: str, n: int) -> np.ndarray:
+    cols = [
+        np.asarray(v, dtype=float)
+        for k, v in series.items()
+        if k.startswith(prefix) and k.endswith(suffix) and np.size(v) == n
+    ]
+    return np.column_stack(cols) if cols else np.full((n, 0), np.nan)
+
+
+def _rowmax(a: np.ndarray) -> np.ndarray:
+    if a.shape[1] == 0:
+        return np.full(a.shape[0], np.nan)
+    with np.errstate(invalid="ignore"):
+        return np.asarray(np.nanmax(np.where(np.isnan(a), -np.inf, a), axis=1), dtype=float)
+
+
+def summarize(series: Mapping[str, np.ndarray]) -> ResourceSummary:
+    """The per-trial summary of the series from :func:`series_from_counters` (as stored)."""
+    t = np.asarray(series.get(TIME_KEY, np.empty(0)), dtype=float)
+    n = int(t.size)
+    dt = np.diff(np.concatenate([[0.0], t])) if n else np.empty(0)
+    cpu = _columns(series, "cpu.", "", n)
+    comps = {
+        "cpu": _rowmax(cpu),
+        "cpu_mean": cpu.mean(axis=1) if cpu.shape[1] else np.full(n, np.nan),
+        "memory": np.asarray(series.get("memory", np.full(n, np.nan)), dtype=float),
+        "disk": _rowmax(_columns(series, "disk.", ".busy", n)),
+        "network": _rowmax(
+            np.hstack(
+                [
+                    _columns(series, "net.", ".sent_util", n),
+                    _columns(series, "net.", ".recv_util", n),
+                ]
+            )
+        ),
+    }
+    disk_rate = _columns(series, "disk.", ".bytes_per_s", n).sum(axis=1)
+    sent = _columns(series, "net.", ".sent_per_s", n).sum(axis=1)
+    recv = _columns(series, "net.", ".recv_per_s", n).sum(axis=1)
+    comps["disk_bytes_per_s"] = disk_rate
+    comps["net_sent_per_s"] = sent
+    comps["net_recv_per_s"] = recv
+    interval = series.get(INTERVAL_KEY)
+    cpu_s = series.get(MONITOR_CPU_KEY)
+    return ResourceSummary(
+        samples=n,
+        interval_s=float(interval[0]) if interval is not None and np.size(interval) else math.nan,
+        duration_s=float(t[-1]) if n else 0.0,
+        monitor_cpu_s=float(cpu_s[0]) if cpu_s is not None and np.size(cpu_s) else math.nan,
+        stats={k: Stat.of(v) for k, v in comps.items()},
+        disk_bytes=float(np.nansum(disk_rate * dt)),
+        net_bytes_sent=float(np.nansum(sent * dt)),
+        net_bytes_recv=float(np.nansum(recv * dt)),
+    )
+
+
+_WHAT = {
+    "cpu": "the busiest CPU core",
+    "memory": "memory in use",
+    "disk": "the busiest disk's busy time",
+    "network": "the busiest network link",
+}
+
+
+def bottleneck_warnings(
+    summaries: Sequence[ResourceSummary],
+    under_test: str | None,
+    threshold: float = THRESHOLD_PERCENT,
+    label: str = "",
+) -> list[str]:
+    """One warning per component, other than ``under_test``, whose p95 utilisation
+    passed ``threshold`` in any trial; it names the component and how often."""
+    out: list[str] = []
+    monitored = [s for s in summaries if s.samples > 0]
+    for comp in COMPONENTS:
+        if comp == under_test:
+            continue
+        p95s = [s.utilisation()[comp] for s in monitored]
+        over = [p for p in p95s if math.isfinite(p) and p > threshold]
+        if not over:
+            continue
+        if under_test is None:
+            hint = (
+                f"if {comp} is what this benchmark measures, declare it: [benchmark] "
+                f'under_test = "{comp}" (or --under-test {comp})'
+            )
+        else:
+            hint = f"it may limit the result instead of the component under test ({under_test})"
+        out.append(
+            f"{label}bottleneck watch: {comp} above {threshold:g}% ({_WHAT[comp]}, p95 "
+            f"up to {max(over):.0f}%) in {len(over)} of {len(monitored)} trials; {hint}"
+        )
+    return out
+
+
+def rounds_summary(values: Sequence[float], confidence: float = 0.95) -> dict[str, Any]:
+    """ELECT's round-count rule: 1 round: the value; 2-4: mean, min, max; >= 5: mean and
+    its t-interval. NaN values (not measurable) are left out.
+
+    >>> rounds_summary([3.0])
+    {'rounds': 1, 'value': 3.0}
+    >>> rounds_summary([1.0, 2.0, 3.0])
+    {'rounds': 3, 'mean': 2.0, 'min': 1.0, 'max': 3.0}
+    """
+    x = np.asarray([v for v in values if math.isfinite(v)], dtype=float)
+    n = int(x.size)
+    if n == 0:
+        return {"rounds": 0}
+    if n == 1:
+        return {"rounds": 1, "value": float(x[0])}
+    mean = float(x.mean())
+    if n < 5:
+        return {"rounds": n, "mean": mean, "min": float(x.min()), "max": float(x.max())}
+    from scipy import stats
+
+    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1) * x.std(ddof=1) / math.sqrt(n))
+    return {
+        "rounds": n,
+        "mean": mean,
+        "low": mean - half,
+        "high": mean + half,
+        "confidence": confidence,
+        "method": "t-interval over trials",
+    }
+
+
+def resources_dict(
+    summaries: Sequence[ResourceSummary],
+    under_test: str | None,
+    threshold: float = THRESHOLD_PERCENT,
+) -> dict[str, Any]:
+    """The JSON ``resources`` summary: p95 CPU, p95 memory, disk and network totals (as
+    in ELECT's artifact-evaluation summaries), over the monitored trials."""
+    s = [x for x in summaries if x.samples > 0]
+    duration = sum(x.duration_s for x in s)
+    cpu_s = sum(x.monitor_cpu_s for x in s if math.isfinite(x.monitor_cpu_s))
+    over = {
+        c: sum(1 for x in s if math.isfinite(x.utilisation()[c]) and x.utilisation()[c] > threshold)
+        for c in COMPONENTS
+    }
+    return {
+        "trials": len(s),
+        "samples": sum(x.samples for x in s),
+        "interval_s": s[-1].interval_s if s else None,
+        "monitor_cpu_per_s": cpu_s / duration if duration > 0 else None,
+        "under_test": under_test,
+        "threshold_percent": threshold,
+        "trials_over_threshold": over,
+        "cpu_p95_percent": rounds_summary([x.stats["cpu_mean"].p95 for x in s]),
+        "cpu_busiest_core_p95_percent": rounds_summary([x.stats["cpu"].p95 for x in s]),
+        "memory_p95_percent": rounds_summary([x.stats["memory"].p95 for x in s]),
+        "disk_busy_p95_percent": rounds_summary([x.stats["disk"].p95 for x in s]),
+        "network_p95_percent": rounds_summary([x.stats["network"].p95 for x in s]),
+        "disk_bytes_per_trial": rounds_summary([x.disk_bytes for x in s]),
+        "network_bytes_per_trial": rounds_summary([x.net_bytes_sent + x.net_bytes_recv for x in s]),
+        "disk_bytes_total": sum(x.disk_bytes for x in s),
+        "network_bytes_sent_total": sum(x.net_bytes_sent for x in s),
+        "network_bytes_received_total": sum(x.net_bytes_recv for x in s),
+    }
+
+
+# ------------------------------------------------------------------ side effects
+
+
+def _whole_disks(names: Sequence[str]) -> list[str]:
+    """Whole devices: those in /sys/block on Linux, without partitions, RAM disks and
+    loop devices (whose I/O is counted again on the disk that holds their file)."""
+    block = Path("/sys/block")
+    if block.is_dir():
+        whole = set(os.listdir(block))
+        keep = [n for n in names if n in whole and not n.startswith(("ram", "loop"))]
+        if keep:
+            return keep
+    return list(names)
+
+
+@dataclass
+class _Reads:
+    times: list[float] = field(default_factory=list)
+    cpu_busy: list[list[float]] = field(default_factory=list)
+    cpu_total: list[list[float]] = field(default_factory=list)
+    memory: list[float] = field(default_factory=list)
+    disk_bytes: list[list[float]] = field(default_factory=list)
+    disk_busy: list[list[float]] = field(default_factory=list)
+    net_sent: list[list[float]] = field(default_factory=list)
+    net_recv: list[list[float]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class MonitorSamples:
+    """One trial's samples: the series (as stored) and their summary."""
+
+    series: dict[str, np.ndarray]
+    summary: ResourceSummary
+
+
+class ResourceMonitor:
+    """Samples the system's components in a background thread between start() and stop().
+
+    ``interval=None`` (the default) measures the cost of one sample at the first
+    start() and picks the interval from the budget (:func:`choose_interval`);
+    ``clock`` is the sampling thread's CPU clock (a test may pass a fake one).
+    """
+
+    def __init__(
+        self,
+        interval: float | None = None,
+        *,
+        budget: float = BUDGET,
+        min_interval: float = MIN_INTERVAL,
+        max_interval: float = MAX_INTERVAL,
+        clock: Callable[[], float] = time.thread_time,
+    ) -> None:
+        self.fixed = interval is not None
+        self.interval = float(interval) if interval is not None else START_INTERVAL
+        self.budget = budget
+        self.min_interval = min_interval
+        self.max_interval = max_interval
+        self.clock = clock
+        self.cost_per_sample: float | None = None
+        disks = psutil.disk_io_counters(perdisk=True) or {}
+        self.disks = _whole_disks(sorted(disks))
+        stats = psutil.net_if_stats()
+        self.nics = sorted(
+            n
+            for n in psutil.net_io_counters(pernic=True)
+            if n != "lo" and (n not in stats or stats[n].isup)
+        )
+        self.speeds = [float(stats[n].speed) if n in stats else 0.0 for n in self.nics]
+        self._reads = _Reads()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._thread_cpu = 0.0
+
+    def calibrate(self, reads: int = 10) -> float:
+        """Measure the CPU cost of one sample and choose the interval from the budget."""
+        scratch = _Reads()
+        c0 = self.clock()
+        for _ in range(reads):
+            self._read(scratch)
+        self.cost_per_sample = max((self.clock() - c0) / reads, 0.0)
+        if not self.fixed:
+            self.interval = choose_interval(
+                self.cost_per_sample, self.budget, self.min_interval, self.max_interval
+            )
+        return self.interval
+
+    def _read(self, r: _Reads) -> None:
+        t = time.monotonic()
+        cpus = psutil.cpu_times(percpu=True)
+        total = [sum(c) for c in cpus]
+        idle = [c.idle + getattr(c, "iowait", 0.0) for c in cpus]
+        mem = psutil.virtual_memory().percent
+        disks = psutil.disk_io_counters(perdisk=True) or {}
+        nics = psutil.net_io_counters(pernic=True)
+        r.times.append(t)
+        r.cpu_total.append(total)
+        r.cpu_busy.append([a - b for a, b in zip(total, idle, strict=True)])
+        r.memory.append(mem)
+        nan = math.nan
+        r.disk_bytes.append(
+            [disks[d].read_bytes + disks[d].write_bytes if d in disks else nan for d in self.disks]
+        )
+        r.disk_busy.append(
+            [float(getattr(disks[d], "busy_time", nan)) if d in disks else nan for d in self.disks]
+        )
+        r.net_sent.append([nics[n].bytes_sent if n in nics else nan for n in self.nics])
+        r.net_recv.append([nics[n].bytes_recv if n in nics else nan for n in self.nics])
+
+    def _loop(self) -> None:
+        c0 = self.clock()
+        while not self._stop.wait(self.interval):
+            self._read(self._reads)
+        self._thread_cpu = self.clock() - c0
+
+    def start(self) -> None:
+        """Take the first read and start sampling."""
+        if self.cost_per_sample is None:
+            self.calibrate()
+        self._reads = _Reads()
+        self._stop.clear()
+        self._thread_cpu = 0.0
+        self._read(self._reads)
+        self._thread = threading.Thread(target=self._loop, name="assay-monitor", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> MonitorSamples:
+        """Stop sampling, take the last read and return the trial's series and summary."""
+        if self._thread is None:
+            raise RuntimeError("ResourceMonitor.stop() without start()")
+        self._stop.set()
+        self._thread.join()
+        self._thread = None
+        self._read(self._reads)
+        r = self._reads
+        in_thread = max(len(r.times) - 2, 0)
+        # the monitor's cost to the benchmark: the sampling thread's CPU time. The first
+        # and last reads happen before the executor starts its clock and after it stops.
+        cpu_s = self._thread_cpu
+        series = series_from_counters(
+            np.asarray(r.times),
+            np.asarray(r.cpu_busy),
+            np.asarray(r.cpu_total),
+            np.asarray(r.memory),
+            np.asarray(r.disk_bytes, dtype=float).reshape(len(r.times), len(self.disks)),
+            np.asarray(r.disk_busy, dtype=float).reshape(len(r.times), len(self.disks)),
+            self.disks,
+            np.asarray(r.net_sent, dtype=float).reshape(len(r.times), len(self.nics)),
+            np.asarray(r.net_recv, dtype=float).reshape(len(r.times), len(self.nics)),
+            self.nics,
+            self.speeds,
+        )
+        series[INTERVAL_KEY] = np.array([self.interval])
+        series[MONITOR_CPU_KEY] = np.array([cpu_s])
+        if in_thread and not self.fixed:
+            # re-estimate the cost per sample from this trial's thread CPU time
+            # (a moving average, so that one noisy trial does not swing the rate)
+            observed = self._thread_cpu / in_thread
+            prev = self.cost_per_sample if self.cost_per_sample is not None else observed
+            self.cost_per_sample = 0.7 * prev + 0.3 * observed
+            self.interval = choose_interval(
+                self.cost_per_sample, self.budget, self.min_interval, self.max_interval
+            )
+        return MonitorSamples(series, summarize(series))
+
+    def __enter__(self) -> ResourceMonitor:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._thread is not None:
+            self.stop()

@@ -1,0 +1,272 @@
+"""The bottleneck watch: pure summaries on known arrays, real trials, store, CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import sys
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+from click.testing import CliRunner
+
+from assay.cli import main
+from assay.execute.command import run_command
+from assay.execute.monitor import (
+    BUDGET,
+    INTERVAL_KEY,
+    MONITOR_CPU_KEY,
+    ResourceMonitor,
+    ResourceSummary,
+    Stat,
+    bottleneck_warnings,
+    choose_interval,
+    resources_dict,
+    rounds_summary,
+    series_from_counters,
+    summarize,
+)
+from assay.runner import Runner
+from assay.spec import SpecError, load_spec, parse_spec_text
+from assay.store import Store
+
+BUSY = "import time\nt = time.perf_counter()\nwhile time.perf_counter() - t < {s}: pass"
+
+
+def _summary(cpu: float = 10.0, memory: float = 10.0, disk: float = 0.0) -> ResourceSummary:
+    stats = {
+        "cpu": Stat(cpu, cpu),
+        "cpu_mean": Stat(cpu / 2, cpu / 2),
+        "memory": Stat(memory, memory),
+        "disk": Stat(disk, disk),
+        "network": Stat(math.nan, math.nan),
+    }
+    return ResourceSummary(5, 0.1, 0.5, 0.001, stats, 1024.0, 10.0, 20.0)
+
+
+# ------------------------------------------------------------------ pure functions
+
+
+def test_series_from_counters_known_arrays() -> None:
+    s = series_from_counters(
+        times=np.array([0.0, 0.5, 1.0]),
+        cpu_busy=np.array([[0.0, 0.0], [0.5, 0.0], [0.75, 0.25]]),
+        cpu_total=np.array([[0.0, 0.0], [0.5, 0.5], [1.0, 1.0]]),
+        memory=np.array([10.0, 20.0, 30.0]),
+        disk_bytes=np.array([[0.0], [100.0], [300.0]]),
+        disk_busy_ms=np.array([[0.0], [250.0], [250.0]]),
+        disk_names=["sda"],
+        net_sent=np.array([[0.0], [1e6], [1e6]]),
+        net_recv=np.array([[0.0], [0.0], [2.5e6]]),
+        nic_names=["eth0"],
+        nic_speeds_mbps=[100.0],
+    )
+    np.testing.assert_allclose(s["time_s"], [0.5, 1.0])
+    np.testing.assert_allclose(s["cpu.0"], [100.0, 50.0])
+    np.testing.assert_allclose(s["cpu.1"], [0.0, 50.0])
+    np.testing.assert_allclose(s["memory"], [20.0, 30.0])
+    np.testing.assert_allclose(s["disk.sda.bytes_per_s"], [200.0, 400.0])
+    np.testing.assert_allclose(s["disk.sda.busy"], [50.0, 0.0])
+    np.testing.assert_allclose(s["net.eth0.sent_per_s"], [2e6, 0.0])
+    # 100 Mb/s = 12.5 MB/s; 2.5 MB in 0.5 s = 5 MB/s = 40%
+    np.testing.assert_allclose(s["net.eth0.recv_util"], [0.0, 40.0])
+
+    s[INTERVAL_KEY] = np.array([0.5])
+    s[MONITOR_CPU_KEY] = np.array([0.004])
+    r = summarize(s)
+    assert r.samples == 2 and r.duration_s == 1.0 and r.interval_s == 0.5
+    assert r.stats["cpu"].max == 100.0  # the busiest core in each sample
+    assert r.stats["cpu"].p95 == pytest.approx(97.5)
+    assert r.stats["cpu_mean"].max == 50.0
+    assert r.stats["disk"].max == 50.0
+    assert r.stats["network"].max == 40.0
+    assert r.disk_bytes == pytest.approx(300.0)  # totals: rate x interval
+    assert r.net_bytes_sent == pytest.approx(1e6)
+    assert r.net_bytes_recv == pytest.approx(2.5e6)
+    assert r.monitor_cpu_per_s == pytest.approx(0.004)
+
+
+def test_network_utilisation_unknown_without_link_speed() -> None:
+    s = series_from_counters(
+        np.array([0.0, 1.0]),
+        np.zeros((2, 1)),
+        np.array([[0.0], [1.0]]),
+        np.array([5.0, 5.0]),
+        net_sent=np.array([[0.0], [1e9]]),
+        net_recv=np.array([[0.0], [0.0]]),
+        nic_names=["veth"],
+        nic_speeds_mbps=[0.0],
+    )
+    r = summarize(s)
+    assert math.isnan(r.utilisation()["network"])
+    assert r.net_bytes_sent == 1e9
+    assert summarize({}).samples == 0
+
+
+def test_rounds_summary_follows_elect() -> None:
+    assert rounds_summary([]) == {"rounds": 0}
+    assert rounds_summary([2.0, math.nan]) == {"rounds": 1, "value": 2.0}
+    five = rounds_summary([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert five["mean"] == 3.0 and five["low"] < 3.0 < five["high"]
+
+
+def test_warnings_name_the_component_over_80_percent() -> None:
+    hot = [_summary(cpu=100.0), _summary(cpu=20.0)]
+    (w,) = bottleneck_warnings(hot, under_test="disk")
+    assert "cpu above 80%" in w and "1 of 2 trials" in w and "(disk)" in w
+    assert bottleneck_warnings(hot, under_test="cpu") == []
+    (w,) = bottleneck_warnings(hot, under_test=None)
+    assert 'under_test = "cpu"' in w
+    (w,) = bottleneck_warnings([_summary(memory=95.0)], under_test="cpu")
+    assert w.startswith("bottleneck watch: memory above 80%")
+    assert bottleneck_warnings([_summary()], under_test=None) == []
+    d = resources_dict(hot, "disk")
+    assert d["trials_over_threshold"]["cpu"] == 1
+    assert d["cpu_busiest_core_p95_percent"] == {
+        "rounds": 2,
+        "mean": 60.0,
+        "min": 20.0,
+        "max": 100.0,
+    }
+    assert d["disk_bytes_total"] == 2048.0
+
+
+def test_interval_respects_the_budget_given_a_fake_cost() -> None:
+    for cost in (1e-5, 3e-4, 1e-3, 4e-3):
+        interval = choose_interval(cost)
+        assert cost / interval <= BUDGET + 1e-12
+    assert choose_interval(1.0) == 1.0  # clamped: never slower than max_interval
+
+    ticks = iter(np.arange(0, 100, 0.005))  # every clock read: +5 ms of CPU
+    mon = ResourceMonitor(clock=lambda: float(next(ticks)))
+    interval = mon.calibrate(reads=4)
+    assert mon.cost_per_sample == pytest.approx(0.005 / 4)
+    assert (mon.cost_per_sample or 0) / interval <= BUDGET
+
+
+# ------------------------------------------------------------------ real sampling
+
+
+def _busy_machine() -> bool:
+    return max(psutil.cpu_percent(interval=0.3, percpu=True)) > 50
+
+
+def test_cpu_bound_trial_saturates_a_core() -> None:
+    mon = ResourceMonitor()
+    mon.start()
+    res = run_command([sys.executable, "-c", BUSY.format(s=0.5)], timeout=30)
+    got = mon.stop()
+    assert res.status == "ok"
+    assert got.summary.samples >= 2
+    assert got.summary.stats["cpu"].max > 50.0
+    assert got.summary.monitor_cpu_s >= 0.0
+    assert got.series[INTERVAL_KEY][0] >= 0.05
+
+
+def test_sleep_does_not_warn_about_cpu() -> None:
+    if _busy_machine():
+        pytest.skip("another process keeps a core busy: the CPU watch would see it")
+    mon = ResourceMonitor()
+    mon.start()
+    run_command(["sleep", "0.4"], timeout=30)
+    got = mon.stop()
+    assert not any("cpu" in w for w in bottleneck_warnings([got.summary], under_test=None))
+
+
+# ------------------------------------------------------------------ spec, store, runner
+
+STUDY = """
+[study]
+name = "watch"
+[benchmark]
+command = ["{py}", "-c", "{code}"]
+{extra}
+[stop]
+max_rounds = 3
+min_samples = 2
+ci_width = 5
+"""
+
+
+def _study(write_study, py: str, extra: str = "", code: str = BUSY.format(s=0.3)) -> Path:  # type: ignore[no-untyped-def]
+    return write_study(STUDY.format(py=py, code=code.replace("\n", "\\n"), extra=extra))
+
+
+def test_under_test_validated_with_a_clear_error() -> None:
+    bad = '[study]\nname = "x"\n[benchmark]\ncommand = ["true"]\nunder_test = "gpu"\n'
+    with pytest.raises(SpecError, match=r"x.toml: invalid study file:\n  benchmark.under_test"):
+        parse_spec_text(bad, source="x.toml")
+    good = parse_spec_text(bad.replace("gpu", "disk"), source="x.toml")
+    plain = parse_spec_text(bad.replace('under_test = "gpu"\n', ""), source="x.toml")
+    assert good.benchmark.under_test == "disk" and plain.benchmark.under_test is None
+    # declaring the component under test does not change what the study measures
+    assert good.measurement_hash() == plain.measurement_hash()
+
+
+def test_runner_warns_and_stores_samples_with_the_trial(write_study, py: str) -> None:  # type: ignore[no-untyped-def]
+    spec = load_spec(_study(write_study, py, 'under_test = "disk"'))
+    res = Runner(spec, spec.store_path(), measure_overhead=False).run()
+    assert any(
+        w.startswith("bottleneck watch: cpu above 80%") and "(disk)" in w for w in res.warnings
+    )
+    assert res.resources is not None and res.resources["trials"] == res.trials_total
+    assert res.as_dict()["resources"]["under_test"] == "disk"
+    with Store(spec.store_path()) as st:
+        found = st.find_study("watch")
+        assert found is not None
+        trials = st.trials(found[0])
+    assert trials and all("cpu.0" in t.resources and "time_s" in t.resources for t in trials)
+    assert summarize(trials[0].resources).stats["cpu"].max > 50
+    db = sqlite3.connect(spec.store_path())
+    # one row set per trial, keyed by trial id: committed with the trial
+    (orphans,) = db.execute(
+        "SELECT COUNT(*) FROM resource_samples WHERE trial_id NOT IN (SELECT id FROM trials)"
+    ).fetchone()
+    assert orphans == 0
+
+
+def test_old_store_without_the_table_keeps_opening(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    with Store(path) as st:
+        sid = st.open_study("s", "h", {})
+    db = sqlite3.connect(path)
+    db.execute("DROP TABLE resource_samples")
+    db.commit()
+    db.close()
+    with Store(path) as st:
+        assert st.trials(sid) == []
+
+
+def test_cli_no_monitor_and_json_resources(write_study, py: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    path = _study(write_study, py, code="pass")
+    out = tmp_path / "r.json"
+    r = CliRunner().invoke(main, ["run", str(path), "--no-overhead", "-q", "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    assert json.loads(out.read_text())["resources"]["trials"] == 3
+    assert "resources, p95 per trial" in r.output
+    r = CliRunner().invoke(
+        main,
+        ["run", str(path), "--fresh", "--no-overhead", "--no-monitor", "-q", "--json", str(out)],
+    )
+    assert r.exit_code == 0, r.output
+    assert json.loads(out.read_text())["resources"] is None
+    assert "bottleneck watch" not in r.output
+    with Store(load_spec(path).store_path()) as st:
+        found = st.find_study("watch")
+        assert found is not None
+        assert all(t.resources == {} for t in st.trials(found[0]))
+
+
+def test_compare_reports_resources_by_variant(tmp_path: Path, py: str) -> None:
+    out = tmp_path / "c.json"
+    args = ["compare", "--store", str(tmp_path / "c.db"), "--max-rounds", "3", "--min-samples"]
+    args += ["2", "--no-overhead", "-q", "--under-test", "cpu", "--json", str(out)]
+    args += ["--", py, "-c", "pass", "--", py, "-c", "pass;pass"]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    res = json.loads(out.read_text())["resources"]
+    assert set(res) == {f"{py} -c pass", f"{py} -c 'pass;pass'"}
+    assert all(v["under_test"] == "cpu" for v in res.values())
