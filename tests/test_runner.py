@@ -88,11 +88,15 @@ def test_failing_trials_are_stored_and_reported(write_study, py: str) -> None:  
 [study]
 name = "flaky"
 [benchmark]
-command = ["{py}", "-c", '''import random, sys
-v = random.random()
-print('v=' + str(v))
-sys.exit(1 if v < 0.2 else 0)''']
+command = ["{py}", "-c", '''import os, sys
+n = os.path.getsize(sys.argv[1]) if os.path.exists(sys.argv[1]) else 0
+open(sys.argv[1], 'a').write('x')
+print('v=' + str((n * 37 % 100) / 100 + 1))
+sys.exit(1 if n % 5 == 2 else 0)''', "{{counter}}"]
 timeout = 30
+cwd = "."
+[params]
+counter = "counter.txt"
 [[pi]]
 name = "v"
 source = "regex"
@@ -106,6 +110,7 @@ ci_width = 0.0001
     res = Runner(spec, spec.store_path(), measure_overhead=False).run()
     assert res.trials_total == 30
     failed = res.trials_by_status.get("failed", 0)
+    assert failed == 6  # every fifth trial, deterministically
     assert failed == len(res.failures)
     assert all("status 1" in f["error"] for f in res.failures)
     assert res.results[0].n_raw == 30 - failed
