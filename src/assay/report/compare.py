@@ -215,7 +215,8 @@ def render_comparison(res: CompareResult, console: Console) -> None:
             Text(
                 f"method: {c.method}; CIs at {conf}; Welch p and Mann-Whitney p and Hedges g "
                 "against the variant ranked just above; verdict: separated (CIs do not "
-                f"overlap) or significant (Welch p < {c.ranking.alpha:g})",
+                f"overlap) or significant (Welch p < {c.ranking.alpha:g}); the study stops "
+                "only when every pair passes the level of the current look (see the decision)",
                 style="dim",
             )
         )
