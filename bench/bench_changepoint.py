@@ -26,16 +26,7 @@ try:
 except ImportError:  # not installed: use the checkout's src/
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
     from assay.stats.changepoint import detect_change_points, dominant_segment, edm_percent
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+from assay.execute.environment import cpu_model
 
 
 def warm_up_series(n: int, seed: int = 0, kind: str = "ramp") -> tuple[np.ndarray, int]:

@@ -60,6 +60,7 @@ except ModuleNotFoundError:  # a checkout without `pip install -e .`
     import assay.compare_runner as compare_runner
 
 from assay.designs.compare import compare_decision, compare_pi
+from assay.execute.environment import cpu_model, usable_cores
 from assay.spec import Spec
 from assay.stats.compare import welch_test
 
@@ -70,24 +71,6 @@ NOISES = ("i.i.d.", "AR(1) phi=0.5")
 SD = 0.05  # noise sd, relative to each variant's mean
 PHI = 0.5
 FIXED = (10, 30)
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def make_spec(budget: int, alpha: float) -> Spec:

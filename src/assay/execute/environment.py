@@ -26,6 +26,14 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity), not the machine's total."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def git_revision(repo: str | Path) -> str | None:
     """The checked-out revision of the measured system, with '+dirty' if it has changes."""
     try:
