@@ -1,0 +1,227 @@
+"""Measuring given settings a given number of times: the executor of sweeps and knob studies.
+
+A design (incremental sampling, Latin Hypercube samples, a tuner) decides *which*
+settings to measure; :class:`SettingsRunner` measures them.  Each trial is committed to
+the store as it ends with its setting and repetition number, so running the same study
+again measures only what is missing: a setting's finished repetitions (failed ones
+included: a failing trial is data) are never repeated.
+
+Within a batch the (setting, repetition) pairs run in a seeded random order, so slow
+drift of the machine is not confounded with any parameter (the ordering trap).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import pandas as pd
+
+from assay.runner import OpenStudy, Runner
+from assay.spec import PISpec, Spec
+from assay.store import Store, TrialRecord
+
+T = TypeVar("T")
+
+#: The key of a trial's repetition number in its stored setting.
+REPETITION = "repetition"
+
+
+def setting_key(setting: Mapping[str, Any]) -> str:
+    """A canonical text for a setting (its repetition number left out).
+
+    >>> setting_key({"b": 2, "a": "x", "repetition": 1}) == setting_key({"a": "x", "b": 2})
+    True
+    """
+    return json.dumps(
+        {k: _plain(v) for k, v in setting.items() if k != REPETITION},
+        sort_keys=True,
+        default=str,
+    )
+
+
+def _plain(v: Any) -> Any:
+    """NumPy scalars as Python ones, and integral floats as ints, so 4, 4.0 and
+    ``np.int64(4)`` name the same setting."""
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v
+
+
+def pending_trials(
+    settings: Sequence[Mapping[str, Any]],
+    repetitions: int,
+    done: Iterable[Mapping[str, Any]],
+) -> list[tuple[int, int]]:
+    """(setting index, repetition) pairs not yet in ``done`` (stored trial settings).
+
+    >>> pending_trials([{"a": 1}, {"a": 2}], 2, [{"a": 1, "repetition": 0}])
+    [(0, 1), (1, 0), (1, 1)]
+    """
+    have = {(setting_key(s), int(s.get(REPETITION, 0))) for s in done}
+    return [
+        (i, r)
+        for i, s in enumerate(settings)
+        for r in range(repetitions)
+        if (setting_key(s), r) not in have
+    ]
+
+
+def trial_value(pi: PISpec, t: TrialRecord) -> float:
+    """A trial's reading of ``pi``; NaN for a failed trial."""
+    if not t.ok:
+        return math.nan
+    return float(t.readings.get(pi.name, math.nan))
+
+
+def trials_table(
+    trials: Sequence[TrialRecord], params: Sequence[str], pis: Sequence[PISpec]
+) -> pd.DataFrame:
+    """One row per trial: the parameters, ``repetition``, ``status`` and one column per PI
+    (NaN where the trial failed).
+
+    >>> from assay.spec import PISpec
+    >>> t = TrialRecord(seq=0, status="ok", setting={"a": 1, "repetition": 0},
+    ...                 readings={"wall_time": 0.5})
+    >>> trials_table([t], ["a"], [PISpec(name="wall_time")]).to_dict("records")
+    [{'a': 1, 'repetition': 0, 'status': 'ok', 'wall_time': 0.5}]
+    """
+    rows = [
+        {
+            **{p: t.setting.get(p) for p in params},
+            REPETITION: int(t.setting.get(REPETITION, 0)),
+            "status": t.status,
+            **{pi.name: trial_value(pi, t) for pi in pis},
+        }
+        for t in trials
+    ]
+    columns = [*params, REPETITION, "status", *(pi.name for pi in pis)]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def setting_means(table: pd.DataFrame, params: Sequence[str], metric: str) -> pd.DataFrame:
+    """Mean, standard deviation and count of ``metric`` per setting, over the
+    repetitions that succeeded; settings whose every repetition failed are left out.
+
+    >>> t = pd.DataFrame({"a": [1, 1, 2], "y": [1.0, 3.0, float("nan")]})
+    >>> setting_means(t, ["a"], "y").to_dict("records")
+    [{'a': 1, 'y': 2.0, 'y_sd': 1.4142135623730951, 'y_n': 2}]
+    """
+    ok = table.dropna(subset=[metric])
+    if ok.empty:
+        return pd.DataFrame(columns=[*params, metric, f"{metric}_sd", f"{metric}_n"])
+    g = ok.groupby(list(params), sort=True, dropna=False)[metric]
+    out = pd.DataFrame({metric: g.mean(), f"{metric}_sd": g.std(), f"{metric}_n": g.count()})
+    return out.reset_index()
+
+
+@dataclass
+class SettingsProgress:
+    """What the live display shows after each trial of a batch."""
+
+    done: int  # trials of this batch finished (this session)
+    total: int  # trials this batch runs (this session)
+    failed: int
+    last: TrialRecord
+
+
+class SettingsSession:
+    """An open study in which batches of settings are measured (see :class:`SettingsRunner`)."""
+
+    def __init__(self, runner: SettingsRunner, st: OpenStudy, seed: int) -> None:
+        self._runner = runner
+        self._st = st
+        self._seed = seed
+
+    @property
+    def trials(self) -> list[TrialRecord]:
+        """Every trial of the study, stored ones first."""
+        return self._st.trials
+
+    @property
+    def open_study(self) -> OpenStudy:
+        return self._st
+
+    def measure(
+        self,
+        settings: Sequence[Mapping[str, Any]],
+        repetitions: int,
+        *,
+        deadline: float | None = None,
+        on_progress: Callable[[SettingsProgress], None] | None = None,
+    ) -> list[TrialRecord]:
+        """Measure each setting ``repetitions`` times, skipping what is stored already.
+
+        Returns the trials of these settings (stored and new).  Stops launching trials
+        once ``deadline`` (a ``time.monotonic()`` value) has passed.
+        """
+        st = self._st
+        spec = self._runner.spec
+        todo = pending_trials(settings, repetitions, (t.setting for t in st.trials))
+        random.Random(f"{self._seed}:{len(st.trials)}").shuffle(todo)
+        seq = st.store.next_seq(st.study_id)
+        failed = 0
+        for done, (i, rep) in enumerate(todo):
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            values: dict[str, object] = {
+                **spec.params,
+                **{k: _plain(v) for k, v in settings[i].items()},
+            }
+            rec = self._runner._execute(st, seq, values, setting={**values, REPETITION: rep})
+            seq += 1
+            failed += not rec.ok
+            if on_progress is not None:
+                on_progress(SettingsProgress(done + 1, len(todo), failed, rec))
+        wanted = {setting_key(s) for s in settings}
+        return [t for t in st.trials if setting_key(t.setting) in wanted]
+
+
+class SettingsRunner(Runner):
+    """Opens a study in its store and lets a design measure batches of settings in it.
+
+    Trial execution, setup/reset/teardown, the bottleneck watch, leftover-process
+    clean-up and the store are :class:`~assay.runner.Runner`'s.
+
+    ``runner.session(body)`` opens (or resumes) the study, runs the setup command,
+    calls ``body(session)``, runs the teardown command and ends the session with
+    ``result(body's return value)`` recorded in the store.
+    """
+
+    def __init__(
+        self,
+        spec: Spec,
+        store_path: Path,
+        *,
+        seed: int = 0,
+        fresh: bool = False,
+        measure_overhead: bool = False,
+        monitor: bool = True,
+    ) -> None:
+        super().__init__(
+            spec, store_path, fresh=fresh, measure_overhead=measure_overhead, monitor=monitor
+        )
+        self.seed = seed
+        self.leftover: str | None = None
+
+    def session(
+        self,
+        body: Callable[[SettingsSession], T],
+        result: Callable[[T], Mapping[str, Any]] | None = None,
+    ) -> T:
+        self.leftover = self._kill_leftover()
+        with Store(self.store_path) as store:
+            st = self._open(store)
+            self._prev_end = None
+            out = self._with_setup(lambda: body(SettingsSession(self, st, self.seed)))
+            store.end_session(st.session, {} if result is None else dict(result(out)))
+            return out
