@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
+import psutil
+
 from assay.designs.run_until_ci import (
     WPS_PI,
     Decision,
@@ -48,7 +50,7 @@ from assay.execute.monitor import (
 from assay.execute.overhead import LaunchOverhead, measure_launch_overhead
 from assay.execute.readers import ReadError, read_reading, read_unit_readings
 from assay.spec import PISpec, Spec
-from assay.store import Store, TrialRecord
+from assay.store import Store, TrialRecord, study_file
 from assay.template import render
 
 
@@ -254,6 +256,16 @@ def _raw_per_round(spec: Spec, trials: list[TrialRecord]) -> dict[str, float]:
     return out
 
 
+def _alive(pid: object) -> bool:
+    """Whether ``pid`` (another process's) is running; a zombie does not count."""
+    if isinstance(pid, bool) or not isinstance(pid, int) or pid == os.getpid():
+        return False
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False
+
+
 class Runner:
     """Runs one study to its stopping rule. Side effects live here, not in the design."""
 
@@ -312,7 +324,8 @@ class Runner:
 
     @property
     def _running_file(self) -> Path:
-        return self.store_path.with_name(self.store_path.name + ".running")
+        # one per study: studies running side by side in one store keep their own
+        return study_file(self.store_path, self.spec.study.name, ".running")
 
     def _record_running(self, argv: list[str]) -> None:
         """Note the benchmark about to run, so a later session can stop it if we are killed.
@@ -320,7 +333,8 @@ class Runner:
         Written before the launch: nothing is added to the measured wall time.
         """
         tmp = self._running_file.with_name(self._running_file.name + ".tmp")
-        tmp.write_text(json.dumps({"cmdline": exec_argv(argv, self.spec.benchmark.shell)}))
+        info = {"cmdline": exec_argv(argv, self.spec.benchmark.shell), "pid": os.getpid()}
+        tmp.write_text(json.dumps(info))
         os.replace(tmp, self._running_file)
 
     def _clear_running(self) -> None:
@@ -330,6 +344,9 @@ class Runner:
         try:
             info = json.loads(self._running_file.read_text())
         except (OSError, ValueError):
+            return None
+        if not isinstance(info, dict) or _alive(info.get("pid")):
+            # its session still runs (the study's lock will refuse us): not a leftover
             return None
         self._clear_running()
         killed = kill_leftovers(list(info["cmdline"]))
@@ -343,6 +360,7 @@ class Runner:
     def _open(self, store: Store) -> OpenStudy:
         """Open (or resume) the study in the store and start a session."""
         spec = self.spec
+        store.lock_study(spec.study.name)  # held until the store closes
         if self.fresh:
             store.archive_study(spec.study.name)
         study_id = store.open_study(

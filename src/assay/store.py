@@ -16,10 +16,13 @@ the same study again returns its finished trials, which is how a study resumes.
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import hashlib
 import json
 import os
 import signal
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -107,6 +110,129 @@ class StoreError(RuntimeError):
     """The store cannot be opened or written; the message says which file and why."""
 
 
+class StudyBusyError(StoreError):
+    """Another assay process is running the study in this store (see :meth:`Store.lock_study`).
+
+    ``pid`` is the other process's id when it could be read, else ``None``.
+    """
+
+    def __init__(self, message: str, pid: int | None = None) -> None:
+        super().__init__(message)
+        self.pid = pid
+
+
+def study_key(name: str) -> str:
+    """A short, file-name-safe key of a study name (for files kept beside the store).
+
+    >>> study_key("demo")
+    '2a97516c354b'
+    """
+    return hashlib.sha256(name.encode()).hexdigest()[:12]
+
+
+def study_file(store: str | Path, name: str, suffix: str) -> Path:
+    """A file beside the store that belongs to one study: ``<store>.<key><suffix>``.
+
+    >>> study_file("/data/s.assay.db", "demo", ".lock").name
+    's.assay.db.2a97516c354b.lock'
+    """
+    p = Path(store)
+    return p.with_name(f"{p.name}.{study_key(name)}{suffix}")
+
+
+class _StudyLock:
+    """An advisory ``flock`` on ``<store>.<key>.lock``, held while one process runs a study.
+
+    The kernel drops the lock when its holder exits, SIGKILL included, so a killed
+    session never blocks the next one; nothing has to judge whether a pid is still
+    alive. The file carries the holder's pid and argv for the refusal message, and is
+    removed on release (a holder killed with SIGKILL leaves it; the next one reuses it).
+    """
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path
+        self._fd = fd
+
+    @classmethod
+    def acquire(cls, store: Path, name: str) -> _StudyLock | None:
+        path = study_file(store, name, ".lock")
+        for _ in range(100):
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            except OSError:
+                # a read-only folder: this process cannot write the store either, and
+                # the store says so (with its hint) at the first write
+                return None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _lock_holder(fd)
+                os.close(fd)
+                raise StudyBusyError(_busy_text(store, name, holder), holder.get("pid")) from None
+            except OSError:  # a filesystem without flock: run unguarded, as before
+                os.close(fd)
+                return None
+            # the previous holder may have removed the file between our open and our
+            # flock: then we hold a lock on a file nobody else will see; open it again
+            try:
+                st, now = os.fstat(fd), os.stat(path)
+                same = (st.st_dev, st.st_ino) == (now.st_dev, now.st_ino)
+            except FileNotFoundError:
+                same = False
+            if not same:
+                os.close(fd)
+                continue
+            info = {"pid": os.getpid(), "study": name, "argv": sys.argv, "started": time.time()}
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, json.dumps(info).encode(), 0)
+            return cls(path, fd)
+        raise StoreError(f"{path}: cannot take the study's lock file (it keeps being replaced)")
+
+    def release(self) -> None:
+        with contextlib.suppress(OSError):
+            self.path.unlink()  # before the unlock: a waiter then sees a new file
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+
+
+def _lock_holder(fd: int) -> dict[str, Any]:
+    try:
+        info = json.loads(os.pread(fd, 65536, 0) or b"{}")
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(info, dict):
+        return {}
+    pid = info.get("pid")
+    info["pid"] = pid if isinstance(pid, int) and not isinstance(pid, bool) else None
+    return info
+
+
+def _busy_text(store: Path, name: str, holder: Mapping[str, Any]) -> str:
+    pid = holder.get("pid")
+    argv = holder.get("argv")
+    started = holder.get("started")
+    who = "another assay process"
+    details = []
+    if pid is not None:
+        details.append(f"pid {pid}")
+    if isinstance(argv, list) and argv:
+        # the program's name, not its path: "assay run study.toml"
+        words = [Path(str(argv[0])).name, *(str(a) for a in argv[1:])]
+        details.append(" ".join(words)[:200])
+    if isinstance(started, int | float):
+        details.append(f"started {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(started))}")
+    if details:
+        who += f" ({'; '.join(details)})"
+    stop = f"stop it (Ctrl-C there, or kill {pid})" if pid is not None else "stop it"
+    return (
+        f"{store}: study '{name}' is being run by {who}; two processes cannot add trials "
+        f"to one study. Wait for it to finish, or {stop}, then run the same command again: "
+        "it resumes from the trials already stored. Other studies can use this store "
+        "at the same time."
+    )
+
+
 @dataclass
 class TrialRecord:
     """One trial as stored."""
@@ -152,6 +278,7 @@ class Store:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self._locks: dict[str, _StudyLock | None] = {}
         try:
             if str(self.path) != ":memory:":
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -174,7 +301,36 @@ class Store:
             raise StoreError(f"{self.path}: cannot open the results store: {exc}{hint}") from None
 
     def close(self) -> None:
+        """Close the database and release every study lock this store holds."""
         self._db.close()
+        for lock in self._locks.values():
+            if lock is not None:
+                lock.release()
+        self._locks.clear()
+
+    def lock_study(self, name: str) -> None:
+        """Claim study ``name`` for this process until :meth:`close`.
+
+        Raises :class:`StudyBusyError` (naming the store, the other process's pid and
+        what to do) when another process holds it. A study is claimed before it is
+        opened or archived, so neither a second run nor a ``--fresh`` can interleave
+        trials with, or rename the study under, a running session; other studies in
+        the same store are not affected (SQLite serialises their commits).
+
+        >>> import tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "s.db")
+        >>> with Store(path) as a, Store(path) as b:
+        ...     a.lock_study("x")
+        ...     b.lock_study("y")  # another study: fine
+        ...     try:
+        ...         b.lock_study("x")
+        ...     except StudyBusyError as exc:
+        ...         print(exc.pid == os.getpid())
+        True
+        """
+        if name in self._locks or str(self.path) == ":memory:":
+            return
+        self._locks[name] = _StudyLock.acquire(self.path, name)
 
     def __enter__(self) -> Store:
         return self

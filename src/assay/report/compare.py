@@ -164,7 +164,7 @@ _VERDICT_STYLE = {
 
 def _table(c: PIComparison, title: str) -> Table:
     arrow = "↓" if c.direction == "lower" else "↑"
-    table = Table(title=title, title_justify="left", show_edge=False)
+    table = Table(title=Text(title), title_justify="left", show_edge=False)
     table.add_column("#", justify="right")
     table.add_column("variant")
     table.add_column(f"{c.name} {arrow} mean ± CI", justify="right")
@@ -190,7 +190,7 @@ def _table(c: PIComparison, title: str) -> Table:
         g = row.get("vs_previous_hedges_g")
         table.add_row(
             str(row["rank"]),
-            row["variant"],
+            Text(row["variant"]),  # a name is text, never markup
             est,
             nq,
             rel,

@@ -22,9 +22,13 @@ whose message names the file and what was expected.
 
 from __future__ import annotations
 
+import codecs
 import gzip
+import io
 import json
 import math
+import stat
+import zlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -111,46 +115,147 @@ class ImportedResult:
 # --------------------------------------------------------------------------- helpers
 
 
-def _load_json(path: Path) -> Any:
+#: The most bytes read from a results file, or inflated from a gzip one: a hostile
+#: file (a gzip bomb, /dev/zero behind a symlink) ends in an error, not in swapping.
+MAX_BYTES = 256 * 1024 * 1024
+
+#: Integers with more digits than this are read as floats (so ``1e400``-sized integers
+#: become ``inf`` and are rejected as not finite instead of overflowing NumPy).
+_MAX_INT_DIGITS = 18
+
+
+def _read_bytes(path: Path) -> bytes:
     try:
-        raw = path.read_bytes()
+        st = path.stat()
+    except OSError as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise ResultFileError(path, "cannot read the file: no such file") from None
+        raise ResultFileError(path, f"cannot read the file ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ResultFileError(
+            path,
+            "cannot read the file: it is a folder; expected a results file "
+            "(hyperfine, pyperf or Assay JSON)",
+        )
+    if not stat.S_ISREG(st.st_mode):
+        raise ResultFileError(
+            path, "cannot read the file: it is not a regular file; expected a results file"
+        )
+    try:
+        with path.open("rb") as f:
+            raw = f.read(MAX_BYTES + 1)
     except OSError as exc:
         raise ResultFileError(path, f"cannot read the file ({exc.strerror or exc})") from None
+    if len(raw) > MAX_BYTES:
+        raise ResultFileError(
+            path, f"is larger than {MAX_BYTES >> 20} MiB; expected a results file"
+        )
+    return raw
+
+
+def _gunzip(raw: bytes, path: Path) -> bytes:
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as f:
+            out = f.read(MAX_BYTES + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise ResultFileError(path, f"looks gzip-compressed but cannot be read ({exc})") from None
+    if len(out) > MAX_BYTES:
+        raise ResultFileError(
+            path, f"inflates to more than {MAX_BYTES >> 20} MiB; expected a results file"
+        )
+    return out
+
+
+def _decode(raw: bytes, path: Path) -> str:
+    try:
+        # utf-8-sig: a byte-order mark (Windows editors write one) is skipped, not an error
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        utf16 = raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
+        hint = "it looks UTF-16 encoded: convert it to UTF-8" if utf16 else "is it binary?"
+        raise ResultFileError(
+            path,
+            f"expected a UTF-8 JSON file, got a byte that is not UTF-8 "
+            f"(0x{raw[exc.start]:02x} at offset {exc.start}; {hint})",
+        ) from None
+
+
+def _parse_int(text: str) -> int | float:
+    return int(text) if len(text.lstrip("-")) <= _MAX_INT_DIGITS else float(text)
+
+
+def _load_json(path: Path) -> Any:
+    raw = _read_bytes(path)
     if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
-            raise ResultFileError(
-                path, f"looks gzip-compressed but cannot be read ({exc})"
-            ) from None
+        raw = _gunzip(raw, path)
+    text = _decode(raw, path)
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ResultFileError(path, "expected a UTF-8 JSON file, got binary data") from None
-    try:
-        return json.loads(text)
+        return json.loads(text, parse_int=_parse_int)
     except json.JSONDecodeError as exc:
         raise ResultFileError(
             path,
             f"expected JSON, got a syntax error at line {exc.lineno} column {exc.colno}: {exc.msg}",
         ) from None
+    except RecursionError:
+        raise ResultFileError(
+            path, "expected JSON results, got structures nested too deeply"
+        ) from None
+    except ValueError as exc:  # e.g. a number literal Python will not convert
+        raise ResultFileError(
+            path, f"expected JSON, got a value that cannot be read: {exc}"
+        ) from None
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _samples(values: Any, source: str | Path, where: str) -> FloatArray:
     if not isinstance(values, list) or not values:
-        raise ResultFileError(source, f"{where}: expected a non-empty list of numbers")
-    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
-        raise ResultFileError(source, f"{where}: expected a list of numbers")
+        raise ResultFileError(
+            source, f"{where}: expected a non-empty list of numbers, got {_short(values)}"
+        )
+    for k, v in enumerate(values):
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise ResultFileError(
+                source, f"{where}: expected a list of numbers, item {k} is {_short(v)}"
+            )
+        if not math.isfinite(v):
+            # NaN/Infinity literals (and numbers too large for a float) never reach the
+            # statistics: a sample that is not a number is an error, not a silent gap
+            sign = "-" if v < 0 else ""
+            got = "NaN" if math.isnan(v) else f"{sign}Infinity (or a number beyond ±1.8e308)"
+            raise ResultFileError(
+                source, f"{where}: expected a list of finite numbers, item {k} is {got}"
+            )
     x = np.asarray(values, dtype=np.float64)
-    if not np.all(np.isfinite(x)):
-        raise ResultFileError(source, f"{where}: expected finite numbers")
+    with np.errstate(over="ignore", invalid="ignore"):
+        squares = float(np.sum(x * x))
+    if not math.isfinite(squares):
+        raise ResultFileError(
+            source,
+            f"{where}: values up to {float(np.max(np.abs(x))):.3g} are too large to analyse "
+            "(their squares overflow a float); expected measurements",
+        )
     return x
 
 
 def _summary_of(x: FloatArray, source: str | Path, where: str) -> SummaryStats:
     if x.size < 2:
         raise ResultFileError(source, f"{where}: expected at least 2 values, got {x.size}")
-    return SummaryStats(mean=float(np.mean(x)), var=float(np.var(x, ddof=1)), n=int(x.size))
+    try:
+        return SummaryStats(mean=float(np.mean(x)), var=float(np.var(x, ddof=1)), n=int(x.size))
+    except ValueError as exc:
+        raise ResultFileError(source, f"{where}: {exc}") from None
+
+
+def _name(text: str) -> str:
+    """A variant name safe to print: control characters (a terminal escape sequence,
+    a newline that would forge a report line) are shown as escapes."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _number(value: Any) -> float | None:
@@ -218,7 +323,7 @@ def parse_hyperfine(doc: Any, source: str | Path = "<hyperfine>") -> list[Import
         x = _samples(res["times"], source, f"{where}.times")
         out.append(
             ImportedResult(
-                name=name,
+                name=_name(name),
                 source=str(source),
                 format="hyperfine",
                 unit="s",
@@ -289,7 +394,7 @@ def parse_pyperf(doc: Any, source: str | Path = "<pyperf>") -> list[ImportedResu
             )
         x = _samples(values, source, f"{where} ({name!r}) values")
         unit_name = meta.get("unit", "second")
-        if unit_name not in PYPERF_UNITS:
+        if not isinstance(unit_name, str) or unit_name not in PYPERF_UNITS:
             raise ResultFileError(
                 source,
                 f"{where} ({name!r}): unknown unit {unit_name!r}, expected one of "
@@ -297,7 +402,7 @@ def parse_pyperf(doc: Any, source: str | Path = "<pyperf>") -> list[ImportedResu
             )
         out.append(
             ImportedResult(
-                name=name,
+                name=_name(name),
                 source=str(source),
                 format="pyperf",
                 unit=PYPERF_UNITS[unit_name],
@@ -346,7 +451,7 @@ def parse_assay(
     if not isinstance(doc, dict) or not isinstance(doc.get("pis"), list):
         raise ResultFileError(source, "expected an Assay --json result with a top-level 'pis' list")
     study = doc.get("study")
-    name = study if isinstance(study, str) and study else Path(str(source)).stem
+    name = _name(study if isinstance(study, str) and study else Path(str(source)).stem)
     out: list[ImportedResult] = []
     skipped: list[str] = []
     seen: list[str] = []
@@ -373,7 +478,10 @@ def parse_assay(
             and 0.0 < conf < 1.0
         )
         if not usable or mean is None or half is None or conf is None or not isinstance(n, int):
-            skipped.append(f"{pi_name} (needs finite mean and half_width, n_samples >= 2)")
+            skipped.append(
+                f"{_name(pi_name)} (needs finite mean and half_width, an integer "
+                "n_samples >= 2 and a confidence between 0 and 1)"
+            )
             continue
         if isinstance(q, bool) or not isinstance(q, int) or q < 1:
             q = 1
@@ -383,9 +491,16 @@ def parse_assay(
                 source, f"{where} ({pi_name!r}): direction must be 'lower' or 'higher'"
             )
         try:
-            summary = summary_from_ci(mean, half, n, conf, subsession_size=q)
-        except ValueError as exc:
-            raise ResultFileError(source, f"{where} ({pi_name!r}): {exc}") from None
+            with np.errstate(all="ignore"):
+                summary = summary_from_ci(mean, half, n, conf, subsession_size=q)
+        except (ValueError, ArithmeticError, TypeError) as exc:
+            # ArithmeticError/TypeError: numbers SciPy cannot take (n_samples beyond
+            # int64, a confidence so close to 0 that t is 0); never a traceback
+            raise ResultFileError(
+                source,
+                f"{where} ({pi_name!r}): expected mean, half_width, n_samples and confidence "
+                f"of a confidence interval, got numbers that give no interval ({exc})",
+            ) from None
         unit = entry.get("unit", "")
         out.append(
             ImportedResult(
@@ -396,7 +511,7 @@ def parse_assay(
                 direction=direction,
                 samples=None,
                 summary=summary,
-                pi=pi_name,
+                pi=_name(pi_name),
             )
         )
     if pi is not None and pi not in seen:
@@ -486,5 +601,9 @@ def read_result_files(
     ]
     dup = sorted(n for n, c in Counter(r.name for r in out).items() if c > 1)
     if dup:
-        raise ValueError(f"variant names are not unique, even with file prefixes: {', '.join(dup)}")
+        files = sorted({r.source for r in out if r.name in dup})
+        raise ValueError(
+            f"{', '.join(files)}: variant names are not unique, even with file prefixes: "
+            f"{', '.join(dup)} (one file names the same command or benchmark twice)"
+        )
     return out

@@ -42,7 +42,7 @@ class LiveLine:
             self.live.update(Text(line))
         elif time.monotonic() - self.last_plain >= 10 or final:
             self.last_plain = time.monotonic()
-            self.console.print(line, highlight=False)
+            self.console.print(line, highlight=False, markup=False)
 
 
 class ProgressView(LiveLine):
