@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Install the programs behind Assay's server and storage targets (Debian/Ubuntu):
+#   postgresql (initdb, pg_ctl, postgres, pgbench), redis-server, redis-tools
+#   (redis-benchmark, redis-cli) and fio. SQLite needs nothing: it is in Python.
+#
+# Idempotent: when every program is already there it does nothing (no apt-get at all).
+# Needs root (or passwordless sudo) only when something is missing.
+#   bash scripts/install-targets.sh
+set -euo pipefail
+
+missing=()
+pg_bin=""
+for d in /usr/lib/postgresql/*/bin; do
+    if [[ -x "$d/initdb" && -x "$d/pg_ctl" && -x "$d/postgres" ]]; then pg_bin="$d"; fi
+done
+if [[ -z "$pg_bin" ]] || { [[ ! -x "$pg_bin/pgbench" ]] && ! command -v pgbench >/dev/null 2>&1; }; then
+    missing+=(postgresql postgresql-contrib)
+fi
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v redis-benchmark >/dev/null 2>&1 || missing+=(redis-tools)
+command -v fio >/dev/null 2>&1 || missing+=(fio)
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+    echo "install-targets: postgresql, redis and fio are installed; nothing to do"
+    exit 0
+fi
+
+if ! command -v apt-get >/dev/null 2>&1; then
+    echo "install-targets: missing ${missing[*]}, and there is no apt-get here;" \
+        "install these packages with your system's package manager" >&2
+    exit 2
+fi
+
+sudo=()
+if [[ $(id -u) -ne 0 ]]; then
+    if command -v sudo >/dev/null 2>&1; then
+        sudo=(sudo)
+    else
+        echo "install-targets: missing ${missing[*]}; run this script as root to install them" >&2
+        exit 2
+    fi
+fi
+
+echo "install-targets: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# policy-rc.d 101: the packages must not start their system-wide services (Assay starts
+# private servers on free loopback ports; a system Redis would only take port 6379).
+policy=/usr/sbin/policy-rc.d
+own_policy=0
+if [[ ! -e $policy ]]; then
+    printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null
+    "${sudo[@]}" chmod +x "$policy"
+    own_policy=1
+fi
+cleanup() { if [[ $own_policy -eq 1 ]]; then "${sudo[@]}" rm -f "$policy"; fi; }
+trap cleanup EXIT
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-targets: done"

@@ -1,0 +1,216 @@
+"""The target interface: what every ready-made adapter for a real system provides.
+
+A target starts the system (a private server, a database file, a scratch directory),
+applies knobs, runs one workload and reports its performance indices (PIs) and unit
+readings, resets the system between trials, stops it, and describes its version and
+configuration. Study files drive targets through ``python3 -m assay.targets NAME
+ACTION ...``, which prints one JSON object (see :meth:`RunResult.to_json`), so every
+design (run, compare, order, sweep, knobs) uses them as plain argv commands.
+
+>>> r = RunResult("demo", "noop", pi={"throughput": 2.0}, units={"latency_ms": [1.0, 0.5]})
+>>> r.to_json()["pi"]["throughput"]
+2.0
+>>> parse_knobs(["fsync=off", "work_mem=64MB"])
+{'fsync': 'off', 'work_mem': '64MB'}
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import socket
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+
+class TargetError(RuntimeError):
+    """A target cannot start, apply a knob or run; the message names the cause and the fix."""
+
+
+@dataclass
+class RunResult:
+    """What one workload run produced: PIs (one value each), unit readings, the raw report."""
+
+    target: str
+    workload: str
+    pi: dict[str, float] = field(default_factory=dict)
+    units: dict[str, list[float]] = field(default_factory=dict)
+    report: dict[str, Any] = field(default_factory=dict)
+    knobs: dict[str, str] = field(default_factory=dict)
+    version: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object printed by ``python3 -m assay.targets NAME run``.
+
+        ``pi.NAME`` holds the readings (``[[pi]] source = "json", path = "pi.NAME"``),
+        ``units.NAME`` the unit-reading lists, ``report`` the target's own report
+        (what the benchmark tool printed, parsed), ``knobs`` the applied knobs.
+        """
+        for name, value in self.pi.items():
+            if not math.isfinite(value):
+                raise TargetError(f"{self.target}: PI {name} is {value}, not a finite number")
+        return {
+            "target": self.target,
+            "workload": self.workload,
+            "version": self.version,
+            "params": self.params,
+            "knobs": self.knobs,
+            "pi": self.pi,
+            "units": self.units,
+            "report": self.report,
+        }
+
+
+class Target(ABC):
+    """A real system Assay can measure; one subclass per system.
+
+    A target object is made from the command-line options of one invocation
+    (:meth:`from_options`); state that must outlive it (a server's pid, port and
+    applied knobs) lives in a state directory.
+    """
+
+    name: ClassVar[str]
+
+    @classmethod
+    @abstractmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        """Add this target's options (state, workload parameters) to ``parser``."""
+
+    @classmethod
+    @abstractmethod
+    def from_options(cls, opts: argparse.Namespace) -> Target:
+        """Make the target from parsed options."""
+
+    @abstractmethod
+    def start(self, knobs: Mapping[str, str], workload: Mapping[str, Any] | None = None) -> None:
+        """Bring the system up afresh with ``knobs`` as its baseline configuration, and
+        load the data ``workload`` needs (tables, files)."""
+
+    @abstractmethod
+    def apply(self, knobs: Mapping[str, str]) -> dict[str, str]:
+        """Make the running configuration the baseline overlaid with ``knobs``; return it."""
+
+    @abstractmethod
+    def run(self, workload: Mapping[str, Any]) -> RunResult:
+        """Run one workload and return its PIs and unit readings."""
+
+    @abstractmethod
+    def reset(self, workload: Mapping[str, Any] | None = None) -> None:
+        """Bring the system back to a clean state (fresh data) between trials."""
+
+    @staticmethod
+    @abstractmethod
+    def workload_from_options(opts: argparse.Namespace) -> dict[str, Any]:
+        """The workload parameters given on the command line."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Stop the system and remove what :meth:`start` created."""
+
+    @abstractmethod
+    def describe(self) -> dict[str, Any]:
+        """Version and configuration of the system, as JSON-able data."""
+
+
+_KNOB_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+
+
+def parse_knobs(items: Sequence[str] | None) -> dict[str, str]:
+    """``["name=value", ...]`` to a dict; later entries win; a clear error for a bad one."""
+    out: dict[str, str] = {}
+    for item in items or ():
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or not _KNOB_NAME.match(name):
+            raise TargetError(
+                f"--knob {item!r}: expected NAME=VALUE, e.g. --knob shared_buffers=256MB"
+            )
+        out[name] = value.strip()
+    return out
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port on ``host`` that is free now (the kernel picks it: bind to port 0)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def check_port_free(port: int, host: str = "127.0.0.1") -> None:
+    """Raise :class:`TargetError` when ``port`` is taken on ``host``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            raise TargetError(
+                f"port {port} on {host} is taken ({exc.strerror}): another server is "
+                "listening there; leave out --port to let Assay pick a free port"
+            ) from None
+
+
+def missing_binary(program: str, package: str) -> TargetError:
+    """The error for a program that is not installed, naming the package and the script."""
+    return TargetError(
+        f"{program} is not installed (Debian package {package}); install the target "
+        "programs with: bash scripts/install-targets.sh (as root), or apt-get install "
+        f"{package}"
+    )
+
+
+class StateDir:
+    """A target's state directory: ``state.json`` holds what outlives one invocation."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path).expanduser().absolute()
+
+    @property
+    def file(self) -> Path:
+        return self.path / "state.json"
+
+    def load(self) -> dict[str, Any] | None:
+        try:
+            data = json.loads(self.file.read_text())
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def save(self, state: Mapping[str, Any]) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        tmp = self.file.with_name("state.json.tmp")
+        tmp.write_text(json.dumps(state, indent=1, sort_keys=True))
+        os.replace(tmp, self.file)
+
+    def clear(self) -> None:
+        self.file.unlink(missing_ok=True)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with ``pid`` exists (and is not a zombie)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile (``q`` in 0..100) of a non-empty sequence.
+
+    >>> percentile([1.0, 2.0, 3.0, 4.0], 50)
+    2.5
+    """
+    xs = sorted(values)
+    if not xs:
+        raise ValueError("percentile of no values")
+    pos = (len(xs) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
