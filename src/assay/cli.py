@@ -169,6 +169,11 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
                 f"{spec.source_path}: this study compares [[variant]]s; run it with "
                 f"'assay compare {spec.source_path}'"
             )
+        if spec.tests:
+            raise SpecError(
+                f"{spec.source_path}: this study lists [[test]]s for the ordering trap; run "
+                f"it with 'assay order {spec.source_path}'"
+            )
     except SpecError as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}")
         sys.exit(2)
@@ -553,5 +558,270 @@ def _compare_files(target: tuple[str, ...], opts: dict[str, Any]) -> Any:
     )
 
 
+ORDER_FILE_HELP = """
+\b
+Study file: as for 'assay run' (see 'assay run --help'), plus two or more tests:
+  [[test]]     name = "read"  params = {op = "read"}   (laid over [params])
+  [[test]]     name = "warm"  command = ["cat", "data.bin"]  env = {K = "v"}
+               (a test without command runs [benchmark].command)
+  [benchmark]  reset = [argv]  (run before every trial: the clean state)
+  [order]      runs = 5 (runs of each kind)  fixed_runs / random_runs (override)
+               repetitions = 3 (trials of each test per run)  seed = 1 (default: random)
+               baseline = "blocked" (A A B B) | "cycled" (A B A B)
+               alpha = 0.05  test = "kruskal" | "mann-whitney"
+               drift = "spearman" | "kendall"  confidence = 0.95 (median CIs)
+\b
+--from CSV: columns test, order (fixed or random), run, position, value
+"""
+
+
+@main.command(epilog=ORDER_FILE_HELP)
+@click.argument("target")
+@click.option(
+    "--from",
+    "from_file",
+    is_flag=True,
+    help="Analyse existing trials: TARGET is a CSV with columns test, order, run, position, value.",
+)
+@click.option(
+    "--runs", type=click.IntRange(min=1), help="Runs of each kind (default [order].runs, 5)."
+)
+@click.option(
+    "--repetitions",
+    type=click.IntRange(min=1),
+    help="Trials of each test per run (default [order].repetitions, 3).",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    help="Seed of the random orders (default: random, recorded in the store).",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    help="Experiment-wide significance level, Bonferroni-corrected (default 0.05).",
+)
+@click.option("--pi", help="The PI analysed (default: the study's first).")
+@click.option("--unit", help="--from: the unit of the values (e.g. s, ms, MB/s).")
+@click.option("--json", "json_out", metavar="PATH", help="Write the result as JSON ('-' = stdout).")
+@click.option("--csv", "csv_out", metavar="PATH", help="Write one CSV row per test ('-' = stdout).")
+@click.option(
+    "--trials-csv",
+    "trials_out",
+    metavar="PATH",
+    help="Write every successful trial in the --from format ('-' = stdout).",
+)
+@click.option("--plot", metavar="PATH", help="Plot medians with CIs, fixed vs random (.png/.svg).")
+@click.option("--store", type=click.Path(dir_okay=False), help="SQLite store to use.")
+@click.option("--fresh", is_flag=True, help="Archive this study's stored trials and start again.")
+@click.option("--no-overhead", is_flag=True, help="Skip the launch-overhead measurement.")
+@click.option("--no-monitor", is_flag=True, help="Turn off the bottleneck watch.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress display.")
+def order(target: str, **opts: Any) -> None:
+    """Detect the ordering trap: do the tests' results depend on their order?
+
+    \b
+      assay order examples/order-file-cache.toml --plot order.png
+      assay order --from trials.csv
+
+    Runs the tests in one baseline (fixed) order and in seeded random orders, N runs
+    of each kind, each test repeated R times per run, calling the reset command before
+    every trial. Per test, fixed-order and random-order results are compared with the
+    Kruskal-Wallis and Mann-Whitney U tests; order matters when any test's p-value is
+    below the Bonferroni threshold alpha / (number of tests). Also: the relative
+    difference of the means, the medians with distribution-free CIs, and the drift of
+    each test's result with its position in the run. Resumes if interrupted.
+    """
+    from assay.order_runner import OrderResult, OrderRunner
+    from assay.report.export import rows_to_csv, to_json, write_text
+    from assay.report.order import (
+        CSV_FIELDS,
+        OrderDataError,
+        OrderProgressView,
+        csv_rows,
+        plot_order,
+        render_order,
+        trials_csv,
+    )
+    from assay.runner import StudyError
+    from assay.store import StoreError
+
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 130)
+    err = _err_console()
+    plot = opts["plot"]
+    result: OrderResult
+    try:
+        if plot is not None and Path(plot).suffix.lower() not in (".png", ".svg"):
+            raise SpecError(f"--plot {plot}: expected a file name ending in .png or .svg")
+        if opts["from_file"]:
+            result = _order_from_csv(target, opts)
+        else:
+            spec = load_spec(target)
+            if len(spec.tests) < 2:
+                raise SpecError(
+                    f"{spec.source_path}: assay order needs a study file with at least two "
+                    "[[test]] entries (see 'assay order --help')"
+                )
+            pis = [p.name for p in spec.pis]
+            if opts["pi"] is not None and opts["pi"] not in pis:
+                raise SpecError(
+                    f"--pi {opts['pi']!r}: no such PI; the study's PIs: {', '.join(pis)}"
+                )
+    except (SpecError, OrderDataError) as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}")
+        sys.exit(2)
+    if not opts["from_file"]:
+        store_path = Path(opts["store"]) if opts["store"] else spec.store_path()
+        progress = OrderProgressView(err)
+        try:
+            with progress if not opts["quiet"] else _Null():
+                runner = OrderRunner(
+                    spec,
+                    store_path,
+                    pi=opts["pi"],
+                    runs=opts["runs"],
+                    repetitions=opts["repetitions"],
+                    seed=opts["seed"],
+                    alpha=opts["alpha"],
+                    fresh=opts["fresh"],
+                    measure_overhead=not opts["no_overhead"],
+                    monitor=not opts["no_monitor"],
+                    on_order_progress=None if opts["quiet"] else progress.update,
+                )
+                result = runner.run()
+        except KeyboardInterrupt:
+            err.print(
+                f"\n[yellow]interrupted.[/] Every finished trial is in {store_path}. Run the "
+                "same command again to resume the same schedule.",
+                soft_wrap=True,
+            )
+            sys.exit(130)
+        except (StoreError, StudyError) as exc:
+            err.print(f"[red]error:[/] {escape(str(exc))}")
+            sys.exit(3)
+    render_order(result, console)
+    if opts["json_out"]:
+        write_text(opts["json_out"], to_json(result.as_dict()))
+    if opts["csv_out"]:
+        write_text(opts["csv_out"], rows_to_csv(CSV_FIELDS, csv_rows(result)))
+    if opts["trials_out"]:
+        write_text(opts["trials_out"], trials_csv(result.table))
+    if plot is not None:
+        plot_order(result, plot)
+
+
+def _order_from_csv(target: str, opts: dict[str, Any]) -> Any:
+    """``assay order --from trials.csv``: analyse existing trials (no execution)."""
+    from assay.order_runner import OrderResult, analyse_table
+    from assay.report.order import read_trials_csv
+    from assay.spec import OrderSpec
+
+    given = [f"--{k}" for k in ("runs", "repetitions", "seed", "pi", "store") if opts[k]]
+    if opts["fresh"]:
+        given.append("--fresh")
+    if given:
+        raise SpecError(
+            f"{', '.join(given)}: not used with --from (the trials are read from {target})"
+        )
+    table = read_trials_csv(target)
+    settings = OrderSpec(alpha=opts["alpha"] or 0.05)
+    analysis = analyse_table(table, settings, list(dict.fromkeys(table["test"])))
+    return OrderResult(
+        study=f"order --from {Path(target).name}",
+        store="",
+        pi="value",
+        unit=opts["unit"] or "",
+        direction="lower",
+        analysis=analysis,
+        plan=None,
+        reason=f"analysed {len(table)} trials from {target}",
+        table=table,
+        trials_planned=len(table),
+        trials_total=len(table),
+        sources=[target],
+        warnings=[f"{r.test}: {r.note}" for r in analysis.results if r.note],
+    )
+
+
+def _knobs_help() -> str:
+    from assay.knobs_command import KNOBS_FILE_HELP
+
+    return KNOBS_FILE_HELP
+
+
+@main.command(epilog=_knobs_help())
+@click.argument("study", required=False)
+@click.option("--from", "from_csv", metavar="CSV", help="Rank knobs of measured settings.")
+@click.option(
+    "--metric",
+    "metrics",
+    multiple=True,
+    metavar="PI[:higher|lower]",
+    help="A PI column to rank the knobs for (repeat for several; each gets its own ranking).",
+)
+@click.option("--knob", "knob_columns", multiple=True, help="--from: only these knob columns.")
+@click.option("--unsafe", multiple=True, help="--from: mark a knob unsafe (not tuned).")
+@click.option("--top", type=click.IntRange(min=1), help="Knobs to hand on (default 5).")
+@click.option("--trees", type=click.IntRange(min=1), help="Random-forest trees (default 300).")
+@click.option("--seed", type=click.IntRange(min=0), help="Seed of sampling and models (0).")
+@click.option("--objective", help="Composite objective, e.g. 'max tps s.t. p99<=20'.")
+@click.option(
+    "--rank-by",
+    type=click.Choice(["impurity", "permutation"]),
+    help="Importance whose top-k is handed on (default impurity, as in the paper).",
+)
+@click.option("--samples", type=click.IntRange(min=10), help="Study: LHS samples to measure.")
+@click.option("--tune", type=click.IntRange(min=1), metavar="TRIALS", help="Tune the top-k.")
+@click.option("--allow-unsafe", is_flag=True, help="Let the tuner change unsafe knobs.")
+@click.option("--jobs", type=int, help="CPU cores for the models (default: all).")
+@click.option("--json", "json_out", metavar="PATH", help="Write the result as JSON ('-' = stdout).")
+@click.option(
+    "--csv", "csv_out", metavar="PATH", help="One CSV row per PI and knob ('-' = stdout)."
+)
+@click.option("--plot", metavar="PATH", help="Importance bar chart (.png, .svg, .pdf).")
+@click.option("--store", type=click.Path(dir_okay=False), help="Study: SQLite store to use.")
+@click.option("--fresh", is_flag=True, help="Study: archive stored trials and start again.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress display.")
+def knobs(study: str | None, **opts: Any) -> None:
+    """Find the few knobs that matter (Latin Hypercube samples + random-forest importance).
+
+    \b
+    From measured settings:  assay knobs --from samples.csv --metric throughput
+    From a study file:       assay knobs STUDY.toml --samples 100 [--tune 50]
+
+    Knobs are ranked by impurity importance (Kanellis et al.) beside held-out permutation
+    importance; the top-k models' out-of-bag R², the stability of the top-k on subsets of
+    the samples, the validation (only the top-k varied) and tuning (Optuna) follow.
+    """
+    from assay.knobs_command import KnobsOptions, run_live, run_offline
+
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 130)
+    err = _err_console()
+    options = KnobsOptions(**opts)
+    if (study is None) == (options.from_csv is None):
+        err.print(
+            "[red]error:[/] give a study file (assay knobs STUDY.toml) or measured settings "
+            "(assay knobs --from samples.csv --metric PI), not both or neither"
+        )
+        sys.exit(2)
+    code = (
+        run_offline(options, console, err)
+        if study is None
+        else run_live(study, options, console, err)
+    )
+    if code:
+        sys.exit(code)
+
+
 if __name__ == "__main__":
     main()
+
+
+def _register_commands() -> None:
+    """Subcommands that live in :mod:`assay.commands` (their heavy imports stay lazy)."""
+    from assay.commands.sweep import sweep
+
+    main.add_command(sweep)
+
+
+_register_commands()

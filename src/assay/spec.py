@@ -171,6 +171,145 @@ class VariantSpec(_Model):
         return v
 
 
+class OrderTestSpec(VariantSpec):
+    """One test of an ordering-trap experiment (``[[test]]``, ``assay order``): like a
+    variant, its own command, params or env laid over ``[benchmark]`` and ``[params]``."""
+
+
+class OrderSpec(_Model):
+    """The ``[order]`` section: runs of each kind, repetitions, seed and the analysis."""
+
+    runs: Annotated[int, Field(ge=1)] = 5  # runs of each kind (fixed and random)
+    fixed_runs: Annotated[int, Field(ge=1)] | None = None  # default: runs
+    random_runs: Annotated[int, Field(ge=1)] | None = None  # default: runs
+    repetitions: Annotated[int, Field(ge=1)] = 3  # trials of each test per run
+    seed: Annotated[int, Field(ge=0)] | None = None  # default: random, recorded in the store
+    baseline: Literal["blocked", "cycled"] = "blocked"
+    alpha: Annotated[float, Field(gt=0, lt=1)] = 0.05  # experiment-wide (Bonferroni)
+    test: Literal["kruskal", "mann-whitney"] = "kruskal"
+    drift: Literal["spearman", "kendall"] = "spearman"
+    confidence: Annotated[float, Field(gt=0, lt=1)] = 0.95  # of the median CIs
+
+
+class KnobSpec(_Model):
+    """One knob of a knob pre-selection study (``[[knob]]``, ``assay knobs``).
+
+    Numeric (``type = "int"`` or ``"float"``): ``min``, ``max``, optional ``log = true``;
+    categorical: ``values``.  ``default`` is its value whenever it is not varied;
+    ``unsafe = true`` marks a knob that trades safety for speed (``fsync``): tuners leave
+    it at its default unless ``[knobs] allow_unsafe = true``.  The value is substituted
+    into ``{name}`` placeholders like a ``[params]`` value.
+    """
+
+    name: Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+    type: Literal["int", "float", "categorical"]
+    min: float | None = None
+    max: float | None = None
+    log: bool = False
+    values: list[Scalar] | None = None
+    default: Scalar
+    unit: str = ""
+    unsafe: bool = False
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _check_range(self) -> KnobSpec:
+        if self.type == "categorical":
+            if self.min is not None or self.max is not None or self.log:
+                raise ValueError("a categorical knob takes 'values', not 'min'/'max'/'log'")
+            if not self.values or len(self.values) < 2:
+                raise ValueError("a categorical knob needs 'values' with at least two entries")
+            if len({repr(v) for v in self.values}) != len(self.values):
+                raise ValueError(f"'values' must be distinct, got {self.values}")
+            if self.default not in self.values or isinstance(self.default, bool) != any(
+                isinstance(v, bool) and v == self.default for v in self.values
+            ):
+                raise ValueError(f"'default' {self.default!r} is not one of 'values' {self.values}")
+            return self
+        if self.values is not None:
+            raise ValueError(f"a {self.type} knob takes 'min' and 'max', not 'values'")
+        if self.min is None or self.max is None:
+            raise ValueError(f"a {self.type} knob needs 'min' and 'max'")
+        if not self.min < self.max:
+            raise ValueError(f"'min' ({self.min:g}) must be less than 'max' ({self.max:g})")
+        if self.log and self.min <= 0:
+            raise ValueError(f"'log = true' needs 'min' > 0, got {self.min:g}")
+        d = self.default
+        if isinstance(d, bool) or not isinstance(d, int | float):
+            raise ValueError(f"'default' must be a number for a {self.type} knob, got {d!r}")
+        if not self.min <= d <= self.max:
+            raise ValueError(
+                f"'default' {d:g} is outside [min, max] = [{self.min:g}, {self.max:g}]"
+            )
+        if self.type == "int" and any(float(x) != int(x) for x in (self.min, self.max, d)):
+            raise ValueError("an int knob needs whole numbers for 'min', 'max' and 'default'")
+        return self
+
+
+class KnobsSpec(_Model):
+    """The ``[knobs]`` section: how ``assay knobs`` samples, ranks and hands on the knobs."""
+
+    samples: Annotated[int, Field(ge=10)] = 100  # Latin Hypercube samples of all knobs
+    validation_samples: Annotated[int, Field(ge=1)] | None = None  # top-k only; default samples/4
+    trees: Annotated[int, Field(ge=1)] = 300  # random-forest trees (the paper's 300)
+    top_k: Annotated[int, Field(ge=1)] = 5
+    seed: Annotated[int, Field(ge=0)] = 0
+    allow_unsafe: bool = False  # let the tuner change knobs marked unsafe
+    rank_by: Literal["impurity", "permutation"] = "impurity"
+    objective: str | None = None  # e.g. "max tps s.t. p99<=20"
+
+    @field_validator("objective")
+    @classmethod
+    def _parse_objective(cls, v: str | None) -> str | None:
+        if v is not None:
+            from assay.stats.objective import parse_objective
+
+            parse_objective(v)
+        return v
+
+
+#: Samplers of ``[sweep] sampler`` (kept equal to assay.designs.samplers.SAMPLERS by a test).
+SweepSampler = Literal["random", "balanced", "stratified", "distribution", "lhs", "grid"]
+
+
+class SweepSpec(_Model):
+    """The ``[sweep]`` section (``assay sweep``): a parameter space sampled incrementally.
+
+    ``[sweep.params]`` gives each parameter's values (numbers, or strings/booleans for
+    categories); they fill ``{name}`` placeholders like ``[params]``.  ``constraints``
+    are conditions such as ``"locks < workers"`` (a safe expression language, see
+    assay.designs.constraints).  ``start`` and ``step`` are the initial and added
+    sampling rates (fractions of the valid settings); sampling stops when all ``splits``
+    validation R² reach ``r2``, or when ``max_settings`` / ``max_time`` (s) is spent.
+    """
+
+    params: Annotated[dict[str, list[Scalar]], Field(min_length=1)]
+    constraints: list[str] = Field(default_factory=list)
+    repetitions: Annotated[int, Field(ge=1)] = 3
+    sampler: SweepSampler = "random"
+    start: Annotated[float, Field(gt=0, le=1)] = 0.05
+    step: Annotated[float, Field(gt=0, le=1)] = 0.05
+    r2: Annotated[float, Field(gt=0, le=1)] = 0.9
+    splits: Annotated[int, Field(ge=1)] = 10
+    model: Literal["anova", "mlp", "linear"] = "anova"
+    max_settings: Annotated[int, Field(ge=1)] | None = None
+    max_time: Annotated[float, Field(gt=0)] | None = None
+    seed: Annotated[int, Field(ge=0)] | None = None
+    metric: str | None = None  # the PI analysed; default: the first [[pi]]
+
+    @field_validator("params")
+    @classmethod
+    def _check_params(cls, v: dict[str, list[Scalar]]) -> dict[str, list[Scalar]]:
+        from assay.designs.space import Parameter, SpaceError
+
+        for name, values in v.items():
+            try:
+                Parameter(name, values)
+            except SpaceError as exc:
+                raise ValueError(f"{name}: {str(exc).split(': ', 1)[-1]}") from None
+        return v
+
+
 class StopSpec(_Model):
     """When a run-until-CI study (or a comparison) is done."""
 
@@ -208,6 +347,11 @@ class Spec(_Model):
     )
     stop: StopSpec = Field(default_factory=StopSpec)
     variants: Annotated[list[VariantSpec], Field(alias="variant")] = Field(default_factory=list)
+    tests: Annotated[list[OrderTestSpec], Field(alias="test")] = Field(default_factory=list)
+    order: OrderSpec | None = None
+    knob_specs: Annotated[list[KnobSpec], Field(alias="knob")] = Field(default_factory=list)
+    knobs_options: Annotated[KnobsSpec | None, Field(alias="knobs")] = None
+    sweep: SweepSpec | None = None
     source_path: str | None = Field(default=None, exclude=True)
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
@@ -228,12 +372,41 @@ class Spec(_Model):
                     f"'{self.benchmark.work.placeholder}' is both a parameter and the work "
                     "placeholder; rename one"
                 )
+        if self.sweep is not None:
+            self._check_sweep(known)
+            known |= set(self.sweep.params)
+        if self.knob_specs or self.knobs_options is not None:
+            self._check_knobs(known)
+            return self
+        if self.tests or self.order is not None:
+            self._check_tests(known)
+            return self
         if not self.variants:
             templated = list(self.benchmark.command) + list(self.benchmark.env.values())
             _check_placeholders("benchmark", templated, known)
             return self
         self._check_variants(known)
         return self
+
+    def _check_sweep(self, known: set[str]) -> None:
+        from assay.designs.constraints import ConstraintError
+        from assay.designs.space import space_from_spec
+
+        assert self.sweep is not None
+        both = sorted(set(self.sweep.params) & known)
+        if both:
+            raise ValueError(
+                f"sweep.params: {', '.join(both)} is also in [params] (or the work "
+                "placeholder); a parameter is either fixed or swept, not both"
+            )
+        metric = self.sweep.metric
+        if metric is not None and metric not in {p.name for p in self.pis}:
+            known_pis = ", ".join(p.name for p in self.pis)
+            raise ValueError(f"sweep.metric: {metric!r} is not a [[pi]] (known: {known_pis})")
+        try:
+            space_from_spec(self)
+        except ConstraintError as exc:
+            raise ValueError(str(exc)) from None
 
     def _check_variants(self, known: set[str]) -> None:
         if len(self.variants) < 2:
@@ -266,6 +439,83 @@ class Spec(_Model):
                     )
             _check_placeholders(where, templated, known | set(v.params))
 
+    def _check_knobs(self, known: set[str]) -> None:
+        if not self.knob_specs:
+            raise ValueError("knobs: a knob study ([knobs], assay knobs) needs [[knob]] entries")
+        if self.variants or self.tests:
+            raise ValueError("knob: a study has [[knob]]s or [[variant]]s/[[test]]s, not both")
+        names = [k.name for k in self.knob_specs]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"knob: names must be unique; repeated: {', '.join(dupes)}")
+        b = self.benchmark
+        templated = list(b.command) + list(b.env.values())
+        _check_placeholders("benchmark", templated, known | set(names))
+        used = {
+            n for part in templated + (b.setup or []) + (b.reset or []) for n in placeholders(part)
+        }
+        for i, k in enumerate(self.knob_specs):
+            where = f"knob[{i}] ({k.name!r})"
+            if k.name in known:
+                raise ValueError(
+                    f"{where}: also in [params] (or the work placeholder); a knob's value "
+                    "comes from its sample, its default from 'default': remove one"
+                )
+            if k.name not in used:
+                raise ValueError(
+                    f"{where}: no '{{{k.name}}}' placeholder in [benchmark] command, env, "
+                    "setup or reset uses it, so every sample would measure the same system"
+                )
+        objective = self.knobs_config.objective
+        if objective is not None:
+            from assay.stats.objective import parse_objective
+
+            pis = [p.name for p in self.pis]
+            for name in parse_objective(objective).pis:
+                if name not in pis:
+                    raise ValueError(
+                        f"knobs.objective: {name!r} is not a [[pi]] of this study "
+                        f"(PIs: {', '.join(pis)})"
+                    )
+
+    @property
+    def knobs_config(self) -> KnobsSpec:
+        """The ``[knobs]`` section, defaults filled in."""
+        return self.knobs_options if self.knobs_options is not None else KnobsSpec()
+
+    def _check_tests(self, known: set[str]) -> None:
+        if len(self.tests) < 2:
+            raise ValueError(
+                "test: an order experiment ([order], assay order) needs at least two [[test]] "
+                "entries"
+            )
+        if self.variants:
+            raise ValueError("variant: a study has either [[variant]]s or [[test]]s, not both")
+        names = [t.name for t in self.tests]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"test: names must be unique; repeated: {', '.join(dupes)}")
+        if self.benchmark.work is not None:
+            raise ValueError("test: order experiments do not support [benchmark.work] yet")
+        reserved = sorted(set(self.params) & set(ORDER_SETTING_KEYS))
+        if reserved:
+            raise ValueError(
+                f"params: {', '.join(reserved)} is reserved in an order experiment (it names "
+                "the test and order of each trial); rename the parameter"
+            )
+        for i, t in enumerate(self.tests):
+            where = f"test[{i}] ({t.name!r})"
+            argv = t.command if t.command is not None else self.benchmark.command
+            templated = list(argv) + list({**self.benchmark.env, **t.env}.values())
+            used = {n for part in templated for n in placeholders(part)}
+            for key in t.params:
+                if key not in self.params and key not in used:
+                    raise ValueError(
+                        f"{where}.params.{key}: not a parameter of [params] and not used by "
+                        "the test's command or env (check the spelling)"
+                    )
+            _check_placeholders(where, templated, known | set(t.params))
+
     def variant_params(self, variant: VariantSpec) -> dict[str, Scalar]:
         """The parameter values of one variant: its params laid over [params]."""
         return {**self.params, **variant.params}
@@ -280,6 +530,10 @@ class Spec(_Model):
         }
         if self.variants:  # only then: hashes of studies without variants stay as they were
             payload["variants"] = [v.model_dump(mode="json") for v in self.variants]
+        if self.tests:  # likewise: the [order] schedule is recorded in the store instead
+            payload["tests"] = [t.model_dump(mode="json") for t in self.tests]
+        if self.knob_specs:  # likewise: the knob space changes what the samples measure
+            payload["knobs"] = [k.model_dump(mode="json") for k in self.knob_specs]
         blob = json.dumps(payload, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
@@ -295,6 +549,9 @@ class Spec(_Model):
 
 #: Keys of a comparison trial's ``setting`` that name its variant and cycle.
 RESERVED_SETTING_KEYS = ("variant", "cycle")
+
+#: Keys of an order experiment trial's ``setting`` that name its test and kind of order.
+ORDER_SETTING_KEYS = ("test", "order")
 
 
 def _check_placeholders(where: str, templated: list[str], known: set[str]) -> None:

@@ -1,0 +1,1 @@
+"""Subcommands of the ``assay`` command line that live in their own module."""

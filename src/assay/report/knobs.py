@@ -1,0 +1,467 @@
+"""Reports of a knob pre-selection study: terminal tables, an importance chart, exports.
+
+>>> from assay.stats.importance import KnobImportance
+>>> k = KnobImportance("fsync", 0.4, 0.31, 0.05, 1, 1, 2)
+>>> importance_cells(k, unsafe=True)
+['1', 'fsync ⚠', '40.0%', '1', '0.310 ± 0.050', '1', '2']
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from assay.report.format import format_estimate
+from assay.stats.importance import KnobImportance, PIRanking, ValidationRow
+
+if TYPE_CHECKING:
+    from assay.designs.knobs import KnobAnalysis
+    from assay.designs.tune import TuneResult, TuningCost
+
+__all__ = [
+    "CSV_FIELDS",
+    "SamplesError",
+    "csv_rows",
+    "importance_cells",
+    "knobs_dict",
+    "metric_direction",
+    "plot_importance",
+    "read_samples_csv",
+    "render_knobs",
+]
+
+#: Columns of ``assay knobs --csv``: one row per PI and knob.
+CSV_FIELDS = [
+    "pi",
+    "direction",
+    "knob",
+    "type",
+    "unsafe",
+    "impurity",
+    "impurity_rank",
+    "permutation",
+    "permutation_sd",
+    "permutation_rank",
+    "distinct",
+    "in_top_k",
+    "r2_all_knobs_oob",
+    "n_samples",
+]
+
+
+def _num(x: float, digits: int = 3) -> str:
+    return "n/a" if not math.isfinite(x) else f"{x:.{digits}f}"
+
+
+def importance_cells(k: KnobImportance, *, unsafe: bool = False) -> list[str]:
+    """One table row: rank, knob (⚠ when unsafe), impurity share and rank, permutation
+    importance ± sd and rank, distinct values."""
+    return [
+        str(k.impurity_rank),
+        f"{k.knob} ⚠" if unsafe else k.knob,
+        f"{k.impurity * 100:.1f}%",
+        str(k.impurity_rank),
+        f"{_num(k.permutation)} ± {_num(k.permutation_sd)}",
+        str(k.permutation_rank),
+        str(k.distinct),
+    ]
+
+
+def _ranking_table(r: PIRanking, unsafe: set[str], title: str, limit: int | None) -> Table:
+    arrow = "↑" if r.direction == "higher" else "↓"
+    table = Table(title=f"{title}: {r.pi} {arrow}", title_justify="left", show_edge=False)
+    for name, just in (
+        ("#", "right"),
+        ("knob", "left"),
+        ("impurity", "right"),
+        ("rank", "right"),
+        ("permutation ΔR² ± sd", "right"),
+        ("rank", "right"),
+        ("distinct", "right"),
+    ):
+        table.add_column(name, justify=just)  # type: ignore[arg-type]
+    top = set(r.top)
+    for k in r.knobs[: limit or len(r.knobs)]:
+        cells = importance_cells(k, unsafe=k.knob in unsafe)
+        style = "bold" if k.knob in top else None
+        table.add_row(*cells, style=style)
+    return table
+
+
+def _curve_table(r: PIRanking) -> Table:
+    table = Table(
+        title=f"top-k models: {r.pi} (out-of-bag R²; all {len(r.knobs)} knobs: {_num(r.r2_oob)})",
+        title_justify="left",
+        show_edge=False,
+    )
+    table.add_column("k", justify="right")
+    table.add_column("knob added")
+    table.add_column("OOB R²", justify="right")
+    table.add_column("of all-knobs R²", justify="right")
+    for p in r.curve:
+        share = (
+            p.r2 / r.r2_oob if r.r2_oob and math.isfinite(r.r2_oob) and r.r2_oob > 0 else math.nan
+        )
+        table.add_row(
+            str(p.k), p.knob, _num(p.r2), "n/a" if not math.isfinite(share) else f"{share:.0%}"
+        )
+    return table
+
+
+def _stability_table(r: PIRanking) -> Table:
+    table = Table(
+        title=(
+            f"stability of the top {r.top_k}: {r.pi} (random subsets vs all {r.n_samples} samples)"
+        ),
+        title_justify="left",
+        show_edge=False,
+    )
+    table.add_column("subset size", justify="right")
+    table.add_column("repeats", justify="right")
+    table.add_column("IoU mean", justify="right")
+    table.add_column("IoU min", justify="right")
+    table.add_column("same top-k", justify="right")
+    table.add_column("OOB R²", justify="right")
+    for s in r.stability:
+        table.add_row(
+            str(s.size),
+            str(s.repeats),
+            f"{s.iou_mean:.2f}",
+            f"{s.iou_min:.2f}",
+            f"{s.identical:.0%}",
+            _num(s.r2_mean),
+        )
+    return table
+
+
+def _validation_table(rows: Sequence[ValidationRow], k: int) -> Table:
+    table = Table(
+        title=f"validation: best with only the top {k} knobs varied vs best of all-knob samples",
+        title_justify="left",
+        show_edge=False,
+    )
+    table.add_column("PI")
+    table.add_column("best, all knobs (n)", justify="right")
+    table.add_column(f"best, top {k} (n)", justify="right")
+    table.add_column("top-k ÷ all (1 = as good)", justify="right")
+    for v in rows:
+        arrow = "↑" if v.direction == "higher" else "↓"
+        table.add_row(
+            f"{v.pi} {arrow}",
+            f"{v.best_full:.4g} ({v.n_full})",
+            f"{v.best_top:.4g} ({v.n_top})",
+            _num(v.ratio, 3),
+        )
+    return table
+
+
+def _tune_lines(tune: TuneResult) -> list[Text | Table]:
+    out: list[Text | Table] = []
+    n_ok = sum(t.value is not None for t in tune.trials)
+    n_feasible = sum(t.value is not None and t.feasible for t in tune.trials)
+    head = (
+        f"tuner: Optuna {tune.sampler.upper()} on {', '.join(tune.tuned)} "
+        f"({len(tune.trials)} trials, {n_ok} succeeded, {n_feasible} feasible)"
+    )
+    if tune.excluded_unsafe:
+        head += f"; left at defaults as unsafe: {', '.join(tune.excluded_unsafe)}"
+    out.append(Text(head))
+    best = tune.best
+    if best is None:
+        out.append(Text("no trial succeeded with every bound satisfied", style="yellow"))
+        return out
+    table = Table(
+        title=f"best configuration (trial {best.number}: {best.value:.6g})",
+        title_justify="left",
+        show_edge=False,
+    )
+    table.add_column("knob")
+    table.add_column("value", justify="right")
+    for name in tune.tuned:
+        table.add_row(name, str(best.setting[name]))
+    out.append(table)
+    c = tune.confirmed
+    if c is not None:
+        est = format_estimate(c["mean"], c["half_width"], c.get("unit", ""))
+        out.append(
+            Text(
+                f"best configuration measured {c['n']} more times: {c['pi']} = {est} "
+                f"({c['confidence']:.0%} t-interval)"
+            )
+        )
+    else:
+        out.append(
+            Text(
+                "the best value is a single reading: measure this configuration until its CI "
+                "is narrow ('assay run') before relying on it",
+                style="dim",
+            )
+        )
+    return out
+
+
+def _cost_lines(cost: TuningCost) -> list[Text | Table]:
+    table = Table(
+        title=(
+            f"tuning cost: trials to within {cost.tolerance:.0%} of the best found "
+            f"({cost.reference:.6g}), {cost.n_trials} trials per run"
+        ),
+        title_justify="left",
+        show_edge=False,
+    )
+    table.add_column("knobs tuned")
+    table.add_column("trials per run", justify="right")
+    table.add_column("median", justify="right")
+    for label, arm in (("top-k", cost.top), ("all", cost.all)):
+        needed = ", ".join("never" if t is None else str(t) for t in arm.trials_needed)
+        med = "n/a" if arm.median_trials is None else f"{arm.median_trials:.0f}"
+        table.add_row(f"{label} ({len(arm.knobs)})", needed, med)
+    sp = cost.speedup
+    text = "speed-up: n/a" if sp is None else f"speed-up (median trials all ÷ top-k): {sp:.1f}×"
+    return [table, Text(text)]
+
+
+def render_knobs(
+    analysis: KnobAnalysis,
+    console: Console,
+    *,
+    tune: TuneResult | None = None,
+    cost: TuningCost | None = None,
+    title: str = "knob importance",
+    limit: int | None = 20,
+) -> None:
+    """Every ranking (impurity and permutation importance side by side), the top-k R²
+    curve, the stability table, the validation result and the tuner's result."""
+    unsafe = {k.name for k in analysis.space.knobs if k.unsafe}
+    lines: list[Text | Table] = []
+    for r in analysis.rankings:
+        lines.append(_ranking_table(r, unsafe, title, limit))
+        top = ", ".join(f"{n} ⚠" if n in unsafe else n for n in r.top)
+        lines.append(Text(f"top {r.top_k} by {r.by} importance: {top}", style="bold"))
+        if r.disagreement:
+            lines.append(Text(r.disagreement, style="yellow"))
+        if r.curve:
+            lines.append(_curve_table(r))
+            if r.suggested_k is not None:
+                lines.append(
+                    Text(
+                        f"{r.suggested_k} knob(s) reach 95% of the all-knobs out-of-bag R²",
+                        style="dim",
+                    )
+                )
+        if r.stability:
+            lines.append(_stability_table(r))
+        lines.append(Text(r.stability_verdict()))
+        for note in r.notes:
+            lines.append(Text(note, style="yellow"))
+        lines.append(Text(""))
+    if analysis.validation:
+        lines.append(_validation_table(analysis.validation, analysis.primary.top_k))
+        lines.append(
+            Text(
+                "best values are single readings of one sample each (no CI): a ratio near 1 "
+                "says the top-k knobs reach about the same performance",
+                style="dim",
+            )
+        )
+    if tune is not None:
+        lines.extend(_tune_lines(tune))
+    if cost is not None:
+        lines.extend(_cost_lines(cost))
+    if unsafe:
+        lines.append(
+            Text("⚠ unsafe: trades safety for speed; not tuned unless allowed", style="dim")
+        )
+    method = (
+        f"method: random forest ({analysis.primary.n_trees} trees, seed "
+        f"{analysis.primary.seed}) on {analysis.n_samples} samples, categorical knobs "
+        "dummy-encoded, numeric knobs standardised; impurity importance = share of the "
+        "variance reduction (Kanellis et al.); permutation importance = drop in held-out R² "
+        "when the knob is shuffled (5-fold cross-fitting); R² out-of-bag"
+    )
+    lines.append(Text(method, style="dim"))
+    console.print(Group(*lines))
+
+
+def knobs_dict(
+    analysis: KnobAnalysis, *, tune: TuneResult | None = None, cost: TuningCost | None = None
+) -> dict[str, Any]:
+    """Everything, as plain data for ``--json``."""
+    data = analysis.as_dict()
+    data["tune"] = None if tune is None else tune.as_dict()
+    data["tuning_cost"] = None if cost is None else cost.as_dict()
+    return data
+
+
+def csv_rows(analysis: KnobAnalysis) -> list[dict[str, Any]]:
+    """One row per PI and knob (see :data:`CSV_FIELDS`)."""
+    rows: list[dict[str, Any]] = []
+    for r in analysis.rankings:
+        top = set(r.top)
+        for k in r.knobs:
+            knob = analysis.space[k.knob]
+            rows.append(
+                {
+                    "pi": r.pi,
+                    "direction": r.direction,
+                    "knob": k.knob,
+                    "type": knob.kind,
+                    "unsafe": knob.unsafe,
+                    "impurity": k.impurity,
+                    "impurity_rank": k.impurity_rank,
+                    "permutation": k.permutation,
+                    "permutation_sd": k.permutation_sd,
+                    "permutation_rank": k.permutation_rank,
+                    "distinct": k.distinct,
+                    "in_top_k": k.knob in top,
+                    "r2_all_knobs_oob": r.r2_oob,
+                    "n_samples": r.n_samples,
+                }
+            )
+    return rows
+
+
+def plot_importance(analysis: KnobAnalysis, path: str | Path, *, limit: int = 15) -> Path:
+    """A horizontal bar chart per PI: impurity importance beside permutation importance
+    (± sd), the top-k highlighted.  The format follows the suffix (.png, .svg, .pdf)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(path)
+    rankings = analysis.rankings
+    n = min(limit, len(analysis.space.knobs))
+    fig, axes = plt.subplots(
+        1, len(rankings), figsize=(6.5 * len(rankings), 0.35 * n + 1.6), squeeze=False
+    )
+    for ax, r in zip(axes[0], rankings, strict=True):
+        shown = list(r.knobs[:n])[::-1]
+        ys = range(len(shown))
+        top = set(r.top)
+        perm_total = sum(max(k.permutation, 0.0) for k in r.knobs) or 1.0
+        ax.barh(
+            [y + 0.2 for y in ys],
+            [k.impurity for k in shown],
+            height=0.4,
+            color=["#1f77b4" if k.knob in top else "#9ecae1" for k in shown],
+            label="impurity (share)",
+        )
+        ax.barh(
+            [y - 0.2 for y in ys],
+            [max(k.permutation, 0.0) / perm_total for k in shown],
+            xerr=[k.permutation_sd / perm_total for k in shown],
+            height=0.4,
+            color=["#ff7f0e" if k.knob in top else "#fdd0a2" for k in shown],
+            label="permutation (share of total ΔR²)",
+        )
+        ax.set_yticks(list(ys))
+        ax.set_yticklabels(
+            [f"{k.knob} ⚠" if analysis.space[k.knob].unsafe else k.knob for k in shown]
+        )
+        ax.set_xlabel("relative importance")
+        ax.set_title(f"{r.pi} (n={r.n_samples}, OOB R²={_num(r.r2_oob, 2)})")
+        ax.legend(loc="lower right", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(out)
+    plt.close(fig)
+    return out
+
+
+class SamplesError(ValueError):
+    """A samples file for ``assay knobs --from`` is unusable; the message names the file,
+    the column and what was expected."""
+
+
+_LOWER_HINTS = ("lat", "time", "p50", "p90", "p95", "p99", "p999", "duration", "_ms", "_us")
+
+
+def metric_direction(spec: str) -> tuple[str, str]:
+    """``NAME[:higher|:lower]`` -> (name, direction); without a suffix, names that look
+    like latencies or times are lower-is-better, everything else higher-is-better.
+
+    >>> metric_direction("throughput"), metric_direction("p99_ms"), metric_direction("x:lower")
+    (('throughput', 'higher'), ('p99_ms', 'lower'), ('x', 'lower'))
+    """
+    name, _, direction = spec.partition(":")
+    if direction:
+        if direction not in ("higher", "lower"):
+            raise SamplesError(
+                f"--metric {spec!r}: the direction after ':' must be 'higher' or 'lower'"
+            )
+        return name, direction
+    low = name.lower()
+    return name, "lower" if any(h in low for h in _LOWER_HINTS) else "higher"
+
+
+def read_samples_csv(
+    path: str | Path,
+    metrics: Sequence[str],
+    *,
+    knobs: Sequence[str] = (),
+    extra: Sequence[str] = (),
+    min_rows: int = 10,
+) -> tuple[Any, dict[str, Any]]:
+    """Read measured settings: one row per setting, knob columns and PI columns.
+
+    ``metrics`` and ``extra`` (PIs an objective needs) must be numeric in every row;
+    the knob columns are ``knobs``, or every other column.  Returns the knob columns
+    as a data frame and the PI columns as arrays.  Raises :class:`SamplesError`.
+    """
+    import numpy as np
+    import pandas as pd
+
+    p = Path(path)
+    try:
+        frame = pd.read_csv(p, skipinitialspace=True)
+    except FileNotFoundError:
+        raise SamplesError(f"{p}: no such samples file") from None
+    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise SamplesError(
+            f"{p}: cannot read it as CSV ({exc}); expected a header row with knob and PI "
+            "column names, then one row per measured setting"
+        ) from None
+    columns = [str(c) for c in frame.columns]
+    frame.columns = columns
+    pis = list(dict.fromkeys([*metrics, *extra]))
+    for name in [*pis, *knobs]:
+        if name not in columns:
+            what = "--knob" if name in knobs and name not in pis else "a PI (--metric/objective)"
+            raise SamplesError(
+                f"{p}: no column {name!r} for {what}; the columns are: {', '.join(columns)}"
+            )
+    if len(frame) < min_rows:
+        raise SamplesError(
+            f"{p}: {len(frame)} data row(s); a random forest needs at least {min_rows} "
+            "measured settings (hundreds make the ranking stable)"
+        )
+    values: dict[str, Any] = {}
+    for name in pis:
+        col = pd.to_numeric(frame[name], errors="coerce")
+        bad = col.isna() | ~np.isfinite(col.to_numpy(dtype=float, na_value=np.nan))
+        if bad.any():
+            row = int(np.flatnonzero(bad.to_numpy())[0])
+            raise SamplesError(
+                f"{p}: column {name!r}, line {row + 2}: {frame[name].iloc[row]!r} is not a "
+                f"finite number ({int(bad.sum())} such row(s)); a PI column needs a number "
+                "in every row (drop failed settings first)"
+            )
+        values[name] = col.to_numpy(dtype=float)
+    knob_cols = list(knobs) or [c for c in columns if c not in pis]
+    if not knob_cols:
+        raise SamplesError(f"{p}: no knob columns left besides the PIs {', '.join(pis)}")
+    for name in knob_cols:
+        empty = frame[name].isna()
+        if empty.any():
+            row = int(np.flatnonzero(empty.to_numpy())[0])
+            raise SamplesError(
+                f"{p}: column {name!r}, line {row + 2}: empty; every knob column needs a value "
+                f"in every row ({int(empty.sum())} empty), or leave the column out with --knob"
+            )
+    return frame[knob_cols], values

@@ -1,0 +1,268 @@
+"""Important points of ANOVA effects: Algorithms 2 and 3 of Hui et al. (§3.3).
+
+For each significant term explaining at least 10% of the variance, the effects of the
+term over an ordered parameter are examined (for a two-way term, one parameter is
+fixed at a time and the other varied).  When the effects are monotone (Spearman's rank
+correlation is ±1) the *knee point* is located with the Kneedle algorithm (the
+``kneed`` library); otherwise the *turning point* is the value p_i that maximises
+``|Spearman(left of p_i) - Spearman(right of p_i)|`` provided that it is at least 1
+(p_i itself belongs to neither side, as in Algorithm 3).  Each point gets a
+``turn_ratio = |(k_b - k_a) / k_a|`` from the least-squares slopes left and right of it
+(the point belongs to both sides), and the points are ranked by
+``turn_ratio × % variance explained``.
+
+Choices the paper leaves open: Kneedle's curve shape (concave or convex) is taken from
+which side of the chord between the end points the effects lie on (the direction from
+the sign of Spearman's correlation); a segment with fewer than two points has no
+Spearman correlation and is not a candidate; when several values tie for the largest
+``|ΔSpearman|``, the one with the most extreme effect in the direction of the turn (the
+peak, or the valley) is taken.  Only ordered (numeric) parameters are analysed, as in
+the paper.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from scipy.stats import rankdata
+
+from assay.stats.anova import Term, term_name
+
+__all__ = [
+    "ImportantPoint",
+    "TermEffects",
+    "find_important_point",
+    "important_points",
+    "rank_points",
+    "spearman",
+]
+
+FloatArray = npt.NDArray[np.float64]
+Kind = Literal["knee", "turning"]
+
+#: Terms below this share of the variance are not analysed (Algorithm 2, line 1).
+MIN_PCT_VAR = 10.0
+_EPS = 1e-9
+
+
+def spearman(x: npt.ArrayLike, y: npt.ArrayLike) -> float:
+    """Spearman's rank correlation; NaN with fewer than 2 points or a constant input.
+
+    >>> spearman([1, 2, 3], [3, 5, 9]), spearman([1, 2, 3], [1, 5, 2])
+    (1.0, 0.5)
+    """
+    a = np.asarray(x, dtype=float)
+    b = np.asarray(y, dtype=float)
+    if len(a) < 2:
+        return math.nan
+    ra, rb = rankdata(a), rankdata(b)
+    ra -= ra.mean()
+    rb -= rb.mean()
+    den = math.sqrt(float(ra @ ra) * float(rb @ rb))
+    return float(ra @ rb) / den if den > 0 else math.nan
+
+
+@dataclass(frozen=True)
+class ImportantPoint:
+    """A knee or turning point of one term's effects over one parameter."""
+
+    term: Term
+    param: str
+    kind: Kind
+    value: float
+    turn_ratio: float
+    pct_var: float
+    fixed: tuple[str, Any] | None = None
+
+    @property
+    def score(self) -> float:
+        """The ranking key of Algorithm 2: ``turn_ratio × % variance explained``."""
+        return self.turn_ratio * self.pct_var
+
+    def key(self) -> tuple[Any, ...]:
+        """Identity used to match points between two analyses (type and value included)."""
+        return (self.term, self.param, self.fixed, self.kind, float(self.value))
+
+    def describe(self) -> str:
+        """``"workers: knee at 16"`` or ``"workers (warehouses = 8): turning point at 4"``."""
+        where = f" ({self.fixed[0]} = {_fmt(self.fixed[1])})" if self.fixed else ""
+        what = "knee" if self.kind == "knee" else "turning point"
+        return f"{self.param}{where}: {what} at {_fmt(self.value)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "term": term_name(self.term),
+            "param": self.param,
+            "fixed": None if self.fixed is None else [self.fixed[0], _jsonable(self.fixed[1])],
+            "kind": self.kind,
+            "value": _jsonable(self.value),
+            "turn_ratio": _finite(self.turn_ratio),
+            "pct_var": _finite(self.pct_var),
+            "score": _finite(self.score),
+        }
+
+
+def _finite(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v
+
+
+def _fmt(v: Any) -> str:
+    v = _jsonable(v)
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def _slope(x: FloatArray, y: FloatArray) -> float:
+    if len(x) < 2 or np.ptp(x) == 0:
+        return math.nan
+    xc = x - x.mean()
+    return float(xc @ (y - y.mean()) / (xc @ xc))
+
+
+def _turn_ratio(p: FloatArray, c: FloatArray, val: float) -> float:
+    left, right = p <= val, p >= val
+    ka, kb = _slope(p[left], c[left]), _slope(p[right], c[right])
+    if not (math.isfinite(ka) and math.isfinite(kb)):
+        return math.nan
+    if ka == 0:
+        return math.inf if kb != 0 else 0.0
+    return abs((kb - ka) / ka)
+
+
+def _knee(p: FloatArray, c: FloatArray, rho: float) -> float | None:
+    from kneed import KneeLocator
+
+    chord = c[0] + (c[-1] - c[0]) * (p - p[0]) / (p[-1] - p[0])
+    curve = "concave" if float(np.mean(c - chord)) > 0 else "convex"
+    direction = "increasing" if rho > 0 else "decreasing"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        knee = KneeLocator(p, c, curve=curve, direction=direction).knee
+    return None if knee is None else float(knee)
+
+
+def find_important_point(
+    values: npt.ArrayLike, coefs: npt.ArrayLike
+) -> tuple[Kind, float, float] | None:
+    """Algorithm 3 on one curve: ``(kind, value, turn_ratio)``, or None when there is none.
+
+    ``values`` are a parameter's (numeric) values, ``coefs`` the effects at them.
+
+    >>> find_important_point([1, 2, 4, 8, 16, 32], [1, 2, 4, 8, 8.2, 8.3])[:2]
+    ('knee', 8.0)
+    >>> find_important_point([1, 2, 3, 4, 5, 6, 7], [1, 2, 3, 5, 3, 2, 1])[:2]
+    ('turning', 4.0)
+    """
+    p = np.asarray(values, dtype=float)
+    c = np.asarray(coefs, dtype=float)
+    if p.shape != c.shape or p.ndim != 1:
+        raise ValueError("values and coefs must be 1-D arrays of the same length")
+    order = np.argsort(p, kind="stable")
+    p, c = p[order], c[order]
+    n = len(p)
+    if n < 3 or not np.all(np.isfinite(c)):
+        return None
+    rho = spearman(p, c)
+    if not math.isfinite(rho):
+        return None
+    if abs(rho) >= 1 - _EPS:
+        val = _knee(p, c, rho)
+        if val is None:
+            return None
+        return "knee", val, _turn_ratio(p, c, val)
+    delta = np.full(n, math.nan)
+    for i in range(1, n - 1):
+        delta[i] = spearman(p[:i], c[:i]) - spearman(p[i + 1 :], c[i + 1 :])
+    mag = np.where(np.isfinite(delta), np.abs(delta), -1.0)
+    best = float(mag.max())
+    if best < 1 - _EPS:
+        return None
+    tied = np.flatnonzero(mag >= best - _EPS)
+    # ties: the peak (rise then fall) or the valley (fall then rise)
+    j = int(tied[np.argmax(c[tied])] if delta[tied[0]] > 0 else tied[np.argmin(c[tied])])
+    val = float(p[j])
+    return "turning", val, _turn_ratio(p, c, val)
+
+
+@dataclass(frozen=True)
+class TermEffects:
+    """Input to Algorithm 2: a term, its % of variance, and its effects.
+
+    ``effects`` is a Series indexed by the levels (main effect) or a DataFrame with the
+    first parameter's levels as index and the second's as columns (two-way term).
+    A parameter is ordered when its levels are numeric.
+    """
+
+    term: Term
+    pct_var: float
+    effects: pd.Series | pd.DataFrame
+
+
+def _ordered(index: pd.Index) -> bool:
+    return bool(pd.api.types.is_numeric_dtype(index) and not pd.api.types.is_bool_dtype(index))
+
+
+def _points_on(
+    t: TermEffects, param: str, idx: pd.Index, c: FloatArray, fixed: tuple[str, Any] | None
+) -> ImportantPoint | None:
+    found = find_important_point(idx.to_numpy(dtype=float), c)
+    if found is None:
+        return None
+    kind, val, ratio = found
+    return ImportantPoint(t.term, param, kind, val, ratio, t.pct_var, fixed)
+
+
+def important_points(
+    terms: Iterable[TermEffects], min_pct_var: float = MIN_PCT_VAR
+) -> list[ImportantPoint]:
+    """Algorithm 2: the important points of every term above ``min_pct_var``, ranked.
+
+    >>> eff = pd.Series([0.0, 1.0, 2.0, 4.0, 4.1, 4.2], index=[1, 2, 4, 8, 16, 32])
+    >>> [p.describe() for p in important_points([TermEffects(("w",), 60.0, eff)])]
+    ['w: knee at 8']
+    """
+    out: list[ImportantPoint] = []
+    for t in terms:
+        if not (math.isfinite(t.pct_var) and t.pct_var >= min_pct_var):
+            continue
+        eff = t.effects
+        if isinstance(eff, pd.Series):
+            if _ordered(eff.index):
+                pt = _points_on(t, t.term[0], eff.index, eff.to_numpy(float), None)
+                if pt is not None:
+                    out.append(pt)
+            continue
+        p_name, q_name = t.term
+        if _ordered(eff.columns):
+            for pv, row in eff.iterrows():
+                pt = _points_on(t, q_name, eff.columns, row.to_numpy(float), (p_name, pv))
+                if pt is not None:
+                    out.append(pt)
+        if _ordered(eff.index):
+            for qv in eff.columns:
+                col = eff[qv].to_numpy(float)
+                pt = _points_on(t, p_name, eff.index, col, (q_name, qv))
+                if pt is not None:
+                    out.append(pt)
+    return rank_points(out)
+
+
+def rank_points(points: Sequence[ImportantPoint]) -> list[ImportantPoint]:
+    """Highest ``turn_ratio × % variance`` first; undefined scores last."""
+    return sorted(
+        points, key=lambda p: (math.isnan(p.score), 0.0 if math.isnan(p.score) else -p.score)
+    )

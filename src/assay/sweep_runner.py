@@ -1,0 +1,289 @@
+"""Running a sweep (extensive evaluation, Hui et al. §3): incremental sampling until the
+model predicts held-out settings.
+
+:class:`~assay.designs.sweep.IncrementalSampling` decides which settings to measure
+next and when to stop; :class:`~assay.settings_runner.SettingsRunner` measures each
+setting ``repetitions`` times and commits every trial as it ends.  The loop starts
+from what the store holds, so running the same study again continues it; the steps
+(sampling rate and the validation R² of each split) are recorded in the store.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from assay.designs.space import ParameterSpace, space_from_spec
+from assay.designs.sweep import Analysis, IncrementalSampling, StepResult, Summary, summarise
+from assay.runner import bookkeeping_per_trial, trial_failures, watch_report
+from assay.settings_runner import (
+    SettingsProgress,
+    SettingsRunner,
+    SettingsSession,
+    setting_key,
+    trials_table,
+)
+from assay.spec import PISpec, Spec, SweepSpec
+from assay.store import TrialRecord
+
+#: The key under which a sweep's steps are stored.
+STEPS_KEY = "sweep_steps"
+
+
+def measured_settings(
+    trials: Sequence[TrialRecord],
+    params: Sequence[str],
+    pi: PISpec,
+    candidates: pd.DataFrame,
+) -> pd.DataFrame:
+    """The settings of ``candidates`` measured so far, one row each, with ``pi``'s mean
+    over their successful repetitions (NaN when every repetition failed).
+
+    Trials of settings outside the space (the space was changed) are left out.
+    """
+    table = trials_table(trials, params, [pi])
+    if table.empty:
+        return pd.DataFrame(columns=[*params, pi.name])
+    means = table.groupby(list(params), sort=False, dropna=False)[pi.name].mean().reset_index()
+    inside = {setting_key(r) for r in candidates[list(params)].to_dict("records")}
+    keep = [setting_key(r) in inside for r in means[list(params)].to_dict("records")]
+    return means[keep].reset_index(drop=True)
+
+
+@dataclass
+class SweepProgress:
+    """What the live display shows: the last step and the batch being measured."""
+
+    steps: list[StepResult]
+    n_candidates: int
+    batch_done: int = 0
+    batch_total: int = 0
+    failed: int = 0
+
+
+@dataclass
+class SweepResult:
+    """Everything a report needs about a finished (or stopped) sweep."""
+
+    study: str
+    store: str
+    space: str  # the space described: parameters, grid and constrained sizes
+    params: list[str]
+    pi: PISpec
+    steps: list[StepResult]
+    reason: str
+    measured: pd.DataFrame  # one row per measured setting: parameters and the PI's mean
+    analysis: Analysis | None
+    summary: Summary | None
+    trials_total: int
+    trials_by_status: dict[str, int] = field(default_factory=dict)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    bookkeeping_s_per_trial: float | None = None
+    environment: dict[str, Any] = field(default_factory=dict)
+    resumed_trials: int = 0
+    warnings: list[str] = field(default_factory=list)
+    resources: dict[str, Any] | None = None
+    sources: list[str] = field(default_factory=list)  # --from: the files read
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "study": self.study,
+            "store": self.store,
+            "space": self.space,
+            "params": self.params,
+            "pi": {"name": self.pi.name, "unit": self.pi.unit, "direction": self.pi.direction},
+            "reason": self.reason,
+            "steps": [s.to_dict() for s in self.steps],
+            "analysis": None if self.analysis is None else self.analysis.to_dict(),
+            "summary": None if self.summary is None else self.summary.to_dict(),
+            "settings_measured": len(self.measured),
+            "trials": {
+                "total": self.trials_total,
+                "by_status": self.trials_by_status,
+                "resumed": self.resumed_trials,
+            },
+            "failures": self.failures,
+            "measured_time_s": self.elapsed_s,
+            "bookkeeping_s_per_trial": self.bookkeeping_s_per_trial,
+            "environment": self.environment,
+            "warnings": self.warnings,
+            "resources": self.resources,
+            "sources": self.sources,
+        }
+
+
+def stop_reason(step: StepResult | None, threshold: float, timed_out: bool) -> str:
+    """The sentence that says why the sweep ended."""
+    if step is None:
+        return "stopped before the first step" + (" (time budget spent)" if timed_out else "")
+    r2 = f"min validation R² {step.r2_min:.3f}" if math.isfinite(step.r2_min) else "no R²"
+    where = f"{step.n_measured} of {step.n_candidates} settings ({step.sampling_rate:.1%})"
+    if step.reason == "r2":
+        return f"done: all {len(step.r2)} validation R² ≥ {threshold:g} after {where}"
+    if step.reason == "exhausted":
+        return f"every setting measured ({where}); {r2} < {threshold:g}"
+    if step.reason == "budget":
+        return f"budget spent: {where}; {r2} < {threshold:g}"
+    if timed_out:
+        return f"time budget spent: {where}; {r2} < {threshold:g}"
+    return f"stopped: {where}; {r2}"
+
+
+class SweepRunner:
+    """Runs a study's ``[sweep]`` to its stopping rule (see the module docstring)."""
+
+    def __init__(
+        self,
+        spec: Spec,
+        store_path: Path,
+        *,
+        fresh: bool = False,
+        monitor: bool = True,
+        on_progress: Callable[[SweepProgress], None] | None = None,
+    ) -> None:
+        if spec.sweep is None:
+            raise ValueError(f"{spec.source_path}: the study file has no [sweep] section")
+        self.spec = spec
+        self.sweep: SweepSpec = spec.sweep
+        self.store_path = store_path
+        self.space: ParameterSpace = space_from_spec(spec)
+        self.pi = self._pi()
+        # a fixed default seed: the same study file samples the same settings
+        self.seed = self.sweep.seed or 0
+        self.candidates = self.space.settings()
+        self.params = [str(c) for c in self.candidates.columns]
+        self.design = IncrementalSampling(
+            self.candidates,
+            sampler=self.sweep.sampler,
+            start=self.sweep.start,
+            step=self.sweep.step,
+            threshold=self.sweep.r2,
+            splits=self.sweep.splits,
+            model=self.sweep.model,
+            budget=self.sweep.max_settings,
+            seed=self.seed,
+            metric=self.pi.name,
+        )
+        self.runner = SettingsRunner(spec, store_path, seed=self.seed, fresh=fresh, monitor=monitor)
+        self.on_progress = on_progress
+
+    def _pi(self) -> PISpec:
+        name = self.sweep.metric
+        if name is None:
+            return self.spec.pis[0]
+        return next(p for p in self.spec.pis if p.name == name)
+
+    def run(self) -> SweepResult:
+        started_with = 0
+
+        def body(session: SettingsSession) -> SweepResult:
+            nonlocal started_with
+            started_with = len(session.trials)
+            return self._loop(session)
+
+        result = self.runner.session(body, lambda r: r.as_dict())
+        result.resumed_trials = started_with
+        if self.runner.leftover:
+            result.warnings.insert(0, self.runner.leftover)
+        return result
+
+    def _loop(self, session: SettingsSession) -> SweepResult:
+        st = session.open_study
+        stored = st.store.study_value(st.study_id, STEPS_KEY) or []
+        steps: list[StepResult] = []
+        recorded = [dict(s) for s in stored]
+        measured = measured_settings(session.trials, self.params, self.pi, self.candidates)
+        elapsed = sum(t.duration or 0.0 for t in session.trials)
+        budget = math.inf if self.sweep.max_time is None else self.sweep.max_time
+        deadline = time.monotonic() + max(0.0, budget - elapsed)
+        timed_out = False
+        reps = self.sweep.repetitions
+        while True:
+            if len(measured):
+                step = self.design.evaluate(measured)
+                if not steps or step != steps[-1]:
+                    steps.append(step)
+                    recorded.append(step.to_dict())
+                    st.store.set_study_value(st.study_id, STEPS_KEY, recorded)
+                    self._show(steps)
+            batch = self.design.next_batch(measured)
+            if len(batch) == 0:
+                break
+            if time.monotonic() >= deadline:
+                timed_out = True
+                break
+            settings = self.candidates.iloc[batch].to_dict("records")
+
+            def progress(p: SettingsProgress) -> None:
+                self._show(steps, p)
+
+            session.measure(settings, reps, deadline=deadline, on_progress=progress)
+            measured = measured_settings(session.trials, self.params, self.pi, self.candidates)
+        return self._result(session.trials, steps, measured, timed_out, st.environment)
+
+    def _show(self, steps: list[StepResult], p: SettingsProgress | None = None) -> None:
+        if self.on_progress is None:
+            return
+        self.on_progress(
+            SweepProgress(
+                steps,
+                len(self.candidates),
+                0 if p is None else p.done,
+                0 if p is None else p.total,
+                0 if p is None else p.failed,
+            )
+        )
+
+    def _result(
+        self,
+        trials: list[TrialRecord],
+        steps: list[StepResult],
+        measured: pd.DataFrame,
+        timed_out: bool,
+        environment: dict[str, Any],
+    ) -> SweepResult:
+        warnings: list[str] = []
+        analysis: Analysis | None = None
+        summary: Summary | None = None
+        if len(measured):
+            try:
+                analysis = self.design.analysis(measured)
+                summary = summarise(analysis)
+            except ValueError as exc:
+                warnings.append(f"no analysis: {exc}")
+        last = steps[-1] if steps else None
+        if last is not None and last.reason != "r2":
+            warnings.append(
+                f"the model did not reach R² ≥ {self.sweep.r2:g} on every validation split: "
+                "its significant parameters and important points are not reliable"
+            )
+        watch, resources = watch_report(self.spec, trials)
+        warnings.extend(watch)
+        return SweepResult(
+            study=self.spec.study.name,
+            store=str(self.store_path),
+            space=self.space.describe(),
+            params=self.params,
+            pi=self.pi,
+            steps=steps,
+            reason=stop_reason(last, self.sweep.r2, timed_out),
+            measured=measured,
+            analysis=analysis,
+            summary=summary,
+            trials_total=len(trials),
+            trials_by_status=dict(Counter(t.status for t in trials)),
+            failures=trial_failures(trials),
+            elapsed_s=sum(t.duration or 0.0 for t in trials),
+            bookkeeping_s_per_trial=bookkeeping_per_trial(trials),
+            environment=environment,
+            warnings=warnings,
+            resources=resources,
+        )

@@ -1,0 +1,106 @@
+"""``assay knobs STUDY.toml``: LHS samples measured through the store, ranked, validated, tuned."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from assay.cli import main
+from assay.store import Store
+
+STUDY = """
+[study]
+name = "synthetic-knobs"
+
+[benchmark]
+command = ["{py}", "-c", '''
+import sys, random, math
+a, b, c, d = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], float(sys.argv[4])
+y = 50 * math.log(a) + {{"x": 0, "y": 80, "z": 20}}[c] + random.gauss(0, 2)
+print(f"tps={{y:.3f}}")
+''', "{{a}}", "{{b}}", "{{c}}", "{{d}}"]
+
+[[pi]]
+name = "tps"
+direction = "higher"
+source = "regex"
+pattern = 'tps=([-0-9.]+)'
+
+[[knob]]
+name = "a"
+type = "int"
+min = 1
+max = 1000
+log = true
+default = 10
+
+[[knob]]
+name = "b"
+type = "float"
+min = 0
+max = 1
+default = 0.5
+
+[[knob]]
+name = "c"
+type = "categorical"
+values = ["x", "y", "z"]
+default = "x"
+
+[[knob]]
+name = "d"
+type = "float"
+min = 0
+max = 10
+default = 1
+unsafe = true
+
+[knobs]
+samples = 40
+trees = 60
+top_k = 2
+validation_samples = 10
+rank_by = "permutation"
+"""
+
+
+def _trials(db: Path) -> list[dict[str, object]]:
+    with Store(db) as store:
+        found = store.find_study("synthetic-knobs")
+        assert found is not None
+        return [t.setting for t in store.trials(found[0])]
+
+
+def test_live_knobs_rank_validate_tune_and_resume(tmp_path: Path) -> None:
+    study = tmp_path / "knobs.toml"
+    study.write_text(STUDY.format(py=sys.executable))
+    out = tmp_path / "k.json"
+    args = ["knobs", str(study), "--tune", "6", "--jobs", "1", "-q", "--json", str(out)]
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0, res.output
+    doc = json.loads(out.read_text())
+    ranking = doc["rankings"][0] if "rankings" in doc else doc["pis"][0]
+    top = set(ranking["top"])
+    assert top == {"a", "c"}, ranking["top"]  # the two knobs that matter
+    tune = doc["tune"]
+    assert set(tune["tuned"]) == {"a", "c"} and "d" not in tune["tuned"]
+    assert tune["confirmed"]["n"] == 10 and tune["confirmed"]["half_width"] > 0
+    db = tmp_path / "knobs.assay.db"
+    n = len(_trials(db))
+    # samples + validation + tuner + 10 re-measurements of the best, each once at most
+    assert 40 + 10 + 10 < n <= 40 + 10 + 6 + 10
+    # a second run resumes: the samples and validation samples are not measured again
+    again = CliRunner().invoke(main, ["knobs", str(study), "--jobs", "1", "-q"])
+    assert again.exit_code == 0, again.output
+    assert len(_trials(db)) == n
+
+
+def test_study_without_knobs_is_refused(tmp_path: Path) -> None:
+    p = tmp_path / "plain.toml"
+    p.write_text('[study]\nname = "x"\n[benchmark]\ncommand = ["true"]\n')
+    res = CliRunner().invoke(main, ["knobs", str(p)])
+    assert res.exit_code == 2
+    assert "no [[knob]] entries" in res.stderr
