@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import numpy as np
 import pandas as pd
 
 from assay.runner import OpenStudy, Runner
 from assay.spec import PISpec, Spec
 from assay.store import Store, TrialRecord
+from assay.values import plain as _plain
 
 T = TypeVar("T")
 
@@ -45,16 +45,6 @@ def setting_key(setting: Mapping[str, Any]) -> str:
         sort_keys=True,
         default=str,
     )
-
-
-def _plain(v: Any) -> Any:
-    """NumPy scalars as Python ones, and integral floats as ints, so 4, 4.0 and
-    ``np.int64(4)`` name the same setting."""
-    if isinstance(v, np.generic):
-        v = v.item()
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    return v
 
 
 def pending_trials(

@@ -39,6 +39,9 @@ import pandas as pd
 from assay.stats.anova import AnovaTable, CategoricalAnova, Encoder, TermRow, term_name
 from assay.stats.models import MODELS, make_model, r2_score, split_indices, validation_r2
 from assay.stats.trends import ImportantPoint, TermEffects, important_points
+from assay.values import finite_or_none as _f
+from assay.values import plain as _jsonable
+from assay.values import short as _fmt
 
 __all__ = [
     "Analysis",
@@ -59,23 +62,6 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 Form = Literal["main", "main+2way"]
-
-
-def _f(x: float) -> float | None:
-    return float(x) if math.isfinite(x) else None
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, np.generic):
-        v = v.item()
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    return v
-
-
-def _fmt(v: Any) -> str:
-    v = _jsonable(v)
-    return f"{v:g}" if isinstance(v, float) else str(v)
 
 
 # --------------------------------------------------------------------------- step

@@ -28,6 +28,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from assay.values import short as _fmt
+
 __all__ = ["TileLayout", "draw_tiles", "tile_layout", "tile_plot"]
 
 #: Blank cells between neighbouring tiles, and between neighbouring super-tiles.
@@ -197,12 +199,6 @@ def _product(lists: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
     for values in lists:
         out = [(*t, v) for t in out for v in values]
     return out
-
-
-def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:g}"
-    return str(v)
 
 
 def draw_tiles(

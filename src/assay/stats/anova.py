@@ -46,6 +46,8 @@ import scipy.sparse as sp
 from scipy import special
 from scipy.linalg import lapack, solve_triangular
 
+from assay.values import finite_or_none as _num
+
 __all__ = [
     "AnovaTable",
     "CategoricalAnova",
@@ -325,10 +327,6 @@ class TermRow:
             "p": _num(self.p),
             "pct_var": _num(self.pct_var),
         }
-
-
-def _num(x: float) -> float | None:
-    return None if not math.isfinite(x) else float(x)
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,9 @@ import pandas as pd
 from scipy.stats import rankdata
 
 from assay.stats.anova import Term, term_name
+from assay.values import finite_or_none as _finite
+from assay.values import plain as _jsonable
+from assay.values import short as _fmt
 
 __all__ = [
     "ImportantPoint",
@@ -107,23 +110,6 @@ class ImportantPoint:
             "pct_var": _finite(self.pct_var),
             "score": _finite(self.score),
         }
-
-
-def _finite(x: float) -> float | None:
-    return float(x) if math.isfinite(x) else None
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, np.generic):
-        v = v.item()
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    return v
-
-
-def _fmt(v: Any) -> str:
-    v = _jsonable(v)
-    return f"{v:g}" if isinstance(v, float) else str(v)
 
 
 def _slope(x: FloatArray, y: FloatArray) -> float:
