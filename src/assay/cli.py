@@ -156,9 +156,8 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
     # pipes and CI logs get a readable width instead of rich's 80-column default
     # heavy imports (NumPy, SciPy, pandas) only once a command runs: --help stays fast
     from assay.report.export import to_csv, to_json, write_text
-    from assay.report.terminal import ProgressView, render_result
-    from assay.runner import Runner, StudyError
-    from assay.store import StoreError
+    from assay.report.terminal import ProgressView, render_result, study_errors
+    from assay.runner import Runner
 
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 110)
     err = _err_console()
@@ -179,31 +178,21 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
         sys.exit(2)
     spec = _with_under_test(spec, opts)
     progress = ProgressView(err, spec.stop.ci_width)
-    try:
-        with progress if not opts["quiet"] else _Null():
-            runner = Runner(
-                spec,
-                store_path,
-                fresh=opts["fresh"],
-                measure_overhead=not opts["no_overhead"],
-                monitor=not opts["no_monitor"],
-                on_progress=None if opts["quiet"] else progress.update,
-            )
-            result = runner.run()
-    except KeyboardInterrupt:
-        err.print(
-            f"\n[yellow]interrupted.[/] Every finished trial is in {store_path}. "
-            + (
-                "Run the same command again to resume."
-                if spec.source_path and spec.source_path.endswith(".toml")
-                else f"Resume with: assay run --store {store_path} --name '{spec.study.name}' -- …"
-            ),
-            soft_wrap=True,  # no hard line breaks inside the store path or resume command
+    resume = (
+        "Run the same command again to resume."
+        if spec.source_path and spec.source_path.endswith(".toml")
+        else f"Resume with: assay run --store {store_path} --name '{spec.study.name}' -- …"
+    )
+    with study_errors(err, store_path, resume), progress if not opts["quiet"] else _Null():
+        runner = Runner(
+            spec,
+            store_path,
+            fresh=opts["fresh"],
+            measure_overhead=not opts["no_overhead"],
+            monitor=not opts["no_monitor"],
+            on_progress=None if opts["quiet"] else progress.update,
         )
-        sys.exit(130)
-    except (StoreError, StudyError) as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}")
-        sys.exit(3)
+        result = runner.run()
     render_result(result, console)
     data = result.as_dict()
     if opts["json_out"]:
@@ -428,8 +417,7 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
     from assay.compare_runner import CompareResult, CompareRunner
     from assay.report.compare import CSV_FIELDS, CompareProgressView, csv_rows, render_comparison
     from assay.report.export import rows_to_csv, to_json, write_text
-    from assay.runner import StudyError
-    from assay.store import StoreError
+    from assay.report.terminal import study_errors
 
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 130)
     err = _err_console()
@@ -453,35 +441,24 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
             sys.exit(2)
         spec = _with_under_test(spec, opts)
         progress = CompareProgressView(err)
-        try:
-            with progress if not opts["quiet"] else _Null():
-                runner = CompareRunner(
-                    spec,
-                    store_path,
-                    pi=opts["pi"],
-                    seed=opts["seed"],
-                    fixed_order=opts["fixed_order"],
-                    fresh=opts["fresh"],
-                    measure_overhead=not opts["no_overhead"],
-                    monitor=not opts["no_monitor"],
-                    on_compare_progress=None if opts["quiet"] else progress.update,
-                )
-                result = runner.run()
-        except KeyboardInterrupt:
-            how = (
-                "Run the same command again to resume."
-                if spec.source_path and spec.source_path.endswith(".toml")
-                else f"Resume with: assay compare --store {store_path} "
-                f"--study '{spec.study.name}' -- …"
+        how = (
+            "Run the same command again to resume."
+            if spec.source_path and spec.source_path.endswith(".toml")
+            else f"Resume with: assay compare --store {store_path} --study '{spec.study.name}' -- …"
+        )
+        with study_errors(err, store_path, how), progress if not opts["quiet"] else _Null():
+            runner = CompareRunner(
+                spec,
+                store_path,
+                pi=opts["pi"],
+                seed=opts["seed"],
+                fixed_order=opts["fixed_order"],
+                fresh=opts["fresh"],
+                measure_overhead=not opts["no_overhead"],
+                monitor=not opts["no_monitor"],
+                on_compare_progress=None if opts["quiet"] else progress.update,
             )
-            err.print(
-                f"\n[yellow]interrupted.[/] Every finished trial is in {store_path}. {how}",
-                soft_wrap=True,
-            )
-            sys.exit(130)
-        except (StoreError, StudyError) as exc:
-            err.print(f"[red]error:[/] {escape(str(exc))}")
-            sys.exit(3)
+            result = runner.run()
     render_comparison(result, console)
     if opts["json_out"]:
         write_text(opts["json_out"], to_json(result.as_dict()))
@@ -643,8 +620,7 @@ def order(target: str, **opts: Any) -> None:
         render_order,
         trials_csv,
     )
-    from assay.runner import StudyError
-    from assay.store import StoreError
+    from assay.report.terminal import study_errors
 
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 130)
     err = _err_console()
@@ -673,32 +649,25 @@ def order(target: str, **opts: Any) -> None:
     if not opts["from_file"]:
         store_path = Path(opts["store"]) if opts["store"] else spec.store_path()
         progress = OrderProgressView(err)
-        try:
-            with progress if not opts["quiet"] else _Null():
-                runner = OrderRunner(
-                    spec,
-                    store_path,
-                    pi=opts["pi"],
-                    runs=opts["runs"],
-                    repetitions=opts["repetitions"],
-                    seed=opts["seed"],
-                    alpha=opts["alpha"],
-                    fresh=opts["fresh"],
-                    measure_overhead=not opts["no_overhead"],
-                    monitor=not opts["no_monitor"],
-                    on_order_progress=None if opts["quiet"] else progress.update,
-                )
-                result = runner.run()
-        except KeyboardInterrupt:
-            err.print(
-                f"\n[yellow]interrupted.[/] Every finished trial is in {store_path}. Run the "
-                "same command again to resume the same schedule.",
-                soft_wrap=True,
+        resume = "Run the same command again to resume the same schedule."
+        with (
+            study_errors(err, store_path, resume),
+            progress if not opts["quiet"] else _Null(),
+        ):
+            runner = OrderRunner(
+                spec,
+                store_path,
+                pi=opts["pi"],
+                runs=opts["runs"],
+                repetitions=opts["repetitions"],
+                seed=opts["seed"],
+                alpha=opts["alpha"],
+                fresh=opts["fresh"],
+                measure_overhead=not opts["no_overhead"],
+                monitor=not opts["no_monitor"],
+                on_order_progress=None if opts["quiet"] else progress.update,
             )
-            sys.exit(130)
-        except (StoreError, StudyError) as exc:
-            err.print(f"[red]error:[/] {escape(str(exc))}")
-            sys.exit(3)
+            result = runner.run()
     render_order(result, console)
     if opts["json_out"]:
         write_text(opts["json_out"], to_json(result.as_dict()))
