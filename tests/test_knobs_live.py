@@ -78,9 +78,16 @@ def test_live_knobs_rank_validate_tune_and_resume(tmp_path: Path) -> None:
     study = tmp_path / "knobs.toml"
     study.write_text(STUDY.format(py=sys.executable))
     out = tmp_path / "k.json"
-    args = ["knobs", str(study), "--tune", "6", "--jobs", "1", "-q", "--json", str(out)]
+    args = ["knobs", str(study), "--tune", "6", "--jobs", "1", "--json", str(out)]
     res = CliRunner().invoke(main, args)
     assert res.exit_code == 0, res.output
+    # every phase says what it does (the forests and the tuner ran silently before)
+    assert "ranking the knobs: random forests on 40 samples" in res.stderr
+    assert "tuning the top-k: trial 6/6" in res.stderr
+    # headlines stay on one line (as table titles they wrapped to the narrow table's width)
+    lines = res.stdout.splitlines()
+    assert any(ln.startswith("best configuration (trial ") and ln.endswith(")") for ln in lines)
+    assert any(ln.startswith("tuning cost: trials to within") and "per run" in ln for ln in lines)
     doc = json.loads(out.read_text())
     ranking = doc["rankings"][0] if "rankings" in doc else doc["pis"][0]
     top = set(ranking["top"])

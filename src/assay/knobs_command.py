@@ -319,6 +319,8 @@ def run_live(study: str, opts: KnobsOptions, console: Console, err: Console) -> 
                 f"only {len(ok)} of {len(samples)} samples succeeded; the ranking needs at "
                 "least 10 (see the failed trials in the store)"
             )
+        if not opts.quiet:  # the forests take a while (a minute for 100 samples on 2 cores)
+            view.line.show(f"ranking the knobs: random forests on {len(ok)} samples…", True)
         analysis = analyze_knobs(
             space,
             ok,
@@ -341,7 +343,10 @@ def run_live(study: str, opts: KnobsOptions, console: Console, err: Console) -> 
             )
         tune_result = cost = None
         if opts.tune:
-            tune_result, cost = _tune_live(session, analysis, ok, metrics, cfg, objective, opts)
+            tune_result, cost = _tune_live(
+                session, analysis, ok, metrics, cfg, objective, opts,
+                progress=None if opts.quiet else lambda line: view.line.show(line, True),
+            )  # fmt: skip
         return analysis, tune_result, cost
 
     try:
@@ -369,8 +374,12 @@ def _tune_live(
     cfg: Any,
     objective: Any,
     opts: KnobsOptions,
+    progress: Any = None,
 ) -> tuple[Any, Any]:
-    """Optuna on the top-k knobs, every configuration measured in the study's store."""
+    """Optuna on the top-k knobs, every configuration measured in the study's store.
+
+    ``progress`` (a callable taking one line), when given, hears of every measured trial.
+    """
     import math
     from dataclasses import replace
 
@@ -383,12 +392,18 @@ def _tune_live(
     space = analysis.space
     pis = {p.name: p for p in session._runner.spec.pis}
 
+    n_tuned = 0
+
     def readings(setting: dict[str, Any], reps: int) -> list[dict[str, float]]:
         got = session.measure([setting], reps)
         return [{n: trial_value(p, t) for n, p in pis.items()} for t in got]
 
     def measure_one(setting: dict[str, Any]) -> Any:
+        nonlocal n_tuned
         r = readings(setting, 1)[0]
+        n_tuned += 1
+        if progress is not None:
+            progress(f"tuning the top-k: trial {n_tuned}/{opts.tune or 1}")
         if objective is not None:
             return r
         v = r[primary.pi]
@@ -405,6 +420,8 @@ def _tune_live(
         seed=cfg.seed,
     )
     if result.best is not None:
+        if progress is not None:
+            progress("measuring the tuner's best configuration 10 more times…")
         # the tuner's best is one reading, the maximum of many noisy ones: measure it again
         again = [r[primary.pi] for r in readings(dict(result.best.setting), 11)[1:]]
         finite = [v for v in again if math.isfinite(v)]
@@ -419,6 +436,8 @@ def _tune_live(
                 "confidence": ci.confidence,
             }
             result = replace(result, confirmed=confirmed)
+    if progress is not None:
+        progress("estimating the tuning cost (top-k vs all knobs) on the forest model…")
     y = composite_score(objective, metrics) if objective is not None else metrics[primary.pi]
     model = surrogate_objective(space, samples, y, n_trees=cfg.trees, seed=cfg.seed)
     cost = compare_tuning_cost(

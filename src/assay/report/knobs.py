@@ -176,11 +176,9 @@ def _tune_lines(tune: TuneResult) -> list[Text | Table]:
     if best is None:
         out.append(Text("no trial succeeded with every bound satisfied", style="yellow"))
         return out
-    table = Table(
-        title=f"best configuration (trial {best.number}: {best.value:.6g})",
-        title_justify="left",
-        show_edge=False,
-    )
+    # a headline, not a table title: rich wraps a title to the (narrow) table's width
+    out.append(Text(f"best configuration (trial {best.number}: {best.value:.6g})"))
+    table = Table(show_edge=False)
     table.add_column("knob")
     table.add_column("value", justify="right")
     for name in tune.tuned:
@@ -207,14 +205,11 @@ def _tune_lines(tune: TuneResult) -> list[Text | Table]:
 
 
 def _cost_lines(cost: TuningCost) -> list[Text | Table]:
-    table = Table(
-        title=(
-            f"tuning cost: trials to within {cost.tolerance:.0%} of the best found "
-            f"({cost.reference:.6g}), {cost.n_trials} trials per run"
-        ),
-        title_justify="left",
-        show_edge=False,
+    head = Text(
+        f"tuning cost: trials to within {cost.tolerance:.0%} of the best found "
+        f"({cost.reference:.6g}), {cost.n_trials} trials per run"
     )
+    table = Table(show_edge=False)
     table.add_column("knobs tuned")
     table.add_column("trials per run", justify="right")
     table.add_column("median", justify="right")
@@ -224,7 +219,7 @@ def _cost_lines(cost: TuningCost) -> list[Text | Table]:
         table.add_row(f"{label} ({len(arm.knobs)})", needed, med)
     sp = cost.speedup
     text = "speed-up: n/a" if sp is None else f"speed-up (median trials all ÷ top-k): {sp:.1f}×"
-    return [table, Text(text)]
+    return [head, table, Text(text)]
 
 
 def render_knobs(
