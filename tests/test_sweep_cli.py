@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
@@ -191,3 +192,86 @@ def test_bad_constraint_names_the_field(tmp_path: Path) -> None:
     assert res.exit_code == 2
     assert "sweep.constraints[0]" in res.stderr
     assert not (tmp_path / "pwned").exists() and not Path("pwned").exists()
+
+
+def _multiplicative_csv(path: Path, zero: bool = False) -> Path:
+    # tps = f(w) * g(c): additive only on the log scale
+    rng = np.random.default_rng(3)
+    rows = [
+        {
+            "w": w,
+            "c": c,
+            "v": v,
+            "tps": min(w, 8) * {"x": 1.0, "y": 3.0, "z": 10.0}[c] * np.exp(rng.normal(0, 0.01)),
+        }
+        for w, c, v in itertools.product([1, 2, 4, 8, 16, 32], ["x", "y", "z"], [1, 2, 3, 4])
+    ]
+    if zero:
+        rows[0]["tps"] = 0.0
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def _from_args(data: Path, out: Path, *extra: str) -> list[str]:
+    return [
+        "sweep",
+        "--from",
+        str(data),
+        "--params",
+        "w,c,v",
+        "--metric",
+        "tps",
+        "--start",
+        "0.3",
+        "--step",
+        "0.1",
+        "--json",
+        str(out),
+        *extra,
+    ]
+
+
+def test_from_csv_log_makes_multiplicative_effects_additive(tmp_path: Path) -> None:
+    data = _multiplicative_csv(tmp_path / "mult.csv")
+    raw_out, log_out = tmp_path / "raw.json", tmp_path / "log.json"
+    raw = CliRunner().invoke(main, _from_args(data, raw_out))
+    logged = CliRunner().invoke(main, _from_args(data, log_out, "--log"))
+    assert raw.exit_code == 0 and logged.exit_code == 0, raw.output + logged.output
+    raw_doc, log_doc = json.loads(raw_out.read_text()), json.loads(log_out.read_text())
+    raw_terms = {r["term"] for r in raw_doc["analysis"]["significant"]}
+    log_terms = {r["term"] for r in log_doc["analysis"]["significant"]}
+    # on the raw scale the product shows up as an interaction; on the log scale it is gone
+    assert any(":" in t for t in raw_terms)
+    assert log_terms == {"w", "c"}
+    assert log_doc["transform"] == "log" and raw_doc["transform"] == "none"
+    assert log_doc["steps"][-1]["reason"] == "r2"
+    assert log_doc["steps"][-1]["r2"] and min(log_doc["steps"][-1]["r2"]) >= 0.9
+    assert "analysed on log(tps)" in logged.output
+    assert "analysed on log" not in raw.output
+
+
+def test_from_csv_log_refuses_non_positive_values(tmp_path: Path) -> None:
+    data = _multiplicative_csv(tmp_path / "zero.csv", zero=True)
+    res = CliRunner().invoke(main, _from_args(data, tmp_path / "r.json", "--log"))
+    assert res.exit_code == 2
+    assert "tps must be positive, but 1 value is <= 0" in res.output
+    assert "Traceback" not in res.output
+
+
+def test_study_transform_log_is_used_and_recorded(tmp_path: Path) -> None:
+    study = _study(tmp_path, 'transform = "log"')
+    out = tmp_path / "r.json"
+    res = CliRunner().invoke(main, ["sweep", str(study), "-q", "--no-monitor", "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(out.read_text())
+    assert doc["transform"] == "log"
+    assert "analysed on log(tps)" in res.output
+    assert doc["steps"][-1]["reason"] == "r2"
+    assert "w = 8" in doc["summary"]["recommendation"]
+
+
+def test_unknown_transform_names_the_field(tmp_path: Path) -> None:
+    study = _study(tmp_path, 'transform = "sqrt"')
+    res = CliRunner().invoke(main, ["sweep", str(study), "-q", "--no-monitor"])
+    assert res.exit_code == 2
+    assert "transform" in res.output and "Traceback" not in res.output

@@ -296,6 +296,9 @@ class SweepSpec(_Model):
     max_time: Annotated[float, Field(gt=0)] | None = None
     seed: Annotated[int, Field(ge=0)] | None = None
     metric: str | None = None  # the PI analysed; default: the first [[pi]]
+    # "log": fit the models to log(metric) (multiplicative effects; a departure from
+    # the paper, measured in bench/RESULTS.md, issue #5)
+    transform: Literal["none", "log"] = "none"
 
     @field_validator("params")
     @classmethod

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from assay.designs.space import ParameterSpace, space_from_spec
@@ -57,6 +58,45 @@ def measured_settings(
     return means[keep].reset_index(drop=True)
 
 
+def transformed(frame: pd.DataFrame, metric: str, transform: str) -> pd.DataFrame:
+    """``frame`` with ``metric`` as the models see it: unchanged, or its natural log
+    (``transform="log"``: effects that multiply, such as a knob that doubles throughput
+    at every other setting, become additive, as ANOVA assumes).
+
+    >>> f = pd.DataFrame({"w": [1, 2], "tps": [10.0, 100.0]})
+    >>> transformed(f, "tps", "log")["tps"].round(3).tolist()
+    [2.303, 4.605]
+    >>> try:
+    ...     transformed(pd.DataFrame({"tps": [1.0, 0.0]}), "tps", "log")
+    ... except ValueError as exc:
+    ...     print(str(exc)[:61])
+    transform = "log": tps must be positive, but 1 value is <= 0;
+    """
+    if transform == "none" or metric not in frame.columns:
+        return frame
+    if transform != "log":
+        raise ValueError(f'transform = "{transform}": expected "none" or "log"')
+    values = pd.to_numeric(frame[metric], errors="coerce").to_numpy(float)
+    bad = int(np.sum(values <= 0))
+    if bad:
+        raise ValueError(
+            f'transform = "log": {metric} must be positive, but {bad} value'
+            f"{' is' if bad == 1 else 's are'} <= 0; analyse it without the transform"
+        )
+    with np.errstate(invalid="ignore"):
+        logged = np.log(values)
+    return frame.assign(**{metric: logged})
+
+
+def analysed_name(metric: str, transform: str) -> str:
+    """How the analysed quantity is named in reports: ``tps`` or ``log(tps)``.
+
+    >>> analysed_name("tps", "log")
+    'log(tps)'
+    """
+    return f"log({metric})" if transform == "log" else metric
+
+
 @dataclass
 class SweepProgress:
     """What the live display shows: the last step and the batch being measured."""
@@ -92,6 +132,8 @@ class SweepResult:
     warnings: list[str] = field(default_factory=list)
     resources: dict[str, Any] | None = None
     sources: list[str] = field(default_factory=list)  # --from: the files read
+    levels: dict[str, list[Any]] = field(default_factory=dict)  # each parameter's values, in order
+    transform: str = "none"  # "log": the models were fitted to log(PI)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -117,6 +159,7 @@ class SweepResult:
             "warnings": self.warnings,
             "resources": self.resources,
             "sources": self.sources,
+            "transform": self.transform,
         }
 
 
@@ -174,6 +217,10 @@ class SweepRunner:
         )
         self.runner = SettingsRunner(spec, store_path, seed=self.seed, fresh=fresh, monitor=monitor)
         self.on_progress = on_progress
+        self.transform = self.sweep.transform
+
+    def _model_view(self, measured: pd.DataFrame) -> pd.DataFrame:
+        return transformed(measured, self.pi.name, self.transform)
 
     def _pi(self) -> PISpec:
         name = self.sweep.metric
@@ -208,13 +255,13 @@ class SweepRunner:
         reps = self.sweep.repetitions
         while True:
             if len(measured):
-                step = self.design.evaluate(measured)
+                step = self.design.evaluate(self._model_view(measured))
                 if not steps or step != steps[-1]:
                     steps.append(step)
                     recorded.append(step.to_dict())
                     st.store.set_study_value(st.study_id, STEPS_KEY, recorded)
                     self._show(steps)
-            batch = self.design.next_batch(measured)
+            batch = self.design.next_batch(self._model_view(measured))
             if len(batch) == 0:
                 break
             if time.monotonic() >= deadline:
@@ -255,7 +302,7 @@ class SweepRunner:
         summary: Summary | None = None
         if len(measured):
             try:
-                analysis = self.design.analysis(measured)
+                analysis = self.design.analysis(self._model_view(measured))
                 summary = summarise(analysis)
             except ValueError as exc:
                 warnings.append(f"no analysis: {exc}")
@@ -286,4 +333,6 @@ class SweepRunner:
             environment=environment,
             warnings=warnings,
             resources=resources,
+            transform=self.transform,
+            levels={p.name: list(p.values) for p in self.space.parameters},
         )

@@ -26,6 +26,7 @@ Study file (TOML): [study], [benchmark] and [[pi]] as for 'assay run', plus
                   "distribution" | "lhs" | "grid"   start = 0.05  step = 0.05
                   r2 = 0.9  splits = 10  model = "anova" | "mlp" | "linear"
                   max_settings = 500  max_time = 3600  seed = 0  metric = "tps"
+                  transform = "none" | "log"  (fit the models to log(metric))
                   constraints = ["locks < workers", "wh * replicas / cpus <= 25"]
   [sweep.params]  workers = [1, 2, 4, 8, 16]   journal = ["wal", "delete"]
 Each parameter's value fills its {name} placeholder in the benchmark command.
@@ -97,11 +98,12 @@ def offline_sweep(
     paper), compared with the analysis of all of it; ``--against`` adds a second system."""
     from assay.designs.sweep import compare_systems, simulate, summarise
     from assay.spec import PISpec
-    from assay.sweep_runner import SweepResult, stop_reason
+    from assay.sweep_runner import SweepResult, stop_reason, transformed
 
+    transform = "log" if opts.get("log") else "none"
     data = read_results_csv(path, params, metric)
     sim = simulate(
-        data,
+        transformed(data, metric, transform),
         params,
         metric,
         sampler=opts["sampler"] or "random",
@@ -127,13 +129,14 @@ def offline_sweep(
         summary=summarise(sim.analysis),
         trials_total=len(data),
         sources=[path],
+        transform=transform,
     )
     comparison = None
     if opts["against"]:
         other = read_results_csv(opts["against"], params, metric)
         comparison = compare_systems(
-            data,
-            other,
+            transformed(data, metric, transform),
+            transformed(other, metric, transform),
             params,
             metric,
             names=(Path(path).stem, Path(opts["against"]).stem),
@@ -150,6 +153,8 @@ def _overrides(spec: Any, opts: dict[str, Any]) -> Any:
         for k in ("sampler", "start", "step", "r2", "model", "max_settings", "max_time", "seed")
         if opts[k] is not None
     }
+    if opts.get("log"):
+        changes["transform"] = "log"
     if opts["repetitions"] is not None:
         changes["repetitions"] = opts["repetitions"]
     if not changes:
@@ -182,6 +187,11 @@ def _overrides(spec: Any, opts: dict[str, Any]) -> Any:
 @click.option("--start", type=click.FloatRange(0, 1, min_open=True), help="Initial rate (0.05).")
 @click.option("--step", type=click.FloatRange(0, 1, min_open=True), help="Added rate (0.05).")
 @click.option("--r2", type=click.FloatRange(0, 1, min_open=True), help="R² target (0.9).")
+@click.option(
+    "--log",
+    is_flag=True,
+    help="Fit the models to log(metric): for effects that multiply (a departure from the paper).",
+)
 @click.option("--repetitions", type=click.IntRange(min=1), help="Trials per setting (3).")
 @click.option("--max-settings", type=click.IntRange(min=1), help="Budget: settings measured.")
 @click.option("--max-time", type=click.FloatRange(min=0, min_open=True), help="Budget: seconds.")
@@ -286,6 +296,7 @@ def sweep(target: str, **opts: Any) -> None:
             result.pi.name,
             plot,
             result.params[:6],
+            values=result.levels or None,
             title=f"{result.study}: {result.pi.name}",
             unit=result.pi.unit,
         )

@@ -64,6 +64,13 @@ def render_sweep(
     parts: list[Text | Table] = [Text(res.space, style="dim")]
     if res.steps:
         parts.append(steps_table(res.steps, f"{res.study}: {res.pi.name} ({res.pi.unit})"))
+    if res.transform == "log":
+        parts.append(
+            Text(
+                f"analysed on log({res.pi.name}): R², shares of variance and important "
+                f"points are those of log({res.pi.name}) (effects that multiply)"
+            )
+        )
     if res.summary is not None:
         parts.append(Text(res.summary.text))
     if mismatch is not None:
