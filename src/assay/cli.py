@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import sys
@@ -183,7 +184,10 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
         if spec.source_path and spec.source_path.endswith(".toml")
         else f"Resume with: assay run --store {store_path} --name '{spec.study.name}' -- …"
     )
-    with study_errors(err, store_path, resume), progress if not opts["quiet"] else _Null():
+    with (
+        study_errors(err, store_path, resume),
+        progress if not opts["quiet"] else contextlib.nullcontext(),
+    ):
         runner = Runner(
             spec,
             store_path,
@@ -207,14 +211,6 @@ def _with_under_test(spec: Spec, opts: dict[str, Any]) -> Spec:
         return spec
     bench = spec.benchmark.model_copy(update={"under_test": opts["under_test"]})
     return spec.model_copy(update={"benchmark": bench})
-
-
-class _Null:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def _stop_overrides(opts: dict[str, Any]) -> dict[str, Any]:
@@ -446,7 +442,10 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
             if spec.source_path and spec.source_path.endswith(".toml")
             else f"Resume with: assay compare --store {store_path} --study '{spec.study.name}' -- …"
         )
-        with study_errors(err, store_path, how), progress if not opts["quiet"] else _Null():
+        with (
+            study_errors(err, store_path, how),
+            progress if not opts["quiet"] else contextlib.nullcontext(),
+        ):
             runner = CompareRunner(
                 spec,
                 store_path,
@@ -652,7 +651,7 @@ def order(target: str, **opts: Any) -> None:
         resume = "Run the same command again to resume the same schedule."
         with (
             study_errors(err, store_path, resume),
-            progress if not opts["quiet"] else _Null(),
+            progress if not opts["quiet"] else contextlib.nullcontext(),
         ):
             runner = OrderRunner(
                 spec,

@@ -7,6 +7,7 @@ settings" runner, which the lead wires in.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -253,12 +254,12 @@ def run_live(study: str, opts: KnobsOptions, console: Console, err: Console) -> 
         space_from_spec,
         validation_sample,
     )
+    from assay.report.terminal import study_errors
     from assay.runner import StudyError
     from assay.settings_runner import SettingsRunner, SettingsSession
     from assay.spec import load_spec
     from assay.stats.importance import validation_summary
     from assay.stats.objective import parse_objective
-    from assay.store import StoreError
 
     try:
         spec = load_spec(study)
@@ -349,19 +350,12 @@ def run_live(study: str, opts: KnobsOptions, console: Console, err: Console) -> 
             )  # fmt: skip
         return analysis, tune_result, cost
 
-    try:
-        with view if not opts.quiet else _nothing():
-            analysis, tune_result, cost = runner.session(body)
-    except KeyboardInterrupt:
-        err.print(
-            f"\n[yellow]interrupted.[/] Every finished trial is in {store_path}. Run the same "
-            "command again to resume: measured samples are not measured again.",
-            soft_wrap=True,
-        )
-        return 130
-    except (StoreError, StudyError) as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}")
-        return 3
+    resume = "Run the same command again to resume: measured samples are not measured again."
+    with (
+        study_errors(err, store_path, resume),
+        view if not opts.quiet else contextlib.nullcontext(),
+    ):
+        analysis, tune_result, cost = runner.session(body)
     _report(analysis, console, opts, tune=tune_result, cost=cost, tuned_on_model=False)
     return 0
 
@@ -450,14 +444,6 @@ def _tune_live(
         allow_unsafe=cfg.allow_unsafe,
     )
     return result, cost
-
-
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 class _MeasureView:

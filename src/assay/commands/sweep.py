@@ -219,8 +219,7 @@ def sweep(target: str, **opts: Any) -> None:
     """
     from assay.report.export import rows_to_csv, to_json, write_text
     from assay.report.sweep import SweepProgressView, measured_csv_rows, render_sweep
-    from assay.runner import StudyError
-    from assay.store import StoreError
+    from assay.report.terminal import study_errors
 
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 130)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -252,31 +251,23 @@ def sweep(target: str, **opts: Any) -> None:
 
         store_path = Path(opts["store"]) if opts["store"] else spec.store_path()
         progress = SweepProgressView(err)
+        resume = "Run the same command again to continue the sweep where it stopped."
         try:
-            runner = SweepRunner(
-                spec,
-                store_path,
-                fresh=opts["fresh"],
-                monitor=not opts["no_monitor"],
-                on_progress=None if opts["quiet"] else progress.update,
-            )
-            if not opts["quiet"]:
-                err.print(escape(runner.space.describe()), style="dim")
-            with progress if not opts["quiet"] else contextlib.nullcontext():
-                result = runner.run()
-        except KeyboardInterrupt:
-            err.print(
-                f"\n[yellow]interrupted.[/] Every finished trial is in {store_path}. Run the "
-                "same command again to continue the sweep where it stopped.",
-                soft_wrap=True,
-            )
-            sys.exit(130)
-        except ValueError as exc:
+            with study_errors(err, store_path, resume):
+                runner = SweepRunner(
+                    spec,
+                    store_path,
+                    fresh=opts["fresh"],
+                    monitor=not opts["no_monitor"],
+                    on_progress=None if opts["quiet"] else progress.update,
+                )
+                if not opts["quiet"]:
+                    err.print(escape(runner.space.describe()), style="dim")
+                with progress if not opts["quiet"] else contextlib.nullcontext():
+                    result = runner.run()
+        except ValueError as exc:  # the space or the data cannot be analysed as asked
             err.print(f"[red]error:[/] {escape(str(exc))}")
             sys.exit(2)
-        except (StoreError, StudyError) as exc:
-            err.print(f"[red]error:[/] {escape(str(exc))}")
-            sys.exit(3)
     render_sweep(result, console, mismatch, comparison)
     if opts["json_out"]:
         doc = result.as_dict()
