@@ -203,10 +203,7 @@ class CompareRunner(Runner):
         )
         if len(spec.variants) < 2:
             raise ValueError(f"{spec.source_path}: a comparison needs at least two variants")
-        names = [p.name for p in spec.pis]
-        if pi is not None and pi not in names:
-            raise ValueError(f"unknown PI {pi!r}; the study's PIs: {', '.join(names)}")
-        self.pi = next(p for p in spec.pis if p.name == (pi or names[0]))
+        self.pi = spec.pi_named(pi)
         self.seed = seed
         self.fixed_order = fixed_order
         self.on_compare_progress = on_compare_progress

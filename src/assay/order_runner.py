@@ -183,10 +183,7 @@ class OrderRunner(Runner):
         )
         if len(spec.tests) < 2:
             raise ValueError(f"{spec.source_path}: an order experiment needs at least two tests")
-        names = [p.name for p in spec.pis]
-        if pi is not None and pi not in names:
-            raise ValueError(f"unknown PI {pi!r}; the study's PIs: {', '.join(names)}")
-        self.pi: PISpec = next(p for p in spec.pis if p.name == (pi or names[0]))
+        self.pi: PISpec = spec.pi_named(pi)
         order = spec.order or OrderSpec()
         if alpha is not None:
             order = order.model_copy(update={"alpha": alpha})

@@ -481,6 +481,13 @@ class Spec(_Model):
                         f"(PIs: {', '.join(pis)})"
                     )
 
+    def pi_named(self, name: str | None) -> PISpec:
+        """The PI called ``name`` (the first when ``None``); ValueError naming the PIs."""
+        names = [p.name for p in self.pis]
+        if name is not None and name not in names:
+            raise ValueError(f"unknown PI {name!r}; the study's PIs: {', '.join(names)}")
+        return next(p for p in self.pis if p.name == (name or names[0]))
+
     @property
     def knobs_config(self) -> KnobsSpec:
         """The ``[knobs]`` section, defaults filled in."""

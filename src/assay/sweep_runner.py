@@ -198,7 +198,7 @@ class SweepRunner:
         self.sweep: SweepSpec = spec.sweep
         self.store_path = store_path
         self.space: ParameterSpace = space_from_spec(spec)
-        self.pi = self._pi()
+        self.pi = spec.pi_named(self.sweep.metric)
         # a fixed default seed: the same study file samples the same settings
         self.seed = self.sweep.seed or 0
         self.candidates = self.space.settings()
@@ -221,12 +221,6 @@ class SweepRunner:
 
     def _model_view(self, measured: pd.DataFrame) -> pd.DataFrame:
         return transformed(measured, self.pi.name, self.transform)
-
-    def _pi(self) -> PISpec:
-        name = self.sweep.metric
-        if name is None:
-            return self.spec.pis[0]
-        return next(p for p in self.spec.pis if p.name == name)
 
     def run(self) -> SweepResult:
         started_with = 0

@@ -187,6 +187,18 @@ class StateDir:
         tmp.write_text(json.dumps(state, indent=1, sort_keys=True))
         os.replace(tmp, self.file)
 
+    def running(self, server: str, target: str) -> dict[str, Any]:
+        """The saved state of a server that is still alive; else a TargetError saying how
+        to start it."""
+        st = self.load()
+        if not st or not pid_alive(int(st.get("pid", 0))):
+            raise TargetError(
+                f"no {server} server runs for the state directory {self.path}: run "
+                f"'python3 -m assay.targets {target} setup --state {self.path}' first "
+                "(a study's [benchmark] setup does it)"
+            )
+        return st
+
     def clear(self) -> None:
         self.file.unlink(missing_ok=True)
 

@@ -403,14 +403,7 @@ class PostgresTarget(Target):
             raise TargetError(f"pgbench -i (loading the tables) failed: {msg}")
 
     def _running(self) -> dict[str, Any]:
-        st = self.state.load()
-        if not st or not pid_alive(int(st.get("pid", 0))):
-            raise TargetError(
-                f"no PostgreSQL server runs for the state directory {self.state.path}: run "
-                f"'python3 -m assay.targets postgres setup --state {self.state.path}' first "
-                "(a study's [benchmark] setup does it)"
-            )
-        return st
+        return self.state.running("PostgreSQL", "postgres")
 
     def apply(self, knobs: Mapping[str, str]) -> dict[str, str]:
         st = self._running()

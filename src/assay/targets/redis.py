@@ -273,14 +273,7 @@ class RedisTarget(Target):
         )  # fmt: skip
 
     def _running(self) -> dict[str, Any]:
-        st = self.state.load()
-        if not st or not pid_alive(int(st.get("pid", 0))):
-            raise TargetError(
-                f"no Redis server runs for the state directory {self.state.path}: run "
-                f"'python3 -m assay.targets redis setup --state {self.state.path}' first "
-                "(a study's [benchmark] setup does it)"
-            )
-        return st
+        return self.state.running("Redis", "redis")
 
     def apply(self, knobs: Mapping[str, str]) -> dict[str, str]:
         st = self._running()
