@@ -71,6 +71,8 @@ def main() -> None:
           f"{'run CV%':>8} {'wall s':>7}")  # fmt: skip
     for ex in args.examples:
         spec = load_spec(ex)
+        if spec.sweep is not None or spec.knob_specs:
+            continue  # sweeps and knob studies vary settings: no single study mean to repeat
         means: dict[str, list[float]] = {}
         trial_cvs: dict[str, list[float]] = {}
         walls: list[float] = []

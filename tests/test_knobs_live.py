@@ -111,3 +111,24 @@ def test_study_without_knobs_is_refused(tmp_path: Path) -> None:
     res = CliRunner().invoke(main, ["knobs", str(p)])
     assert res.exit_code == 2
     assert "no [[knob]] entries" in res.stderr
+
+
+def test_assay_run_on_a_knob_study_points_to_assay_knobs(tmp_path: Path) -> None:
+    study = tmp_path / "knobs.toml"
+    study.write_text(STUDY.format(py=sys.executable))
+    res = CliRunner().invoke(main, ["run", str(study)])
+    assert res.exit_code == 2, res.output
+    assert "run it with 'assay knobs" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_runner_names_a_placeholder_left_without_a_value(tmp_path: Path) -> None:
+    import pytest
+
+    from assay.runner import Runner, StudyError
+    from assay.spec import load_spec
+
+    study = tmp_path / "knobs.toml"
+    study.write_text(STUDY.format(py=sys.executable))
+    spec = load_spec(study)
+    with pytest.raises(StudyError, match=r"no value for placeholder '\{a\}'"):
+        Runner(spec, spec.store_path(), measure_overhead=False, monitor=False).run()

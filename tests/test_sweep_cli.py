@@ -275,3 +275,10 @@ def test_unknown_transform_names_the_field(tmp_path: Path) -> None:
     res = CliRunner().invoke(main, ["sweep", str(study), "-q", "--no-monitor"])
     assert res.exit_code == 2
     assert "transform" in res.output and "Traceback" not in res.output
+
+
+def test_assay_run_on_a_sweep_study_points_to_assay_sweep(tmp_path: Path) -> None:
+    study = _study(tmp_path)
+    res = CliRunner().invoke(main, ["run", str(study)])
+    assert res.exit_code == 2, res.output
+    assert "run it with 'assay sweep" in res.stderr and "Traceback" not in res.stderr

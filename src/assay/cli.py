@@ -174,6 +174,16 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
                 f"{spec.source_path}: this study lists [[test]]s for the ordering trap; run "
                 f"it with 'assay order {spec.source_path}'"
             )
+        if spec.sweep is not None:
+            raise SpecError(
+                f"{spec.source_path}: this study sweeps a parameter space ([sweep]); run it "
+                f"with 'assay sweep {spec.source_path}'"
+            )
+        if spec.knob_specs:
+            raise SpecError(
+                f"{spec.source_path}: this study samples [[knob]]s; run it with "
+                f"'assay knobs {spec.source_path}'"
+            )
     except SpecError as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}")
         sys.exit(2)

@@ -491,7 +491,13 @@ class Runner:
         """One trial of ``command`` (default: the benchmark's) with ``env`` laid over the
         benchmark's; ``setting`` is what the store records (default: ``values``)."""
         b = self.spec.benchmark
-        argv = render_argv(b.command if command is None else command, values)
+        try:
+            argv = render_argv(b.command if command is None else command, values)
+        except KeyError as exc:  # a design that left a placeholder without a value
+            raise StudyError(
+                f"{self.spec.source_path}: {exc.args[0]} in the benchmark command; give it a "
+                "value in [params] (or run the study with the command its sections are for)"
+            ) from None
         self._record_running(argv)
         monitor = self._monitor
         if monitor is not None:
