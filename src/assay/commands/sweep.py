@@ -46,17 +46,15 @@ def read_results_csv(path: str | Path, params: list[str], metric: str) -> pd.Dat
     import numpy as np
     import pandas as pd
 
+    from assay.report.csvdata import read_csv_frame
+
     p = Path(path)
-    try:
-        if not p.is_file():
-            raise SweepDataError(f"{p}: no such file" if not p.exists() else f"{p}: not a file")
-        frame = pd.read_csv(p, skipinitialspace=True)
-    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise SweepDataError(
-            f"{p}: cannot read it as CSV ({exc}); expected a header row naming the "
-            "parameters and the metric, then one row per measured trial or setting"
-        ) from None
-    frame.columns = [str(c) for c in frame.columns]
+    frame = read_csv_frame(
+        p,
+        SweepDataError,
+        expected="a header row naming the parameters and the metric, then one row per "
+        "measured trial or setting",
+    )
     for name in [*params, metric]:
         if name not in frame.columns:
             role = "--metric" if name == metric else "--params"

@@ -412,18 +412,16 @@ def read_samples_csv(
     import numpy as np
     import pandas as pd
 
+    from assay.report.csvdata import read_csv_frame
+
     p = Path(path)
-    try:
-        frame = pd.read_csv(p, skipinitialspace=True)
-    except FileNotFoundError:
-        raise SamplesError(f"{p}: no such samples file") from None
-    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise SamplesError(
-            f"{p}: cannot read it as CSV ({exc}); expected a header row with knob and PI "
-            "column names, then one row per measured setting"
-        ) from None
-    columns = [str(c) for c in frame.columns]
-    frame.columns = columns
+    frame = read_csv_frame(
+        p,
+        SamplesError,
+        noun="samples file",
+        expected="a header row with knob and PI column names, then one row per measured setting",
+    )
+    columns = list(frame.columns)
     pis = list(dict.fromkeys([*metrics, *extra]))
     for name in [*pis, *knobs]:
         if name not in columns:
