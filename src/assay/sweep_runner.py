@@ -14,6 +14,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,10 +43,11 @@ def measured_settings(
     trials: Sequence[TrialRecord],
     params: Sequence[str],
     pi: PISpec,
-    candidates: pd.DataFrame,
+    inside: AbstractSet[str],
 ) -> pd.DataFrame:
-    """The settings of ``candidates`` measured so far, one row each, with ``pi``'s mean
-    over their successful repetitions (NaN when every repetition failed).
+    """The settings measured so far whose :func:`setting_key` is in ``inside`` (the
+    space's), one row each, with ``pi``'s mean over their successful repetitions (NaN
+    when every repetition failed).
 
     Trials of settings outside the space (the space was changed) are left out.
     """
@@ -53,7 +55,6 @@ def measured_settings(
     if table.empty:
         return pd.DataFrame(columns=[*params, pi.name])
     means = table.groupby(list(params), sort=False, dropna=False)[pi.name].mean().reset_index()
-    inside = {setting_key(r) for r in candidates[list(params)].to_dict("records")}
     keep = [setting_key(r) in inside for r in means[list(params)].to_dict("records")]
     return means[keep].reset_index(drop=True)
 
@@ -203,6 +204,8 @@ class SweepRunner:
         self.seed = self.sweep.seed or 0
         self.candidates = self.space.settings()
         self.params = [str(c) for c in self.candidates.columns]
+        # computed once: every step checks the measured settings against the space
+        self.keys = frozenset(setting_key(r) for r in self.candidates.to_dict("records"))
         self.design = IncrementalSampling(
             self.candidates,
             sampler=self.sweep.sampler,
@@ -241,7 +244,7 @@ class SweepRunner:
         stored = st.store.study_value(st.study_id, STEPS_KEY) or []
         steps: list[StepResult] = []
         recorded = [dict(s) for s in stored]
-        measured = measured_settings(session.trials, self.params, self.pi, self.candidates)
+        measured = measured_settings(session.trials, self.params, self.pi, self.keys)
         elapsed = sum(t.duration or 0.0 for t in session.trials)
         budget = math.inf if self.sweep.max_time is None else self.sweep.max_time
         deadline = time.monotonic() + max(0.0, budget - elapsed)
@@ -267,7 +270,7 @@ class SweepRunner:
                 self._show(steps, p)
 
             session.measure(settings, reps, deadline=deadline, on_progress=progress)
-            measured = measured_settings(session.trials, self.params, self.pi, self.candidates)
+            measured = measured_settings(session.trials, self.params, self.pi, self.keys)
         return self._result(session.trials, steps, measured, timed_out, st.environment)
 
     def _show(self, steps: list[StepResult], p: SettingsProgress | None = None) -> None:
