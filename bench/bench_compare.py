@@ -8,9 +8,9 @@ Two variants, A (mean 1) and B (mean ``1 + d``, so A is faster when ``d > 0``), 
 give one reading per round in interleaved cycles; the noise has a standard deviation
 of 5 % of each variant's mean, i.i.d. or AR(1) with phi = 0.5 along each variant's
 own rounds.  For every repetition the *live loop's own decision code* runs after each
-cycle, exactly as :class:`assay.compare_runner.CompareRunner` calls it:
+cycle, exactly as :class:`assay.studies.compare.CompareRunner` calls it:
 :func:`assay.designs.compare.compare_pi` on the readings so far (the same arguments
-``compare_trials`` passes) and then :func:`assay.compare_runner.decide_comparison`
+``compare_trials`` passes) and then :func:`assay.studies.compare.decide_comparison`
 (the ``min_samples`` rule, then :func:`assay.designs.compare.compare_decision`).
 Nothing is executed: the readings are drawn from the model.
 
@@ -54,10 +54,10 @@ from scipy import stats
 from scipy.signal import lfilter
 
 try:
-    import assay.compare_runner as compare_runner
+    import assay.studies.compare as compare_study
 except ModuleNotFoundError:  # a checkout without `pip install -e .`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-    import assay.compare_runner as compare_runner
+    import assay.studies.compare as compare_study
 
 from assay.designs.compare import compare_decision, compare_pi
 from assay.execute.environment import cpu_model, usable_cores
@@ -105,15 +105,15 @@ def streams(model: str, diff: float, budget: int, seed: int) -> tuple[FloatArray
 @contextmanager
 def rule(name: str) -> Iterator[None]:
     """Make the live ``decide_comparison`` use the sequential rule ``name``."""
-    saved = compare_runner.compare_decision
+    saved = compare_study.compare_decision
     if name != "looks":  # "looks" is compare_decision's default: the live code as it is
-        compare_runner.compare_decision = functools.partial(  # type: ignore[assignment]
+        compare_study.compare_decision = functools.partial(  # type: ignore[assignment]
             compare_decision, sequential=name
         )
     try:
         yield
     finally:
-        compare_runner.compare_decision = saved  # type: ignore[assignment]
+        compare_study.compare_decision = saved  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ def sequential(spec: Spec, a: FloatArray, b: FloatArray) -> Outcome:
             max_autocorrelation=stop.max_autocorrelation,
             samples_per_round={"A": 1.0, "B": 1.0},
         )
-        d = compare_runner.decide_comparison(
+        d = compare_study.decide_comparison(
             comp, spec, cycles=c, trials=2 * c, failed=0, elapsed=0.0
         )
         if d.done:

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from assay.designs.sweep import Analysis, IncrementalSampling, analyse, mismatch, simulate
-from assay.sweep_runner import transformed
+from assay.studies.sweep import transformed
 
 
 def describe(a: Analysis) -> str:

@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from assay.cli import main
-from assay.compare_runner import SCHEDULE_KEY, CompareRunner
 from assay.designs.compare import interleaved_schedule
 from assay.spec import SpecError, load_spec, parse_spec_text
 from assay.store import Store
+from assay.studies.compare import SCHEDULE_KEY, CompareRunner
 
 DATA = Path(__file__).parent / "data"
 

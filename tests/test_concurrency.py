@@ -267,8 +267,8 @@ READER = textwrap.dedent(
 
 def _run_in_process(study: Path) -> dict[str, Any]:
     """Run a study to its end here (no interpreter start-up); its JSON result."""
-    from assay.runner import Runner
     from assay.spec import load_spec
+    from assay.studies.run import Runner
 
     cwd = Path.cwd()
     os.chdir(study.parent)  # the study's store and pid file are relative to it

@@ -1,4 +1,4 @@
-"""Reading hyperfine, pyperf and Assay results (assay.report.imports)."""
+"""Reading hyperfine, pyperf and Assay results (assay.importers.results)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from assay.report.imports import (
+from assay.importers.results import (
     ResultFileError,
     detect_format,
     parse_assay,

@@ -1,6 +1,6 @@
 """Hostile and malformed files for ``assay compare --from`` (issue #8, bad input).
 
-Every file fed to :mod:`assay.report.imports` either reads as results whose samples and
+Every file fed to :mod:`assay.importers.results` either reads as results whose samples and
 summaries are all finite, or fails with one :class:`ResultFileError` whose message starts
 with the file's path; through the CLI, every bad file ends in exit status 2 and one
 ``error:`` paragraph naming the file, never a traceback. NaN, Infinity and numbers beyond
@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from assay.cli import main
-from assay.report import imports
-from assay.report.imports import ImportedResult, ResultFileError, read_result_file
+from assay.importers import results as imports
+from assay.importers.results import ImportedResult, ResultFileError, read_result_file
 
 DATA = Path(__file__).parent / "data"
 FIXTURES = {

@@ -15,7 +15,7 @@ After every kill the study is resumed by running the same command again. When th
 are done a last run finishes the study, and the store is checked: ``PRAGMA
 integrity_check`` is ``ok``; the trials are exactly seqs 0..N-1, once each; every trial
 seen committed after any kill is still there unchanged; and the analysis
-(``assay.runner.analyse``, and the CLI's ``--json`` result) equals that of an
+(``assay.studies.run.analyse``, and the CLI's ``--json`` result) equals that of an
 uninterrupted run of the same study.
 
 Deterministic readings: each trial's benchmark counts the study's committed trials in
@@ -247,10 +247,10 @@ def stored_trials(store: Path) -> dict[int, tuple[int, bytes]]:
 
 
 def analysis_of(study: Path) -> list[dict[str, Any]]:
-    """The analysis of the stored trials, as ``assay.runner.analyse`` gives it."""
-    from assay.runner import analyse
+    """The analysis of the stored trials, as ``assay.studies.run.analyse`` gives it."""
     from assay.spec import load_spec
     from assay.store import Store
+    from assay.studies.run import analyse
 
     spec = load_spec(study)
     with Store(spec.store_path()) as st:

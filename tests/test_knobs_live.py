@@ -124,8 +124,8 @@ def test_assay_run_on_a_knob_study_points_to_assay_knobs(tmp_path: Path) -> None
 def test_runner_names_a_placeholder_left_without_a_value(tmp_path: Path) -> None:
     import pytest
 
-    from assay.runner import Runner, StudyError
     from assay.spec import load_spec
+    from assay.studies.run import Runner, StudyError
 
     study = tmp_path / "knobs.toml"
     study.write_text(STUDY.format(py=sys.executable))

@@ -29,9 +29,9 @@ from assay.execute.monitor import (
     series_from_counters,
     summarize,
 )
-from assay.runner import Runner
 from assay.spec import SpecError, load_spec, parse_spec_text
 from assay.store import Store
+from assay.studies.run import Runner
 
 BUSY = "import time\nt = time.perf_counter()\nwhile time.perf_counter() - t < {s}: pass"
 

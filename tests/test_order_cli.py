@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from assay.cli import main
-from assay.order_runner import SCHEDULE_KEY, OrderPlan
-from assay.report.order import OrderDataError, read_trials_csv
+from assay.importers.order import OrderDataError, read_trials_csv
 from assay.spec import SpecError, parse_spec_text
+from assay.studies.order import SCHEDULE_KEY, OrderPlan
 
 DATA = Path(__file__).parent / "data"
 

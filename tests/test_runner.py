@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from assay.cli import main
-from assay.runner import Runner
 from assay.spec import load_spec
+from assay.studies.run import Runner
 
 UNIT_STUDY = """
 [study]

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from assay.settings_runner import (
+from assay.spec import parse_spec_data
+from assay.store import Store
+from assay.studies.settings import (
     SettingsRunner,
     SettingsSession,
     pending_trials,
     setting_means,
     trials_table,
 )
-from assay.spec import parse_spec_data
-from assay.store import Store
 
 SCRIPT = (
     "import sys; a, b = int(sys.argv[1]), sys.argv[2]; "

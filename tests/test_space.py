@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 from assay.designs.constraints import ConstraintError
 from assay.designs.samplers import SAMPLERS, make_sampler
-from assay.designs.space import Parameter, ParameterSpace, SpaceError, space_from_spec
+from assay.designs.space import Parameter, ParameterSpace, SpaceError
 from assay.spec import SpecError, SweepSampler, parse_spec_text
+from assay.studies.sweep import space_from_spec
 
 
 def test_parameter_kinds_and_order() -> None:

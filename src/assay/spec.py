@@ -27,11 +27,14 @@ import hashlib
 import json
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from assay.template import placeholders
+
+if TYPE_CHECKING:
+    from assay.designs.space import ParameterSpace
 
 
 class SpecError(ValueError):
@@ -312,6 +315,20 @@ class SweepSpec(_Model):
                 raise ValueError(f"{name}: {str(exc).split(': ', 1)[-1]}") from None
         return v
 
+    def space(self) -> ParameterSpace:
+        """The parameter space: the grid of ``params`` less the settings that break a
+        constraint.  Constraint errors name the field (``sweep.constraints[1]``).
+
+        >>> SweepSpec(params={"workers": [1, 2, 4], "locks": [1, 2]},
+        ...           constraints=["locks < workers"]).space().size
+        3
+        """
+        from assay.designs.space import Parameter, ParameterSpace
+
+        params = [Parameter(name, values) for name, values in self.params.items()]
+        where = [f"sweep.constraints[{i}]" for i in range(len(self.constraints))]
+        return ParameterSpace(params, self.constraints, self.repetitions, constraint_where=where)
+
 
 class StopSpec(_Model):
     """When a run-until-CI study (or a comparison) is done."""
@@ -393,7 +410,6 @@ class Spec(_Model):
 
     def _check_sweep(self, known: set[str]) -> None:
         from assay.designs.constraints import ConstraintError
-        from assay.designs.space import space_from_spec
 
         assert self.sweep is not None
         both = sorted(set(self.sweep.params) & known)
@@ -407,7 +423,7 @@ class Spec(_Model):
             known_pis = ", ".join(p.name for p in self.pis)
             raise ValueError(f"sweep.metric: {metric!r} is not a [[pi]] (known: {known_pis})")
         try:
-            space_from_spec(self)
+            self.sweep.space()
         except ConstraintError as exc:
             raise ValueError(str(exc)) from None
 

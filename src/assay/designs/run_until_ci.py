@@ -2,7 +2,7 @@
 confidence interval is as narrow as asked, or the budget is spent.
 
 This module is pure: it turns the data of finished rounds into per-PI results and a
-decision. The runner (``assay.runner``) executes trials and stores them.
+decision. The study loop (``assay.studies.run``) executes trials and stores them.
 
 Per PI, the method follows Pilot:
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -37,10 +37,7 @@ from assay.designs.constraints import (
     parse_constraint,
 )
 
-if TYPE_CHECKING:
-    from assay.spec import Spec
-
-__all__ = ["MAX_GRID", "Parameter", "ParameterSpace", "SpaceError", "space_from_spec"]
+__all__ = ["MAX_GRID", "Parameter", "ParameterSpace", "SpaceError"]
 
 #: Largest full grid that :meth:`ParameterSpace.settings` will enumerate.
 MAX_GRID = 50_000_000
@@ -319,31 +316,3 @@ class ParameterSpace:
             f"ParameterSpace({', '.join(self.names)}; grid {self.grid_size:,}, "
             f"{len(self.constraints)} constraints, repetitions={self.repetitions})"
         )
-
-
-def space_from_spec(spec: Spec) -> ParameterSpace:
-    """The parameter space of a study file's ``[sweep]`` section.
-
-    Constraint errors name the field (``sweep.constraints[1]``).
-
-    >>> from assay.spec import parse_spec_text
-    >>> spec = parse_spec_text('''
-    ... [study]
-    ... name = "s"
-    ... [benchmark]
-    ... command = ["echo", "{workers}", "{locks}"]
-    ... [sweep]
-    ... constraints = ["locks < workers"]
-    ... [sweep.params]
-    ... workers = [1, 2, 4]
-    ... locks = [1, 2]
-    ... ''')
-    >>> space_from_spec(spec).size
-    3
-    """
-    sweep = spec.sweep
-    if sweep is None:
-        raise SpaceError(f"{spec.source_path or 'the study file'}: has no [sweep] section")
-    params = [Parameter(name, values) for name, values in sweep.params.items()]
-    where = [f"sweep.constraints[{i}]" for i in range(len(sweep.constraints))]
-    return ParameterSpace(params, sweep.constraints, sweep.repetitions, constraint_where=where)

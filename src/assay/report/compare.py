@@ -15,10 +15,11 @@ from rich.text import Text
 
 from assay.report.format import format_duration, format_estimate, format_percent
 from assay.report.terminal import LiveLine, footer_lines
+from assay.studies.compare import variant_rows
 
 if TYPE_CHECKING:
-    from assay.compare_runner import CompareProgress, CompareResult
     from assay.designs.compare import PIComparison
+    from assay.studies.compare import CompareProgress, CompareResult
 
 CSV_FIELDS = [
     "study",
@@ -64,85 +65,6 @@ def format_relative(rel: float, low: float, high: float) -> str:
         return f"{x * 100:+.1f}%" if math.isfinite(x) else ("-∞" if x < 0 else "+∞")
 
     return f"{pct(rel)} [{pct(low)}, {pct(high)}]"
-
-
-def variant_rows(c: PIComparison) -> list[dict[str, Any]]:
-    """One dict per variant, best first: estimate, relative difference to the best,
-    and the tests against the variant ranked just above (the pair the decision rests on)."""
-    r = c.ranking
-    rows: list[dict[str, Any]] = []
-    for i, name in enumerate(r.order):
-        v = r.variants.get(name)
-        row: dict[str, Any] = {"rank": i + 1, "variant": name, "unit": c.unit}
-        row["direction"] = c.direction
-        if v is not None:
-            row.update(
-                mean=v.mean,
-                low=v.ci.low,
-                high=v.ci.high,
-                half_width=v.ci.half_width,
-                relative_half_width=v.ci.relative_half_width,
-                confidence=v.ci.confidence,
-                n_samples=v.n,
-                subsession_size=v.subsession_size,
-                n_raw=v.n_raw,
-            )
-        else:
-            row["problem"] = r.problems.get(name, "")
-        to_best = c.to_best.get(name)
-        if to_best is not None:
-            w = to_best.welch
-            row.update(
-                relative_to_best=w.relative,
-                relative_to_best_low=w.rel_low,
-                relative_to_best_high=w.rel_high,
-            )
-        if i == 0:
-            row["verdict"] = "best" if v is not None else "undecided"
-        else:
-            pair = r.pairs[i - 1]
-            row["verdict"] = pair.status
-            if pair.comparison is not None:
-                comp = pair.comparison
-                row.update(
-                    vs_previous_welch_p=comp.welch.p_value,
-                    vs_previous_mann_whitney_p=comp.mann_whitney_p,
-                    vs_previous_hedges_g=abs(comp.hedges_g),
-                )
-            if not pair.decided:
-                row.update(extra_samples_previous=pair.extra_better, extra_samples=pair.extra_worse)
-                if pair.note:
-                    row["note"] = pair.note
-        rows.append(row)
-    return rows
-
-
-def comparison_dict(c: PIComparison) -> dict[str, Any]:
-    """The JSON form of one PI's comparison."""
-    return {
-        "pi": c.name,
-        "unit": c.unit,
-        "direction": c.direction,
-        "method": c.method,
-        "alpha": c.ranking.alpha,
-        "confidence": c.ranking.confidence,
-        "decided": c.ranking.decided,
-        "order": list(c.ranking.order),
-        "variants": variant_rows(c),
-        "pairs": [
-            {
-                "better": p.better,
-                "worse": p.worse,
-                "status": p.status,
-                "welch_p": None if p.comparison is None else p.comparison.welch.p_value,
-                "extra_samples_better": p.extra_better,
-                "extra_samples_worse": p.extra_worse,
-                "note": p.note,
-            }
-            for p in c.ranking.pairs
-        ],
-        "samples_per_round": c.samples_per_round,
-    }
 
 
 def csv_rows(res: CompareResult) -> list[dict[str, Any]]:

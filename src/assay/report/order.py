@@ -7,7 +7,6 @@ the test behind it and its p-value against the Bonferroni threshold.
 
 from __future__ import annotations
 
-import csv
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,10 +20,11 @@ from assay.report.compare import format_p
 from assay.report.export import rows_to_csv
 from assay.report.format import _decimals, _scale_time, format_duration
 from assay.report.terminal import LiveLine, footer_lines
-from assay.stats.order import ORDER_COLUMNS, MedianCI, TestOrderResult
+from assay.stats.order import ORDER_COLUMNS, MedianCI
+from assay.studies.order import method_text, order_row
 
 if TYPE_CHECKING:
-    from assay.order_runner import OrderProgress, OrderResult
+    from assay.studies.order import OrderProgress, OrderResult
 
 CSV_FIELDS = [
     "study",
@@ -58,227 +58,9 @@ CSV_FIELDS = [
 ]
 
 
-class OrderDataError(ValueError):
-    """A ``--from`` trials file is unusable; the message names the file, the line or
-    column, and what was expected."""
-
-
-_EXPECTED = (
-    "expected columns test (name), order (fixed or random), run (run id), position "
-    "(integer position of the trial in its run) and value (a number)"
-)
-
-
-def read_trials_csv(path: str | Path) -> pd.DataFrame:
-    """Read a trials CSV (columns ``test, order, run, position, value``; others ignored).
-
-    Raises :class:`OrderDataError` naming the file, the line and column, and what was
-    expected, on the first problem; every run must hold one kind of order, every
-    ``(run, position)`` one trial, and both kinds must be present.
-
-    >>> import tempfile, os
-    >>> p = os.path.join(tempfile.mkdtemp(), "t.csv")
-    >>> _ = open(p, "w").write("test,order,run,position,value\\na,fixed,0,0,1.5\\n"
-    ...                        "a,random,1,0,1.7\\n")
-    >>> read_trials_csv(p)["value"].tolist()
-    [1.5, 1.7]
-    """
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise OrderDataError(f"{p}: no such file") from None
-    except UnicodeDecodeError:
-        raise OrderDataError(f"{p}: not a UTF-8 text file: {_EXPECTED}") from None
-    except OSError as exc:
-        raise OrderDataError(f"{p}: cannot read the file: {exc}") from None
-    try:
-        return _parse_trials(p, text)
-    except csv.Error as exc:
-        raise OrderDataError(f"{p}: not a readable CSV file ({exc}): {_EXPECTED}") from None
-
-
-def _parse_trials(p: Path, text: str) -> pd.DataFrame:
-    if "\x00" in text:
-        raise OrderDataError(f"{p}: contains NUL bytes; not a CSV text file: {_EXPECTED}")
-    reader = csv.reader(text.splitlines())
-    header = next(reader, None)
-    while header is not None and not any(h.strip() for h in header):
-        header = next(reader, None)
-    if header is None:
-        raise OrderDataError(f"{p}: empty file: {_EXPECTED}")
-    names = [h.strip().lower() for h in header]
-    dup = sorted({n for n in names if n and names.count(n) > 1})
-    if dup:
-        raise OrderDataError(f"{p}: column {dup[0]!r} appears twice in the header: {_EXPECTED}")
-    missing = [c for c in ORDER_COLUMNS if c not in names]
-    if missing:
-        found = ", ".join(h for h in names if h) or "none"
-        raise OrderDataError(
-            f"{p}: missing column{'s' if len(missing) > 1 else ''} "
-            f"{', '.join(repr(m) for m in missing)}: {_EXPECTED} (found: {found})"
-        )
-    at = {c: names.index(c) for c in ORDER_COLUMNS}
-    rows: list[tuple[str, str, str, int, float]] = []
-    slots: dict[tuple[str, int], int] = {}
-    kinds: dict[str, tuple[str, int]] = {}
-    for fields in reader:
-        line = reader.line_num
-        if not any(f.strip() for f in fields):
-            continue  # blank line
-        if len(fields) != len(names):
-            raise OrderDataError(
-                f"{p}: line {line}: expected {len(names)} fields like the header, found "
-                f"{len(fields)}"
-            )
-        test = fields[at["test"]].strip()
-        if not test:
-            raise OrderDataError(f"{p}: line {line}: column 'test': empty; expected a test name")
-        order = fields[at["order"]].strip().lower()
-        if order not in ("fixed", "random"):
-            raise OrderDataError(
-                f"{p}: line {line}: column 'order': expected 'fixed' or 'random' "
-                f"(got {fields[at['order']]!r})"
-            )
-        run = fields[at["run"]].strip()
-        if not run:
-            raise OrderDataError(f"{p}: line {line}: column 'run': empty; expected a run id")
-        position = _int(fields[at["position"]])
-        if position is None:
-            raise OrderDataError(
-                f"{p}: line {line}: column 'position': expected an integer >= 0 (the trial's "
-                f"position in its run), got {fields[at['position']]!r}"
-            )
-        value = _float(fields[at["value"]])
-        if value is None:
-            raise OrderDataError(
-                f"{p}: line {line}: column 'value': expected a finite number, got "
-                f"{fields[at['value']]!r}"
-            )
-        first = kinds.setdefault(run, (order, line))
-        if first[0] != order:
-            raise OrderDataError(
-                f"{p}: line {line}: column 'order': run {run!r} is {first[0]} at line "
-                f"{first[1]} but {order} here; every run has one kind of order"
-            )
-        other = slots.setdefault((run, position), line)
-        if other != line:
-            raise OrderDataError(
-                f"{p}: line {line}: run {run!r} already has a trial at position {position} "
-                f"(line {other}); every position of a run holds one trial"
-            )
-        rows.append((test, order, run, position, value))
-    if not rows:
-        raise OrderDataError(f"{p}: no trials after the header: {_EXPECTED}")
-    present = {r[1] for r in rows}
-    for kind in ("fixed", "random"):
-        if kind not in present:
-            raise OrderDataError(
-                f"{p}: column 'order': no {kind}-order trials; the ordering trap compares "
-                "fixed-order runs with random-order runs, so both are needed"
-            )
-    return pd.DataFrame(rows, columns=list(ORDER_COLUMNS))
-
-
-def _int(text: str) -> int | None:
-    t = text.strip()
-    if not t.isascii() or not t.isdigit():
-        return None
-    return int(t)
-
-
-def _float(text: str) -> float | None:
-    try:
-        x = float(text.strip())
-    except ValueError:
-        return None
-    return x if math.isfinite(x) else None
-
-
 def trials_csv(table: pd.DataFrame) -> str:
     """The trials table in the ``--from`` format (one row per successful trial)."""
     return rows_to_csv(list(ORDER_COLUMNS), table.to_dict("records"))
-
-
-def _ci(ci: MedianCI | None, prefix: str) -> dict[str, Any]:
-    if ci is None:
-        return {}
-    return {prefix: ci.median, f"{prefix}_low": ci.low, f"{prefix}_high": ci.high}
-
-
-def order_row(r: TestOrderResult, threshold: float) -> dict[str, Any]:
-    """One test's figures, as JSON and CSV give them."""
-    row: dict[str, Any] = {"test": r.test}
-    c = r.comparison
-    if c is not None:
-        row.update(
-            n_fixed=c.n_fixed,
-            n_random=c.n_random,
-            mean_fixed=c.mean_fixed,
-            mean_random=c.mean_random,
-            delta_percent=c.delta_percent,
-            **_ci(c.median_fixed, "median_fixed"),
-            **_ci(c.median_random, "median_random"),
-            confidence=c.median_fixed.confidence,
-            median_fixed_coverage=c.median_fixed.coverage,
-            median_random_coverage=c.median_random.coverage,
-            kruskal_h=c.kruskal_h,
-            kruskal_p=c.kruskal_p,
-            mann_whitney_u=c.mann_whitney_u,
-            mann_whitney_p=c.mann_whitney_p,
-        )
-    row.update(
-        p_value=r.p_value,
-        threshold=threshold,
-        order_matters=r.significant,
-        drift_rho=r.drift_random.rho,
-        drift_p=r.drift_random.p_value,
-        drift_n=r.drift_random.n,
-        drift_fixed_rho=r.drift_fixed.rho,
-        drift_fixed_p=r.drift_fixed.p_value,
-        drift_fixed_n=r.drift_fixed.n,
-        note=r.note,
-    )
-    return row
-
-
-_TEST_NAMES = {"kruskal": "Kruskal-Wallis H", "mann-whitney": "Mann-Whitney U"}
-
-
-def method_text(res: OrderResult) -> str:
-    a = res.analysis
-    conf = f"{a.confidence:.0%}"
-    other = "Mann-Whitney U" if a.test == "kruskal" else "Kruskal-Wallis H"
-    return (
-        f"per test, fixed-order vs random-order trials of {res.pi}: {_TEST_NAMES[a.test]} "
-        f"(decides) and {other}, two-sided; Bonferroni over the {a.tested} tests at alpha "
-        f"{a.alpha:g}; Δ% = (mean fixed - mean random) / mean fixed; medians with "
-        f"distribution-free order-statistic CIs at {conf} (binomial); n (f/r): fixed/random "
-        f"trials; drift: {a.drift_method} correlation of the result with its position in the "
-        "random-order runs"
-    )
-
-
-def order_dict(res: OrderResult) -> dict[str, Any]:
-    """The JSON form of the analysis (the execution part is added by the result)."""
-    a = res.analysis
-    return {
-        "pi": res.pi,
-        "unit": res.unit,
-        "direction": res.direction,
-        "method": method_text(res),
-        "verdict": a.verdict(),
-        "order_matters": a.order_matters,
-        "flagged": a.flagged,
-        "drifting": a.drifting,
-        "alpha": a.alpha,
-        "threshold": a.threshold,
-        "tested": a.tested,
-        "test": a.test,
-        "confidence": a.confidence,
-        "drift_method": a.drift_method,
-        "tests": [order_row(r, a.threshold) for r in a.results],
-    }
 
 
 def csv_rows(res: OrderResult) -> list[dict[str, Any]]:

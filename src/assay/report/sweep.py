@@ -13,8 +13,8 @@ from assay.report.format import format_duration
 from assay.report.terminal import LiveLine, footer_lines
 
 if TYPE_CHECKING:
-    from assay.designs.sweep import Mismatch, StepResult, SystemComparison
-    from assay.sweep_runner import SweepProgress, SweepResult
+    from assay.designs.sweep import Mismatch, StepResult
+    from assay.studies.sweep import SweepProgress, SweepResult
 
 
 def _r2(x: float) -> str:
@@ -53,14 +53,10 @@ def mismatch_lines(m: Mismatch) -> list[str]:
     ]
 
 
-def render_sweep(
-    res: SweepResult,
-    console: Console,
-    mismatch: Mismatch | None = None,
-    comparison: SystemComparison | None = None,
-) -> None:
+def render_sweep(res: SweepResult, console: Console) -> None:
     """The steps, the summary (significant parameters, important points, the
     recommendation), the stopping reason and the footer."""
+    mismatch, comparison = res.mismatch, res.comparison
     parts: list[Text | Table] = [Text(res.space, style="dim")]
     if res.steps:
         parts.append(steps_table(res.steps, f"{res.study}: {res.pi.name} ({res.pi.unit})"))

@@ -2,44 +2,19 @@
 
 from __future__ import annotations
 
-import contextlib
 import math
-import sys
 import time
-from collections.abc import Iterator, Mapping
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Self
 
 from rich.console import Console, Group
 from rich.live import Live
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from assay.execute.overhead import LaunchOverhead
 from assay.report.format import format_duration, format_estimate, format_percent
-from assay.runner import Progress, StudyError, StudyResult
-from assay.store import StoreError
-
-
-@contextlib.contextmanager
-def study_errors(err: Console, store_path: Path | str, resume: str) -> Iterator[None]:
-    """How every study command ends when it cannot finish.
-
-    Ctrl-C: where the finished trials are and ``resume`` (how to go on), exit 130; a
-    store or study error: its one-paragraph message, exit 3.
-    """
-    try:
-        yield
-    except KeyboardInterrupt:
-        err.print(
-            f"\n[yellow]interrupted.[/] Every finished trial is in {store_path}. {resume}",
-            soft_wrap=True,  # no hard line breaks inside the store path or resume command
-        )
-        sys.exit(130)
-    except (StoreError, StudyError) as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}")
-        sys.exit(3)
+from assay.studies.run import Progress, StudyResult
 
 
 class LiveLine:

@@ -14,7 +14,8 @@ its files. The state directory (``--state``) holds the pid, port and knobs.
 PIs (``pi.*``): ``throughput`` and ``latency_ms_*`` of the first command of
 ``--tests``, and ``<command>_rps``, ``<command>_p50_ms``, ``<command>_p99_ms`` ... of
 each. Unit readings (``units.*``): the throughput of every 250 ms interval that
-redis-benchmark reports while it runs (``units.throughput`` for the first command,
+redis-benchmark reports while it runs, or its overall throughput when the test is
+shorter than one interval (``units.throughput`` for the first command,
 ``units.<command>_rps`` for each).
 
 >>> rep = parse_redis_benchmark('''====== SET ======
@@ -86,6 +87,12 @@ def parse_redis_benchmark(text: str) -> dict[str, dict[str, Any]]:
     ``p50_ms``, ``p95_ms``, ``p99_ms``, ``max_ms`` and ``interval_rps`` (the 250 ms
     progress lines, those with a finite latency). Progress lines come before the
     test's ``======`` header in the output stream; they are matched by the test name.
+    A test that ends within its first interval prints no progress line: its one
+    interval is the whole test, so ``interval_rps`` is its throughput summary.
+
+    >>> parse_redis_benchmark("====== GET ======\\n"
+    ...     "  throughput summary: 180000.00 requests per second\\n")["GET"]["interval_rps"]
+    [180000.0]
     """
     text = text.replace("\r", "\n")
     progress: dict[str, list[float]] = {}
@@ -109,7 +116,7 @@ def parse_redis_benchmark(text: str) -> dict[str, dict[str, Any]]:
             vals = lat.group(2).split()
             for col, val in zip(cols, vals, strict=False):
                 entry[f"{col}_ms"] = float(val)
-        entry["interval_rps"] = progress.get(name, [])
+        entry["interval_rps"] = progress.get(name) or [entry["rps"]]
         out[name] = entry
     if not out:
         raise TargetError(

@@ -16,29 +16,36 @@ chosen PI are compared (:func:`assay.stats.order.analyse_order`).
 
 from __future__ import annotations
 
+import contextlib
 import secrets
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from typing_extensions import Unpack
 
 from assay.designs.order import PlannedTrial, flat_schedule, order_schedule
 from assay.execute.overhead import LaunchOverhead
-from assay.runner import (
+from assay.spec import OrderSpec, PISpec, Spec
+from assay.stats.order import (
+    ORDER_COLUMNS,
+    MedianCI,
+    OrderAnalysis,
+    TestOrderResult,
+    analyse_order,
+)
+from assay.store import Store, TrialRecord
+from assay.studies.base import (
     OpenStudy,
-    Runner,
+    Study,
     StudyError,
-    bookkeeping_per_trial,
+    StudyOptions,
     execution_dict,
-    trial_failures,
+    execution_fields,
     watch_report,
 )
-from assay.spec import OrderSpec, PISpec, Spec
-from assay.stats.order import ORDER_COLUMNS, OrderAnalysis, analyse_order
-from assay.store import Store, TrialRecord
 
 #: The key under which an order experiment's schedule is stored.
 SCHEDULE_KEY = "order_schedule"
@@ -119,8 +126,6 @@ class OrderResult:
     sources: list[str] = field(default_factory=list)  # --from: the files read
 
     def as_dict(self) -> dict[str, Any]:
-        from assay.report.order import order_dict
-
         return {
             "study": self.study,
             "store": self.store,
@@ -133,6 +138,87 @@ class OrderResult:
             **execution_dict(self),
             "sources": self.sources,
         }
+
+
+def _ci(ci: MedianCI | None, prefix: str) -> dict[str, Any]:
+    if ci is None:
+        return {}
+    return {prefix: ci.median, f"{prefix}_low": ci.low, f"{prefix}_high": ci.high}
+
+
+def order_row(r: TestOrderResult, threshold: float) -> dict[str, Any]:
+    """One test's figures, as JSON and CSV give them."""
+    row: dict[str, Any] = {"test": r.test}
+    c = r.comparison
+    if c is not None:
+        row.update(
+            n_fixed=c.n_fixed,
+            n_random=c.n_random,
+            mean_fixed=c.mean_fixed,
+            mean_random=c.mean_random,
+            delta_percent=c.delta_percent,
+            **_ci(c.median_fixed, "median_fixed"),
+            **_ci(c.median_random, "median_random"),
+            confidence=c.median_fixed.confidence,
+            median_fixed_coverage=c.median_fixed.coverage,
+            median_random_coverage=c.median_random.coverage,
+            kruskal_h=c.kruskal_h,
+            kruskal_p=c.kruskal_p,
+            mann_whitney_u=c.mann_whitney_u,
+            mann_whitney_p=c.mann_whitney_p,
+        )
+    row.update(
+        p_value=r.p_value,
+        threshold=threshold,
+        order_matters=r.significant,
+        drift_rho=r.drift_random.rho,
+        drift_p=r.drift_random.p_value,
+        drift_n=r.drift_random.n,
+        drift_fixed_rho=r.drift_fixed.rho,
+        drift_fixed_p=r.drift_fixed.p_value,
+        drift_fixed_n=r.drift_fixed.n,
+        note=r.note,
+    )
+    return row
+
+
+_TEST_NAMES = {"kruskal": "Kruskal-Wallis H", "mann-whitney": "Mann-Whitney U"}
+
+
+def method_text(res: OrderResult) -> str:
+    a = res.analysis
+    conf = f"{a.confidence:.0%}"
+    other = "Mann-Whitney U" if a.test == "kruskal" else "Kruskal-Wallis H"
+    return (
+        f"per test, fixed-order vs random-order trials of {res.pi}: {_TEST_NAMES[a.test]} "
+        f"(decides) and {other}, two-sided; Bonferroni over the {a.tested} tests at alpha "
+        f"{a.alpha:g}; Δ% = (mean fixed - mean random) / mean fixed; medians with "
+        f"distribution-free order-statistic CIs at {conf} (binomial); n (f/r): fixed/random "
+        f"trials; drift: {a.drift_method} correlation of the result with its position in the "
+        "random-order runs"
+    )
+
+
+def order_dict(res: OrderResult) -> dict[str, Any]:
+    """The JSON form of the analysis (the execution part is added by the result)."""
+    a = res.analysis
+    return {
+        "pi": res.pi,
+        "unit": res.unit,
+        "direction": res.direction,
+        "method": method_text(res),
+        "verdict": a.verdict(),
+        "order_matters": a.order_matters,
+        "flagged": a.flagged,
+        "drifting": a.drifting,
+        "alpha": a.alpha,
+        "threshold": a.threshold,
+        "tested": a.tested,
+        "test": a.test,
+        "confidence": a.confidence,
+        "drift_method": a.drift_method,
+        "tests": [order_row(r, a.threshold) for r in a.results],
+    }
 
 
 def trials_table(trials: Sequence[TrialRecord], pi: str) -> pd.DataFrame:
@@ -158,10 +244,10 @@ def analyse_table(table: pd.DataFrame, order: OrderSpec, tests: Sequence[str]) -
     )
 
 
-class OrderRunner(Runner):
+class OrderRunner(Study):
     """Runs an order experiment's schedule to its end: trial execution, store, setup,
-    reset and teardown are :class:`~assay.runner.Runner`'s; the schedule and the
-    analysis are the ordering trap's."""
+    reset and teardown are :class:`~assay.studies.base.Study`'s; the schedule (one
+    batch per run) and the analysis are the ordering trap's."""
 
     def __init__(
         self,
@@ -173,14 +259,10 @@ class OrderRunner(Runner):
         repetitions: int | None = None,
         seed: int | None = None,
         alpha: float | None = None,
-        fresh: bool = False,
-        measure_overhead: bool = True,
-        monitor: bool = True,
         on_order_progress: Callable[[OrderProgress], None] | None = None,
+        **options: Unpack[StudyOptions],
     ) -> None:
-        super().__init__(
-            spec, store_path, fresh=fresh, measure_overhead=measure_overhead, monitor=monitor
-        )
+        super().__init__(spec, store_path, **options)
         if len(spec.tests) < 2:
             raise ValueError(f"{spec.source_path}: an order experiment needs at least two tests")
         self.pi: PISpec = spec.pi_named(pi)
@@ -192,7 +274,6 @@ class OrderRunner(Runner):
         self.repetitions = repetitions
         self.seed = seed
         self.on_order_progress = on_order_progress
-        self._run = 0  # the run of the trial being executed (see _trial)
 
     def _requested(self, seed: int) -> OrderPlan:
         o = self.order
@@ -262,8 +343,8 @@ class OrderRunner(Runner):
                     f"position {want.position}); pass --fresh to start again"
                 )
 
-    def run(self) -> OrderResult:  # type: ignore[override]
-        leftover = self._kill_leftover()
+    def run(self) -> OrderResult:
+        leftover = self._stop_leftover()
         with Store(self.store_path) as store:
             st = self._open(store)
             plan = self._plan(st)
@@ -276,56 +357,59 @@ class OrderRunner(Runner):
             store.end_session(st.session, result.as_dict())
             return result
 
-    def _trial(
-        self,
-        seq: int,
-        values: dict[str, object],
-        work: float | None,
-        *,
-        command: list[str] | None = None,
-        env: dict[str, str] | None = None,
-        setting: dict[str, object] | None = None,
-    ) -> TrialRecord:
-        rec = super()._trial(seq, values, work, command=command, env=env, setting=setting)
-        rec.run = self._run
-        return rec
-
     def _loop_schedule(self, st: OpenStudy, plan: OrderPlan, flat: list[PlannedTrial]) -> str:
         spec = self.spec
         by_name = {t.name: t for t in spec.tests}
         runs = plan.fixed_runs + plan.random_runs
-        self._prev_end = None
         max_failures = spec.stop.max_failures
-        for i in range(len(st.trials), len(flat)):
+
+        def too_many_failures() -> str | None:
+            done = len(st.trials)
             failed = sum(1 for t in st.trials if not t.ok)
-            if i >= 5 and failed / i > max_failures:
-                return f"stopped early: {failed} of {i} trials failed"
-            pt = flat[i]
-            test = by_name[pt.test]
-            values: dict[str, object] = {**spec.params, **test.params}
-            self._run = pt.run
-            self._execute(
-                st,
-                pt.position,
-                values,
-                command=test.command,
-                env=test.env,
-                setting={**values, "test": pt.test, "order": pt.kind},
-            )
-            if self.on_order_progress is not None:
-                done = [t.duration or 0.0 for t in st.trials]
-                self.on_order_progress(
-                    OrderProgress(
-                        trials=i + 1,
-                        planned=len(flat),
-                        run=pt.run + 1,
-                        runs=runs,
-                        kind=pt.kind,
-                        failed=failed + (0 if st.trials[-1].ok else 1),
-                        elapsed=sum(done),
-                        mean_trial_s=sum(done) / len(done),
+            if done >= 5 and failed / done > max_failures:
+                return f"stopped early: {failed} of {done} trials failed"
+            return None
+
+        while len(st.trials) < len(flat):
+            if (stop := too_many_failures()) is not None:
+                return stop
+            # one batch: the rest of the current run
+            run = flat[len(st.trials)].run
+            batch = []
+            for pt in flat[len(st.trials) :]:
+                if pt.run != run:
+                    break
+                test = by_name[pt.test]
+                values: dict[str, object] = {**spec.params, **test.params}
+                setting = {**values, "test": pt.test, "order": pt.kind}
+                batch.append(
+                    self.request(
+                        pt.position,
+                        values,
+                        command=test.command,
+                        env=test.env,
+                        setting=setting,
+                        run=pt.run,
                     )
                 )
+            with contextlib.closing(self.measure(st, batch)) as records:
+                for rec in records:
+                    if self.on_order_progress is not None:
+                        done = [t.duration or 0.0 for t in st.trials]
+                        self.on_order_progress(
+                            OrderProgress(
+                                trials=len(st.trials),
+                                planned=len(flat),
+                                run=rec.run + 1,
+                                runs=runs,
+                                kind=str(rec.setting["order"]),
+                                failed=sum(1 for t in st.trials if not t.ok),
+                                elapsed=sum(done),
+                                mean_trial_s=sum(done) / len(done),
+                            )
+                        )
+                    if len(st.trials) < len(flat) and too_many_failures() is not None:
+                        break  # the trials of this run not yet started are not run
         return f"done: {runs} runs ({plan.fixed_runs} fixed, {plan.random_runs} random)"
 
     def _order_result(
@@ -359,14 +443,33 @@ class OrderRunner(Runner):
             table=table,
             reset=self.spec.benchmark.reset,
             trials_planned=planned,
-            trials_total=len(trials),
-            trials_by_status=dict(Counter(t.status for t in trials)),
-            failures=trial_failures(trials),
-            elapsed_s=sum(t.duration or 0.0 for t in trials),
-            bookkeeping_s_per_trial=bookkeeping_per_trial(trials),
-            launch_overhead=st.overhead,
-            environment=st.environment,
-            resumed_trials=st.resumed,
             warnings=warnings,
             resources=by_test or None,
+            **execution_fields(st),
         )
+
+
+def order_from_csv(path: str, *, alpha: float = 0.05, unit: str = "") -> OrderResult:
+    """``assay order --from trials.csv``: analyse trials measured elsewhere (no execution).
+
+    :class:`~assay.importers.order.OrderDataError` names what is wrong with the file.
+    """
+    from assay.importers.order import read_trials_csv
+
+    table = read_trials_csv(path)
+    analysis = analyse_table(table, OrderSpec(alpha=alpha), list(dict.fromkeys(table["test"])))
+    return OrderResult(
+        study=f"order --from {Path(path).name}",
+        store="",
+        pi="value",
+        unit=unit,
+        direction="lower",
+        analysis=analysis,
+        plan=None,
+        reason=f"analysed {len(table)} trials from {path}",
+        table=table,
+        trials_planned=len(table),
+        trials_total=len(table),
+        sources=[path],
+        warnings=[f"{r.test}: {r.note}" for r in analysis.results if r.note],
+    )

@@ -12,6 +12,7 @@ drift of the machine is not confounded with any parameter (the ordering trap).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import random
@@ -22,10 +23,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pandas as pd
+from typing_extensions import Unpack
 
-from assay.runner import OpenStudy, Runner
 from assay.spec import PISpec, Spec
 from assay.store import Store, TrialRecord
+from assay.studies.base import OpenStudy, Study, StudyOptions
 from assay.values import plain as _plain
 
 T = TypeVar("T")
@@ -155,32 +157,36 @@ class SettingsSession:
         once ``deadline`` (a ``time.monotonic()`` value) has passed.
         """
         st = self._st
-        spec = self._runner.spec
+        runner = self._runner
+        spec = runner.spec
         todo = pending_trials(settings, repetitions, (t.setting for t in st.trials))
         random.Random(f"{self._seed}:{len(st.trials)}").shuffle(todo)
         seq = st.store.next_seq(st.study_id)
-        failed = 0
-        for done, (i, rep) in enumerate(todo):
-            if deadline is not None and time.monotonic() >= deadline:
-                break
+        batch = []
+        for n, (i, rep) in enumerate(todo):
             values: dict[str, object] = {
                 **spec.params,
                 **{k: _plain(v) for k, v in settings[i].items()},
             }
-            rec = self._runner._execute(st, seq, values, setting={**values, REPETITION: rep})
-            seq += 1
-            failed += not rec.ok
-            if on_progress is not None:
-                on_progress(SettingsProgress(done + 1, len(todo), failed, rec))
+            batch.append(runner.request(seq + n, values, setting={**values, REPETITION: rep}))
+        failed = 0
+        if deadline is None or time.monotonic() < deadline:
+            with contextlib.closing(runner.measure(st, batch)) as records:
+                for done, rec in enumerate(records, start=1):
+                    failed += not rec.ok
+                    if on_progress is not None:
+                        on_progress(SettingsProgress(done, len(todo), failed, rec))
+                    if deadline is not None and time.monotonic() >= deadline:
+                        break  # the trials not yet started are not run
         wanted = {setting_key(s) for s in settings}
         return [t for t in st.trials if setting_key(t.setting) in wanted]
 
 
-class SettingsRunner(Runner):
+class SettingsRunner(Study):
     """Opens a study in its store and lets a design measure batches of settings in it.
 
     Trial execution, setup/reset/teardown, the bottleneck watch, leftover-process
-    clean-up and the store are :class:`~assay.runner.Runner`'s.
+    clean-up and the store are :class:`~assay.studies.base.Study`'s.
 
     ``runner.session(body)`` opens (or resumes) the study, runs the setup command,
     calls ``body(session)``, runs the teardown command and ends the session with
@@ -193,13 +199,11 @@ class SettingsRunner(Runner):
         store_path: Path,
         *,
         seed: int = 0,
-        fresh: bool = False,
-        measure_overhead: bool = False,
-        monitor: bool = True,
+        **options: Unpack[StudyOptions],
     ) -> None:
-        super().__init__(
-            spec, store_path, fresh=fresh, measure_overhead=measure_overhead, monitor=monitor
-        )
+        # sweeps and knob studies do not report the launch overhead: not measured unless asked
+        options.setdefault("measure_overhead", False)
+        super().__init__(spec, store_path, **options)
         self.seed = seed
         self.leftover: str | None = None
 
@@ -208,10 +212,9 @@ class SettingsRunner(Runner):
         body: Callable[[SettingsSession], T],
         result: Callable[[T], Mapping[str, Any]] | None = None,
     ) -> T:
-        self.leftover = self._kill_leftover()
+        self.leftover = self._stop_leftover()
         with Store(self.store_path) as store:
             st = self._open(store)
-            self._prev_end = None
             out = self._with_setup(lambda: body(SettingsSession(self, st, self.seed)))
             store.end_session(st.session, {} if result is None else dict(result(out)))
             return out

@@ -3,21 +3,14 @@
 from __future__ import annotations
 
 import contextlib
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
 import click
-from rich.console import Console
 from rich.markup import escape
 
+from assay.cli.common import err_console, fail, out_console, study_errors
 from assay.spec import SpecError, load_spec
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-    from assay.designs.sweep import Mismatch, SystemComparison
-    from assay.sweep_runner import SweepResult
 
 SWEEP_FILE_HELP = """
 \b
@@ -31,118 +24,6 @@ Study file (TOML): [study], [benchmark] and [[pi]] as for 'assay run', plus
   [sweep.params]  workers = [1, 2, 4, 8, 16]   journal = ["wal", "delete"]
 Each parameter's value fills its {name} placeholder in the benchmark command.
 """
-
-
-class SweepDataError(ValueError):
-    """A results file for ``assay sweep --from`` is unusable; the message says why."""
-
-
-def read_results_csv(path: str | Path, params: list[str], metric: str) -> pd.DataFrame:
-    """Measured settings from a CSV file: the parameter columns and a numeric metric.
-
-    Rows whose metric is empty (failed settings) are dropped; any other non-number is
-    an error naming the line.
-    """
-    import numpy as np
-    import pandas as pd
-
-    from assay.report.csvdata import read_csv_frame
-
-    p = Path(path)
-    frame = read_csv_frame(
-        p,
-        SweepDataError,
-        expected="a header row naming the parameters and the metric, then one row per "
-        "measured trial or setting",
-    )
-    for name in [*params, metric]:
-        if name not in frame.columns:
-            role = "--metric" if name == metric else "--params"
-            raise SweepDataError(
-                f"{p}: no column {name!r} (named by {role}); the columns are: "
-                f"{', '.join(frame.columns)}"
-            )
-    raw = frame[metric]
-    values = pd.to_numeric(raw, errors="coerce")
-    bad = (values.isna() & raw.notna()) | np.isinf(values.to_numpy(float, na_value=np.nan))
-    if bad.any():
-        row = int(np.flatnonzero(bad.to_numpy())[0])
-        raise SweepDataError(
-            f"{p}: line {row + 2}: column {metric!r}: expected a finite number "
-            f"(got {raw.iloc[row]!r})"
-        )
-    frame[metric] = values
-    frame = frame.dropna(subset=[metric])
-    for name in params:
-        if frame[name].isna().any():
-            row = int(np.flatnonzero(frame[name].isna().to_numpy())[0])
-            raise SweepDataError(f"{p}: line {row + 2}: column {name!r} is empty")
-        if frame[name].nunique() < 2:
-            raise SweepDataError(
-                f"{p}: column {name!r} has a single value; a swept parameter needs two or more"
-            )
-    if len(frame) < 4:
-        raise SweepDataError(f"{p}: {len(frame)} usable row(s); an analysis needs more")
-    return frame[[*params, metric]].reset_index(drop=True)
-
-
-def offline_sweep(
-    path: str,
-    params: list[str],
-    metric: str,
-    opts: dict[str, Any],
-) -> tuple[SweepResult, Mismatch | None, SystemComparison | None]:
-    """``--from``: Algorithm 1 simulated on an existing data set (Figures 1–2 of the
-    paper), compared with the analysis of all of it; ``--against`` adds a second system."""
-    from assay.designs.sweep import compare_systems, simulate, summarise
-    from assay.spec import PISpec
-    from assay.sweep_runner import SweepResult, stop_reason, transformed
-
-    transform = "log" if opts.get("log") else "none"
-    data = read_results_csv(path, params, metric)
-    sim = simulate(
-        transformed(data, metric, transform),
-        params,
-        metric,
-        sampler=opts["sampler"] or "random",
-        start=opts["start"] or 0.05,
-        step=opts["step"] or 0.05,
-        threshold=opts["r2"] or 0.9,
-        model=opts["model"] or "anova",
-        budget=opts["max_settings"],
-        seed=opts["seed"] or 0,
-    )
-    last = sim.steps[-1] if sim.steps else None
-    direction: Literal["lower", "higher"] = "lower" if opts["lower_is_better"] else "higher"
-    result = SweepResult(
-        study=f"sweep --from {Path(path).name}",
-        store="",
-        space=f"{len(params)} parameters; {len(data)} rows from {path}",
-        params=params,
-        pi=PISpec(name=metric, unit=opts["unit"] or "", direction=direction),
-        steps=list(sim.steps),
-        reason=stop_reason(last, opts["r2"] or 0.9, False),
-        measured=data.iloc[list(sim.positions)] if sim.positions else data.iloc[:0],
-        analysis=sim.analysis,
-        summary=summarise(sim.analysis),
-        trials_total=len(data),
-        sources=[path],
-        transform=transform,
-    )
-    comparison = None
-    if opts["against"]:
-        other = read_results_csv(opts["against"], params, metric)
-        comparison = compare_systems(
-            transformed(data, metric, transform),
-            transformed(other, metric, transform),
-            params,
-            metric,
-            names=(Path(path).stem, Path(opts["against"]).stem),
-            higher_is_better=direction == "higher",
-            threshold=opts["r2"] or 0.9,
-            seed=opts["seed"] or 0,
-        )
-    return result, sim.mismatch, comparison
 
 
 def _overrides(spec: Any, opts: dict[str, Any]) -> Any:
@@ -217,11 +98,10 @@ def sweep(target: str, **opts: Any) -> None:
     """
     from assay.report.export import rows_to_csv, to_json, write_text
     from assay.report.sweep import SweepProgressView, measured_csv_rows, render_sweep
-    from assay.report.terminal import study_errors
+    from assay.studies.sweep import SweepRunner, sweep_from_csv
 
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 130)
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
-    mismatch = comparison = None
+    console = out_console(130)
+    err = err_console()
     plot = opts["plot"]
     try:
         if plot is not None and Path(plot).suffix.lower() not in (".png", ".svg"):
@@ -230,7 +110,22 @@ def sweep(target: str, **opts: Any) -> None:
             if not opts["params"] or not opts["metric"]:
                 raise SpecError("--from needs --params a,b,... and --metric NAME")
             params = [p.strip() for p in opts["params"].split(",") if p.strip()]
-            result, mismatch, comparison = offline_sweep(target, params, opts["metric"], opts)
+            result = sweep_from_csv(
+                target,
+                params,
+                opts["metric"],
+                unit=opts["unit"] or "",
+                lower_is_better=opts["lower_is_better"],
+                against=opts["against"],
+                sampler=opts["sampler"] or "random",
+                start=opts["start"] or 0.05,
+                step=opts["step"] or 0.05,
+                r2=opts["r2"] or 0.9,
+                model=opts["model"] or "anova",
+                max_settings=opts["max_settings"],
+                seed=opts["seed"] or 0,
+                transform="log" if opts["log"] else "none",
+            )
         else:
             given = [f"--{k}" for k in ("params", "metric", "unit", "against") if opts[k]]
             if given:
@@ -242,11 +137,8 @@ def sweep(target: str, **opts: Any) -> None:
                     "[sweep.params] (see 'assay sweep --help')"
                 )
     except (SpecError, ValueError) as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}")
-        sys.exit(2)
+        fail(err, exc)
     if not opts["from_file"]:
-        from assay.sweep_runner import SweepRunner
-
         store_path = Path(opts["store"]) if opts["store"] else spec.store_path()
         progress = SweepProgressView(err)
         resume = "Run the same command again to continue the sweep where it stopped."
@@ -264,16 +156,10 @@ def sweep(target: str, **opts: Any) -> None:
                 with progress if not opts["quiet"] else contextlib.nullcontext():
                     result = runner.run()
         except ValueError as exc:  # the space or the data cannot be analysed as asked
-            err.print(f"[red]error:[/] {escape(str(exc))}")
-            sys.exit(2)
-    render_sweep(result, console, mismatch, comparison)
+            fail(err, exc)
+    render_sweep(result, console)
     if opts["json_out"]:
-        doc = result.as_dict()
-        if mismatch is not None:
-            doc["mismatch"] = mismatch.to_dict()
-        if comparison is not None:
-            doc["comparison"] = comparison.to_dict()
-        write_text(opts["json_out"], to_json(doc))
+        write_text(opts["json_out"], to_json(result.as_dict()))
     if opts["csv_out"]:
         fields, rows = measured_csv_rows(result)
         write_text(opts["csv_out"], rows_to_csv(fields, rows))

@@ -2,7 +2,7 @@
 model predicts held-out settings.
 
 :class:`~assay.designs.sweep.IncrementalSampling` decides which settings to measure
-next and when to stop; :class:`~assay.settings_runner.SettingsRunner` measures each
+next and when to stop; :class:`~assay.studies.settings.SettingsRunner` measures each
 setting ``repetitions`` times and commits every trial as it ends.  The loop starts
 from what the store holds, so running the same study again continues it; the steps
 (sampling rate and the validation R² of each split) are recorded in the store.
@@ -17,26 +17,62 @@ from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+from typing_extensions import Unpack
 
-from assay.designs.space import ParameterSpace, space_from_spec
-from assay.designs.sweep import Analysis, IncrementalSampling, StepResult, Summary, summarise
-from assay.runner import bookkeeping_per_trial, trial_failures, watch_report
-from assay.settings_runner import (
+from assay.designs.space import ParameterSpace, SpaceError
+from assay.designs.sweep import (
+    Analysis,
+    IncrementalSampling,
+    Mismatch,
+    StepResult,
+    Summary,
+    SystemComparison,
+    compare_systems,
+    simulate,
+    summarise,
+)
+from assay.spec import PISpec, Spec, SweepSpec
+from assay.store import TrialRecord
+from assay.studies.base import StudyOptions, bookkeeping_per_trial, trial_failures, watch_report
+from assay.studies.settings import (
     SettingsProgress,
     SettingsRunner,
     SettingsSession,
     setting_key,
     trials_table,
 )
-from assay.spec import PISpec, Spec, SweepSpec
-from assay.store import TrialRecord
 
 #: The key under which a sweep's steps are stored.
 STEPS_KEY = "sweep_steps"
+
+
+def space_from_spec(spec: Spec) -> ParameterSpace:
+    """The parameter space of a study file's ``[sweep]`` section.
+
+    Constraint errors name the field (``sweep.constraints[1]``).
+
+    >>> from assay.spec import parse_spec_text
+    >>> spec = parse_spec_text('''
+    ... [study]
+    ... name = "s"
+    ... [benchmark]
+    ... command = ["echo", "{workers}", "{locks}"]
+    ... [sweep]
+    ... constraints = ["locks < workers"]
+    ... [sweep.params]
+    ... workers = [1, 2, 4]
+    ... locks = [1, 2]
+    ... ''')
+    >>> space_from_spec(spec).size
+    3
+    """
+    if spec.sweep is None:
+        raise SpaceError(f"{spec.source_path or 'the study file'}: has no [sweep] section")
+    return spec.sweep.space()
 
 
 def measured_settings(
@@ -135,33 +171,40 @@ class SweepResult:
     sources: list[str] = field(default_factory=list)  # --from: the files read
     levels: dict[str, list[Any]] = field(default_factory=dict)  # each parameter's values, in order
     transform: str = "none"  # "log": the models were fitted to log(PI)
+    # --from: where the simulated sampling and the analysis of all the data disagree
+    mismatch: Mismatch | None = None
+    comparison: SystemComparison | None = None  # --from --against: a second system
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "study": self.study,
-            "store": self.store,
-            "space": self.space,
-            "params": self.params,
-            "pi": {"name": self.pi.name, "unit": self.pi.unit, "direction": self.pi.direction},
-            "reason": self.reason,
-            "steps": [s.to_dict() for s in self.steps],
-            "analysis": None if self.analysis is None else self.analysis.to_dict(),
-            "summary": None if self.summary is None else self.summary.to_dict(),
-            "settings_measured": len(self.measured),
-            "trials": {
-                "total": self.trials_total,
-                "by_status": self.trials_by_status,
-                "resumed": self.resumed_trials,
-            },
-            "failures": self.failures,
-            "measured_time_s": self.elapsed_s,
-            "bookkeeping_s_per_trial": self.bookkeeping_s_per_trial,
-            "environment": self.environment,
-            "warnings": self.warnings,
-            "resources": self.resources,
-            "sources": self.sources,
-            "transform": self.transform,
-        }
+        return (
+            {
+                "study": self.study,
+                "store": self.store,
+                "space": self.space,
+                "params": self.params,
+                "pi": {"name": self.pi.name, "unit": self.pi.unit, "direction": self.pi.direction},
+                "reason": self.reason,
+                "steps": [s.to_dict() for s in self.steps],
+                "analysis": None if self.analysis is None else self.analysis.to_dict(),
+                "summary": None if self.summary is None else self.summary.to_dict(),
+                "settings_measured": len(self.measured),
+                "trials": {
+                    "total": self.trials_total,
+                    "by_status": self.trials_by_status,
+                    "resumed": self.resumed_trials,
+                },
+                "failures": self.failures,
+                "measured_time_s": self.elapsed_s,
+                "bookkeeping_s_per_trial": self.bookkeeping_s_per_trial,
+                "environment": self.environment,
+                "warnings": self.warnings,
+                "resources": self.resources,
+                "sources": self.sources,
+                "transform": self.transform,
+            }
+            | ({} if self.mismatch is None else {"mismatch": self.mismatch.to_dict()})
+            | ({} if self.comparison is None else {"comparison": self.comparison.to_dict()})
+        )
 
 
 def stop_reason(step: StepResult | None, threshold: float, timed_out: bool) -> str:
@@ -189,9 +232,8 @@ class SweepRunner:
         spec: Spec,
         store_path: Path,
         *,
-        fresh: bool = False,
-        monitor: bool = True,
         on_progress: Callable[[SweepProgress], None] | None = None,
+        **options: Unpack[StudyOptions],
     ) -> None:
         if spec.sweep is None:
             raise ValueError(f"{spec.source_path}: the study file has no [sweep] section")
@@ -218,7 +260,7 @@ class SweepRunner:
             seed=self.seed,
             metric=self.pi.name,
         )
-        self.runner = SettingsRunner(spec, store_path, seed=self.seed, fresh=fresh, monitor=monitor)
+        self.runner = SettingsRunner(spec, store_path, seed=self.seed, **options)
         self.on_progress = on_progress
         self.transform = self.sweep.transform
 
@@ -333,3 +375,73 @@ class SweepRunner:
             transform=self.transform,
             levels={p.name: list(p.values) for p in self.space.parameters},
         )
+
+
+def sweep_from_csv(
+    path: str,
+    params: list[str],
+    metric: str,
+    *,
+    unit: str = "",
+    lower_is_better: bool = False,
+    against: str | None = None,
+    sampler: str = "random",
+    start: float = 0.05,
+    step: float = 0.05,
+    r2: float = 0.9,
+    model: str = "anova",
+    max_settings: int | None = None,
+    seed: int = 0,
+    transform: str = "none",
+) -> SweepResult:
+    """``assay sweep --from``: Algorithm 1 simulated on results measured elsewhere
+    (Figures 1–2 of the paper), compared with the analysis of all of them; ``against``
+    adds a second system's results over the same space.  The readers' errors
+    (:class:`~assay.importers.sweep.SweepDataError`) name the file and line."""
+    from assay.importers.sweep import read_results_csv
+
+    data = read_results_csv(path, params, metric)
+    sim = simulate(
+        transformed(data, metric, transform),
+        params,
+        metric,
+        sampler=sampler,
+        start=start,
+        step=step,
+        threshold=r2,
+        model=model,
+        budget=max_settings,
+        seed=seed,
+    )
+    last = sim.steps[-1] if sim.steps else None
+    direction: Literal["lower", "higher"] = "lower" if lower_is_better else "higher"
+    comparison = None
+    if against:
+        other = read_results_csv(against, params, metric)
+        comparison = compare_systems(
+            transformed(data, metric, transform),
+            transformed(other, metric, transform),
+            params,
+            metric,
+            names=(Path(path).stem, Path(against).stem),
+            higher_is_better=direction == "higher",
+            threshold=r2,
+            seed=seed,
+        )
+    return SweepResult(
+        study=f"sweep --from {Path(path).name}",
+        store="",
+        space=f"{len(params)} parameters; {len(data)} rows from {path}",
+        params=params,
+        pi=PISpec(name=metric, unit=unit, direction=direction),
+        steps=list(sim.steps),
+        reason=stop_reason(last, r2, False),
+        measured=data.iloc[list(sim.positions)] if sim.positions else data.iloc[:0],
+        analysis=sim.analysis,
+        summary=summarise(sim.analysis),
+        trials_total=len(data),
+        sources=[path],
+        transform=transform,
+        mismatch=sim.mismatch,
+        comparison=comparison,
+    )

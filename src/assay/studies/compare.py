@@ -17,11 +17,12 @@ of the budget (``max_rounds``) is one *cycle*: every variant once.
 from __future__ import annotations
 
 import secrets
-from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from typing_extensions import Unpack
 
 from assay.designs.compare import (
     CompareDecision,
@@ -29,22 +30,22 @@ from assay.designs.compare import (
     compare_decision,
     compare_pi,
     cycle_order,
+    undecided_text,
 )
 from assay.designs.run_until_ci import Decision, pi_samples
 from assay.execute.overhead import LaunchOverhead
-from assay.runner import (
+from assay.spec import PISpec, Spec, SpecError
+from assay.store import Store, TrialRecord
+from assay.studies.base import (
     OpenStudy,
-    Runner,
-    Segments,
+    Study,
     StudyError,
-    bookkeeping_per_trial,
+    StudyOptions,
     execution_dict,
-    round_data,
-    trial_failures,
+    execution_fields,
     watch_report,
 )
-from assay.spec import PISpec, Spec
-from assay.store import Store, TrialRecord
+from assay.studies.run import Segments, round_data
 
 #: The key under which a comparison's schedule (seed, order, variants) is stored.
 SCHEDULE_KEY = "compare_schedule"
@@ -88,8 +89,6 @@ class CompareResult:
     sources: list[str] = field(default_factory=list)  # --from: the files read
 
     def as_dict(self) -> dict[str, Any]:
-        from assay.report.compare import comparison_dict
-
         d = self.decision
         return {
             "study": self.study,
@@ -105,6 +104,85 @@ class CompareResult:
             **execution_dict(self),
             "sources": self.sources,
         }
+
+
+def variant_rows(c: PIComparison) -> list[dict[str, Any]]:
+    """One dict per variant, best first: estimate, relative difference to the best,
+    and the tests against the variant ranked just above (the pair the decision rests on)."""
+    r = c.ranking
+    rows: list[dict[str, Any]] = []
+    for i, name in enumerate(r.order):
+        v = r.variants.get(name)
+        row: dict[str, Any] = {"rank": i + 1, "variant": name, "unit": c.unit}
+        row["direction"] = c.direction
+        if v is not None:
+            row.update(
+                mean=v.mean,
+                low=v.ci.low,
+                high=v.ci.high,
+                half_width=v.ci.half_width,
+                relative_half_width=v.ci.relative_half_width,
+                confidence=v.ci.confidence,
+                n_samples=v.n,
+                subsession_size=v.subsession_size,
+                n_raw=v.n_raw,
+            )
+        else:
+            row["problem"] = r.problems.get(name, "")
+        to_best = c.to_best.get(name)
+        if to_best is not None:
+            w = to_best.welch
+            row.update(
+                relative_to_best=w.relative,
+                relative_to_best_low=w.rel_low,
+                relative_to_best_high=w.rel_high,
+            )
+        if i == 0:
+            row["verdict"] = "best" if v is not None else "undecided"
+        else:
+            pair = r.pairs[i - 1]
+            row["verdict"] = pair.status
+            if pair.comparison is not None:
+                comp = pair.comparison
+                row.update(
+                    vs_previous_welch_p=comp.welch.p_value,
+                    vs_previous_mann_whitney_p=comp.mann_whitney_p,
+                    vs_previous_hedges_g=abs(comp.hedges_g),
+                )
+            if not pair.decided:
+                row.update(extra_samples_previous=pair.extra_better, extra_samples=pair.extra_worse)
+                if pair.note:
+                    row["note"] = pair.note
+        rows.append(row)
+    return rows
+
+
+def comparison_dict(c: PIComparison) -> dict[str, Any]:
+    """The JSON form of one PI's comparison."""
+    return {
+        "pi": c.name,
+        "unit": c.unit,
+        "direction": c.direction,
+        "method": c.method,
+        "alpha": c.ranking.alpha,
+        "confidence": c.ranking.confidence,
+        "decided": c.ranking.decided,
+        "order": list(c.ranking.order),
+        "variants": variant_rows(c),
+        "pairs": [
+            {
+                "better": p.better,
+                "worse": p.worse,
+                "status": p.status,
+                "welch_p": None if p.comparison is None else p.comparison.welch.p_value,
+                "extra_samples_better": p.extra_better,
+                "extra_samples_worse": p.extra_worse,
+                "note": p.note,
+            }
+            for p in c.ranking.pairs
+        ],
+        "samples_per_round": c.samples_per_round,
+    }
 
 
 def compare_trials(
@@ -180,10 +258,10 @@ def decide_comparison(
     )
 
 
-class CompareRunner(Runner):
+class CompareRunner(Study):
     """Runs a comparison study to its stopping rule: trial execution, store, setup,
-    reset and teardown are :class:`~assay.runner.Runner`'s; the schedule and the
-    decision are the comparison's."""
+    reset and teardown are :class:`~assay.studies.base.Study`'s; the schedule (one
+    batch per cycle) and the decision are the comparison's."""
 
     def __init__(
         self,
@@ -193,14 +271,10 @@ class CompareRunner(Runner):
         pi: str | None = None,
         seed: int | None = None,
         fixed_order: bool | None = None,
-        fresh: bool = False,
-        measure_overhead: bool = True,
-        monitor: bool = True,
         on_compare_progress: Callable[[CompareProgress], None] | None = None,
+        **options: Unpack[StudyOptions],
     ) -> None:
-        super().__init__(
-            spec, store_path, fresh=fresh, measure_overhead=measure_overhead, monitor=monitor
-        )
+        super().__init__(spec, store_path, **options)
         if len(spec.variants) < 2:
             raise ValueError(f"{spec.source_path}: a comparison needs at least two variants")
         self.pi = spec.pi_named(pi)
@@ -244,8 +318,8 @@ class CompareRunner(Runner):
                     f"position {i}); pass --fresh to start again"
                 )
 
-    def run(self) -> CompareResult:  # type: ignore[override]
-        leftover = self._kill_leftover()
+    def run(self) -> CompareResult:
+        leftover = self._stop_leftover()
         with Store(self.store_path) as store:
             st = self._open(store)
             seed, fixed = self._schedule(st)
@@ -266,10 +340,9 @@ class CompareRunner(Runner):
         names = [v.name for v in spec.variants]
         by_name = {v.name: v for v in spec.variants}
         n = len(names)
-        seq = len(st.trials)
-        self._prev_end = None
         segments: Segments = {}
         while True:
+            seq = len(st.trials)
             cycle, pos = divmod(seq, n)
             if pos == 0 and cycle > 0:
                 failed, elapsed = self._state(st.trials)
@@ -285,18 +358,16 @@ class CompareRunner(Runner):
                     )
                 if decision.done:
                     return decision
-            name = cycle_order(names, seed, cycle, fixed)[pos]
-            v = by_name[name]
-            values: dict[str, object] = dict(spec.variant_params(v))
-            self._execute(
-                st,
-                seq,
-                values,
-                command=v.command,
-                env=v.env,
-                setting={**values, "variant": name, "cycle": cycle},
-            )
-            seq += 1
+            batch = []  # the rest of this cycle (all of it, unless resumed mid-cycle)
+            for i, name in enumerate(cycle_order(names, seed, cycle, fixed)[pos:]):
+                v = by_name[name]
+                values: dict[str, object] = dict(spec.variant_params(v))
+                setting = {**values, "variant": name, "cycle": cycle}
+                batch.append(
+                    self.request(seq + i, values, command=v.command, env=v.env, setting=setting)
+                )
+            for _ in self.measure(st, batch):
+                pass
 
     def _compare_result(
         self, st: OpenStudy, decision: Decision, seed: int, fixed: bool
@@ -304,7 +375,6 @@ class CompareRunner(Runner):
         trials = st.trials
         pis = [self.pi, *(p for p in self.spec.pis if p is not self.pi)]
         comparisons = [compare_trials(self.spec, p, trials) for p in pis]
-        elapsed = self._state(trials)[1]
         warnings = [
             f"{c.name}: {name}: {why}"
             for c in comparisons
@@ -330,14 +400,82 @@ class CompareRunner(Runner):
             seed=seed,
             fixed_order=fixed,
             cycles=len(trials) // len(self.spec.variants),
-            trials_total=len(trials),
-            trials_by_status=dict(Counter(t.status for t in trials)),
-            failures=trial_failures(trials),
-            elapsed_s=elapsed,
-            bookkeeping_s_per_trial=bookkeeping_per_trial(trials),
-            launch_overhead=st.overhead,
-            environment=st.environment,
-            resumed_trials=st.resumed,
             warnings=warnings,
             resources=by_variant or None,
+            **execution_fields(st),
         )
+
+
+def compare_files(
+    files: Sequence[str],
+    *,
+    pi: str | None = None,
+    alpha: float = 0.01,
+    confidence: float = 0.95,
+) -> CompareResult:
+    """``assay compare --from``: rank results measured elsewhere (hyperfine, pyperf or
+    Assay JSON; no execution).  :class:`~assay.spec.SpecError` (or the reader's
+    ValueError) says why the files cannot be compared."""
+    from assay.importers.results import read_result_files
+
+    files = list(files)
+    results = read_result_files(files, pi=pi)
+    if len(results) < 2:
+        raise SpecError(
+            f"--from: found {len(results)} result(s) in {', '.join(files)}; "
+            "a comparison needs at least two"
+        )
+    for attr in ("unit", "direction"):
+        kinds = {getattr(r, attr) for r in results}
+        if len(kinds) > 1:
+            raise SpecError(
+                f"--from: the results differ in {attr} ({', '.join(sorted(kinds))}); "
+                "compare results of the same PI (pick one with --pi)"
+            )
+    first = results[0]
+    pi_name = pi or first.pi or "wall_time"
+    formats = sorted({r.format for r in results})
+    summaries = any(r.samples is None for r in results)
+    method = (
+        f"imported ({', '.join(formats)}): samples subsession-merged"
+        + (
+            "; Assay results as summaries (mean, subsession variance from the CI)"
+            if summaries
+            else ""
+        )
+        + "; Welch's t-test, Mann-Whitney U (samples only), Hedges' g"
+    )
+    comp = compare_pi(
+        pi_name,
+        first.unit,
+        first.direction,
+        {r.name: r.data for r in results},
+        alpha=alpha,
+        confidence=confidence,
+        method=method,
+    )
+    r = comp.ranking
+    if r.decided:
+        reason = f"decided: every adjacent pair is CI-separated or Welch p < {r.alpha:g}"
+    else:
+        reason = f"not decided from these results; {undecided_text(r)}"
+    decision = CompareDecision(
+        True,
+        reason,
+        0 if r.decided else None,
+        decided=r.decided,
+        undecided=tuple((p.better, p.worse) for p in r.undecided),
+    )
+    return CompareResult(
+        study=f"compare --from {' '.join(Path(f).name for f in files)}",
+        store="",
+        pi=pi_name,
+        comparisons=[comp],
+        decision=decision,
+        seed=None,
+        fixed_order=False,
+        cycles=0,
+        trials_total=0,
+        sources=files,
+        warnings=[f"{name}: {why}" for name, why in r.problems.items()],
+    )

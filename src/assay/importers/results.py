@@ -11,7 +11,7 @@ Three formats are understood:
   ``values`` of every run in file order (warm-ups and calibration runs, which
   have no ``values``, are left out).  Metadata missing from a benchmark is
   taken from the file's common ``metadata`` (as pyperf does).
-* **Assay** ``--json`` (:meth:`assay.runner.StudyResult.as_dict`): one variant per
+* **Assay** ``--json`` (:meth:`assay.studies.run.StudyResult.as_dict`): one variant per
   PI.  Per-sample data is not in that file, so the variant carries only
   :class:`~assay.stats.compare.SummaryStats` (mean, subsession variance
   recovered from the CI half-width, subsession count and size).

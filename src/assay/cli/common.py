@@ -1,0 +1,203 @@
+"""What every subcommand shares: consoles, error exits, the stopping-rule options and
+turning a study file or a quick-mode command line into a study.
+
+Exit statuses: 0 done; 2 a usage error or a bad study file (the message names the
+file and field); 3 the store or the study cannot go on; 130 interrupted (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from assay.errors import StudyError
+from assay.spec import Spec, SpecError, StopSpec, load_spec, parse_spec_data, slug
+from assay.store import StoreError
+
+
+def err_console() -> Console:
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def parse_width(_ctx: click.Context, _param: click.Parameter, value: str | None) -> float | None:
+    if value is None:
+        return None
+    text = value.strip()
+    try:
+        x = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r}: expected a fraction like 0.05 or a percent like 5%"
+        ) from None
+    if not 0 < x < 10:
+        raise click.BadParameter(f"{value!r}: the relative half-width must be > 0")
+    return x
+
+
+def out_console(width: int) -> Console:
+    """The report's console: pipes and CI logs get ``width`` columns instead of rich's
+    80-column default."""
+    return Console(highlight=False, width=None if sys.stdout.isatty() else width)
+
+
+def fail(err: Console, exc: Exception | str, status: int = 2) -> NoReturn:
+    """Print one error line (escaped: outside text is never markup) and exit."""
+    err.print(f"[red]error:[/] {escape(str(exc))}")
+    sys.exit(status)
+
+
+@contextlib.contextmanager
+def study_errors(err: Console, store_path: Path | str, resume: str) -> Iterator[None]:
+    """How every study command ends when it cannot finish.
+
+    Ctrl-C: where the finished trials are and ``resume`` (how to go on), exit 130; a
+    store or study error: its one-paragraph message, exit 3.
+    """
+    try:
+        yield
+    except KeyboardInterrupt:
+        err.print(
+            f"\n[yellow]interrupted.[/] Every finished trial is in {store_path}. {resume}",
+            soft_wrap=True,  # no hard line breaks inside the store path or resume command
+        )
+        sys.exit(130)
+    except (StoreError, StudyError) as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}")
+        sys.exit(3)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def stop_options(f: F) -> F:
+    """Options shared by ``run`` and ``compare``: the stopping rule and the executor."""
+    options = [
+        click.option(
+            "--ci-width",
+            callback=parse_width,
+            metavar="W",
+            help="Target relative CI half-width, e.g. 0.05 or 5% (default 5%).",
+        ),
+        click.option(
+            "--confidence",
+            type=click.FloatRange(0, 1, min_open=True, max_open=True),
+            help="Confidence level (default 0.95).",
+        ),
+        click.option(
+            "--max-time",
+            type=click.FloatRange(min=0, min_open=True),
+            help="Stop after this many seconds of measured time.",
+        ),
+        click.option(
+            "--min-samples",
+            type=click.IntRange(min=2),
+            help="Samples (after subsession merging) needed before stopping (default 10).",
+        ),
+        click.option("--warmup", type=click.IntRange(min=0), help="Discard the first N rounds."),
+        click.option(
+            "--timeout",
+            type=click.FloatRange(min=0, min_open=True),
+            help="Per-trial timeout in seconds (quick mode; default 600).",
+        ),
+        click.option(
+            "--shell", is_flag=True, help="Quick mode: run the command through /bin/sh -c."
+        ),
+        click.option("--store", type=click.Path(dir_okay=False), help="SQLite store to use."),
+        click.option(
+            "--fresh",
+            is_flag=True,
+            help="Archive this study's stored trials and start again instead of resuming.",
+        ),
+        click.option(
+            "--json", "json_out", metavar="PATH", help="Write the result as JSON ('-' = stdout)."
+        ),
+        click.option("--no-overhead", is_flag=True, help="Skip the launch-overhead measurement."),
+        click.option(
+            "--no-monitor",
+            is_flag=True,
+            help="Turn off the bottleneck watch (CPU, memory, disk and network sampling).",
+        ),
+        click.option(
+            "--under-test",
+            type=click.Choice(["cpu", "disk", "network", "memory"]),
+            help="The component the benchmark stresses: the bottleneck watch warns when "
+            "another passes 80% (overrides [benchmark].under_test).",
+        ),
+        click.option("-q", "--quiet", is_flag=True, help="No progress display."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def with_under_test(spec: Spec, opts: dict[str, Any]) -> Spec:
+    """``--under-test`` laid over ``[benchmark].under_test`` (not part of the study's hash)."""
+    if opts.get("under_test") is None:
+        return spec
+    bench = spec.benchmark.model_copy(update={"under_test": opts["under_test"]})
+    return spec.model_copy(update={"benchmark": bench})
+
+
+def stop_overrides(opts: dict[str, Any]) -> dict[str, Any]:
+    keys = {
+        "ci_width": "ci_width",
+        "confidence": "confidence",
+        "max_rounds": "max_rounds",
+        "max_time": "max_time",
+        "min_samples": "min_samples",
+        "warmup": "warmup_rounds",
+        "alpha": "alpha",
+        "require_ci_width": "require_ci_width",
+    }
+    return {field: opts[o] for o, field in keys.items() if opts.get(o) is not None}
+
+
+def is_study_file(target: tuple[str, ...]) -> bool:
+    return len(target) == 1 and target[0].endswith(".toml") and "--" not in sys.argv[:2]
+
+
+def spec_from_target(target: tuple[str, ...], opts: dict[str, Any]) -> tuple[Spec, Path]:
+    overrides = stop_overrides(opts)
+    if is_study_file(target):
+        spec = load_spec(target[0])
+        if overrides:
+            stop = spec.stop.model_copy(update=overrides)
+            spec = spec.model_copy(update={"stop": StopSpec.model_validate(stop.model_dump())})
+        store = Path(opts["store"]) if opts["store"] else spec.store_path()
+        return spec, store
+    return quick_spec(target, opts, overrides)
+
+
+def quick_spec(
+    target: tuple[str, ...], opts: dict[str, Any], overrides: dict[str, Any]
+) -> tuple[Spec, Path]:
+    argv = [a for a in target]
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if not argv:
+        raise SpecError("no command given: use 'assay run -- CMD ARGS...' or 'assay run FILE.toml'")
+    name = opts["name"] or f"quick {time.strftime('%Y%m%d-%H%M%S')} {slug(' '.join(argv))[:40]}"
+    bench: dict[str, Any] = {"command": argv, "shell": bool(opts["shell"])}
+    if opts["timeout"] is not None:
+        bench["timeout"] = opts["timeout"]
+    data = {"study": {"name": name}, "benchmark": bench, "stop": overrides}
+    return quick_store(parse_spec_data(data, source="command line"), opts)
+
+
+def quick_store(spec: Spec, opts: dict[str, Any]) -> tuple[Spec, Path]:
+    spec = spec.model_copy(update={"source_path": None})
+    if opts["store"]:
+        store = Path(opts["store"])
+    else:
+        cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "assay"
+        store = cache / "quick.assay.db"
+    return spec, store

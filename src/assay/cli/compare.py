@@ -1,0 +1,222 @@
+"""``assay compare``: which of several commands is best, in the least time (Pilot §III-F)."""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from assay.cli.common import (
+    err_console,
+    fail,
+    is_study_file,
+    out_console,
+    quick_store,
+    spec_from_target,
+    stop_options,
+    stop_overrides,
+    study_errors,
+    with_under_test,
+)
+from assay.spec import Spec, SpecError, parse_spec_data, slug
+
+COMPARE_FILE_HELP = """
+\b
+Study file: as for 'assay run' (see 'assay run --help'), plus two or more variants:
+  [[variant]]  name = "off"  params = {sync = "OFF"}   (laid over [params])
+  [[variant]]  name = "new"  command = ["./new", "{rows}"]  env = {K = "v"}
+               (a variant without command runs [benchmark].command)
+  [stop]       alpha = 0.01  (Welch threshold)  require_ci_width = false
+               max_rounds counts cycles (every variant once); max_time = 600
+"""
+
+
+def _split_commands(target: tuple[str, ...]) -> list[list[str]]:
+    """``CMD_A ... -- CMD_B ...`` (the first ``--`` is consumed by the parser) -> argvs."""
+    args = list(target)
+    if args and args[0] == "--":
+        args = args[1:]
+    groups: list[list[str]] = [[]]
+    for a in args:
+        if a == "--":
+            groups.append([])
+        else:
+            groups[-1].append(a)
+    if any(not g for g in groups):
+        raise SpecError("an empty command between '--' separators: give each variant a command")
+    if len(groups) < 2:
+        raise SpecError(
+            "assay compare needs at least two commands, each after its own '--': "
+            "assay compare -- CMD_A ARGS... -- CMD_B ARGS... (or a study file with "
+            "[[variant]]s, or --from FILES)"
+        )
+    return groups
+
+
+def _variant_names(groups: list[list[str]], given: tuple[str, ...]) -> list[str]:
+    if given:
+        if len(given) != len(groups):
+            raise SpecError(
+                f"--name given {len(given)} times for {len(groups)} commands: name every "
+                "command, in order, or none"
+            )
+        if len(set(given)) != len(given):
+            raise SpecError(f"--name: the names must be unique, got {', '.join(given)}")
+        return list(given)
+    names: list[str] = []
+    for g in groups:
+        base = shlex.join(g)
+        name, k = base, 2
+        while name in names:
+            name, k = f"{base} #{k}", k + 1
+        names.append(name)
+    return names
+
+
+def _compare_spec(target: tuple[str, ...], opts: dict[str, Any]) -> tuple[Spec, Path]:
+    overrides = stop_overrides(opts)
+    if is_study_file(target):
+        spec, store = spec_from_target(target, opts)
+        if len(spec.variants) < 2:
+            raise SpecError(
+                f"{spec.source_path}: assay compare needs a study file with at least two "
+                "[[variant]] entries (see 'assay compare --help')"
+            )
+        return spec, store
+    groups = _split_commands(target)
+    names = _variant_names(groups, opts["name"])
+    study = opts["study"] or (
+        f"compare {time.strftime('%Y%m%d-%H%M%S')} {slug(' vs '.join(names))[:40]}"
+    )
+    bench: dict[str, Any] = {"command": groups[0], "shell": bool(opts["shell"])}
+    if opts["timeout"] is not None:
+        bench["timeout"] = opts["timeout"]
+    data = {
+        "study": {"name": study},
+        "benchmark": bench,
+        "variant": [{"name": n, "command": g} for n, g in zip(names, groups, strict=True)],
+        "stop": overrides,
+    }
+    return quick_store(parse_spec_data(data, source="command line"), opts)
+
+
+@click.command(
+    context_settings={"ignore_unknown_options": True},
+    epilog=COMPARE_FILE_HELP,
+)
+@click.argument("target", nargs=-1, type=click.UNPROCESSED, required=True)
+@click.option(
+    "--from",
+    "from_files",
+    is_flag=True,
+    help="Compare existing results: TARGET is hyperfine/pyperf/Assay JSON files.",
+)
+@click.option("--name", multiple=True, help="Quick mode: name the variants, once per command.")
+@click.option("--study", help="Quick mode: the study name (default: from the commands and time).")
+@click.option("--pi", help="The PI that decides (default: the study's first).")
+@click.option(
+    "--max-rounds",
+    type=click.IntRange(min=1),
+    help="Stop after this many cycles (each variant once per cycle; default 1000).",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    help="Welch's threshold for a significant difference (default 0.01).",
+)
+@click.option(
+    "--require-ci-width/--no-require-ci-width",
+    default=None,
+    help="Also wait until every CI is within --ci-width (Pilot's optional third condition).",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    help="Seed of the random order within each cycle (default: random, recorded in the store).",
+)
+@click.option(
+    "--fixed-order",
+    is_flag=True,
+    default=None,
+    help="Run the variants in the given order in every cycle.",
+)
+@click.option(
+    "--csv", "csv_out", metavar="PATH", help="Write one CSV row per variant ('-' = stdout)."
+)
+@stop_options
+def compare(target: tuple[str, ...], **opts: Any) -> None:
+    """Decide which of several commands is best, in the least time (Pilot §III-F).
+
+    \b
+    Quick mode (each command after its own --):
+      assay compare -- python3 -c "sorted(range(10**6))" -- python3 -c "list(range(10**6))"
+    Study mode, variants from a study file (resumes if interrupted):
+      assay compare examples/compare-sqlite-sync.toml
+    Existing results (hyperfine --export-json, pyperf JSON, assay --json):
+      assay compare --from old.json new.json
+
+    Rounds are interleaved (A0 B0 A1 B1 ...), in a fresh seeded random order per cycle.
+    After each cycle the variants are ranked on the deciding PI; it stops when every
+    adjacent pair's CIs are separated or Welch's p < alpha (and every CI is narrow
+    enough, with --require-ci-width), or when the budget ends, saying which pairs are
+    undecided and how many more rounds Welch's sample-size estimate asks for.
+    """
+    from assay.report.compare import CSV_FIELDS, CompareProgressView, csv_rows, render_comparison
+    from assay.report.export import rows_to_csv, to_json, write_text
+    from assay.studies.compare import CompareResult, CompareRunner, compare_files
+
+    console = out_console(130)
+    err = err_console()
+    result: CompareResult
+    if opts["from_files"]:
+        try:
+            result = compare_files(
+                [t for t in target if t != "--"],
+                pi=opts["pi"],
+                alpha=opts["alpha"] or 0.01,
+                confidence=opts["confidence"] or 0.95,
+            )
+        except (SpecError, ValueError) as exc:
+            fail(err, exc)
+    else:
+        try:
+            spec, store_path = _compare_spec(target, opts)
+            pis = [p.name for p in spec.pis]
+            if opts["pi"] is not None and opts["pi"] not in pis:
+                raise SpecError(
+                    f"--pi {opts['pi']!r}: no such PI; the study's PIs: {', '.join(pis)}"
+                )
+        except SpecError as exc:
+            fail(err, exc)
+        spec = with_under_test(spec, opts)
+        progress = CompareProgressView(err)
+        how = (
+            "Run the same command again to resume."
+            if spec.source_path and spec.source_path.endswith(".toml")
+            else f"Resume with: assay compare --store {store_path} --study '{spec.study.name}' -- …"
+        )
+        with (
+            study_errors(err, store_path, how),
+            progress if not opts["quiet"] else contextlib.nullcontext(),
+        ):
+            runner = CompareRunner(
+                spec,
+                store_path,
+                pi=opts["pi"],
+                seed=opts["seed"],
+                fixed_order=opts["fixed_order"],
+                fresh=opts["fresh"],
+                measure_overhead=not opts["no_overhead"],
+                monitor=not opts["no_monitor"],
+                on_compare_progress=None if opts["quiet"] else progress.update,
+            )
+            result = runner.run()
+    render_comparison(result, console)
+    if opts["json_out"]:
+        write_text(opts["json_out"], to_json(result.as_dict()))
+    if opts["csv_out"]:
+        write_text(opts["csv_out"], rows_to_csv(CSV_FIELDS, csv_rows(result)))

@@ -1,1 +1,0 @@
-"""Subcommands of the ``assay`` command line that live in their own module."""

@@ -1,0 +1,93 @@
+"""The one interface through which every study runs its trials.
+
+A study loop hands the executor a batch of :class:`~assay.execute.trial.TrialRequest`
+(a run-until-CI round, a comparison cycle, an order run, a sweep step, the LHS
+samples) and takes each trial's :class:`~assay.store.TrialRecord` back as it
+finishes, to commit it to the store at once: the loop stays the store's only writer.
+A loop that has seen enough (a deadline, too many failures) stops iterating, and the
+trials not yet started are not run.
+
+:class:`LocalExecutor` runs the trials on this machine, one after the other, in the
+order given (the reset step before each).  Another executor (a cluster of machines)
+implements the same three methods; the loops do not change.
+
+>>> from assay.execute.trial import TrialJob, TrialRequest
+>>> from assay.spec import PISpec
+>>> job = TrialJob(pis=(PISpec(name="wall_time"),), timeout=10)
+>>> ex = LocalExecutor(monitor=False)
+>>> ex.start()
+>>> [r.seq for r in ex.run_trials(job, [TrialRequest(0, ["true"]), TrialRequest(1, ["true"])])]
+[0, 1]
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Generator, Sequence
+
+from assay.execute.monitor import ResourceMonitor
+from assay.execute.trial import Step, TrialJob, TrialRequest, run_step, run_trial
+from assay.store import TrialRecord
+
+
+class Executor(ABC):
+    """Runs a study's steps and trials; see the module docstring."""
+
+    @abstractmethod
+    def start(self) -> None:
+        """A study session begins: calibrate what needs it, restart the clocks."""
+
+    @abstractmethod
+    def run_step(self, job: TrialJob, step: Step) -> None:
+        """Run a setup or teardown step on every host that runs trials;
+        :class:`~assay.errors.StudyError` when it fails."""
+
+    @abstractmethod
+    def run_trials(
+        self, job: TrialJob, requests: Sequence[TrialRequest]
+    ) -> Generator[TrialRecord, None, None]:
+        """Run the requests (the job's reset before each); yield each trial's record as
+        it finishes.  A failed reset raises :class:`~assay.errors.StudyError`; trials
+        yielded before it are the caller's to keep.  Closing the generator early stops
+        the batch: trials not yet started are not run."""
+
+
+class LocalExecutor(Executor):
+    """Trials on this machine, one at a time, in the order given.
+
+    ``monitor``: the bottleneck watch samples CPU, memory, disk and network during
+    every trial (its series are stored with the trial).  Each record's
+    ``bookkeeping_s`` is the time between the previous trial's end and this one's
+    start, less the reset: what Assay itself spent between trials (analysis included).
+    """
+
+    def __init__(self, *, monitor: bool = True) -> None:
+        self.monitor = monitor
+        self._monitor: ResourceMonitor | None = None
+        self._prev_end: float | None = None
+
+    def start(self) -> None:
+        self._prev_end = None
+        if self.monitor and self._monitor is None:
+            self._monitor = ResourceMonitor()
+            self._monitor.calibrate()
+
+    def run_step(self, job: TrialJob, step: Step) -> None:
+        run_step(job, step)
+
+    def run_trials(
+        self, job: TrialJob, requests: Sequence[TrialRequest]
+    ) -> Generator[TrialRecord, None, None]:
+        for request in requests:
+            reset_s = 0.0
+            if job.reset is not None:
+                r0 = time.perf_counter()
+                run_step(job, job.reset)
+                reset_s = time.perf_counter() - r0
+            start = time.perf_counter()
+            prev = self._prev_end
+            record = run_trial(job, request, self._monitor)
+            record.bookkeeping_s = None if prev is None else max(start - prev - reset_s, 0.0)
+            self._prev_end = time.perf_counter()
+            yield record

@@ -1,0 +1,132 @@
+"""One trial on the host that runs it: what to run, running it, reading its PIs.
+
+A :class:`TrialJob` is what every trial of a study shares (the PIs to read, timeout,
+shell, working directory, the reset step); a :class:`TrialRequest` is one trial (its
+rendered argv and environment, the setting the store records).  Both are plain
+picklable values, so an executor can hand them to another process or machine;
+:func:`run_trial` turns them into a :class:`~assay.store.TrialRecord` with its readings.
+
+>>> from assay.spec import PISpec
+>>> job = TrialJob(pis=(PISpec(name="wall_time"),), timeout=10)
+>>> rec = run_trial(job, TrialRequest(seq=0, argv=["true"], setting={"n": 1}))
+>>> rec.status, rec.setting, rec.readings["wall_time"] > 0
+('ok', {'n': 1}, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from assay.errors import StudyError
+from assay.execute.command import run_command
+from assay.execute.leftovers import clear_running, note_running
+from assay.execute.monitor import ResourceMonitor
+from assay.execute.readers import ReadError, read_reading, read_unit_readings
+from assay.spec import PISpec
+from assay.store import TrialRecord
+
+
+@dataclass(frozen=True)
+class Step:
+    """A setup, reset or teardown command, rendered; ``shown`` is how the study file
+    wrote it (error messages quote it)."""
+
+    what: str  # "setup", "reset" or "teardown"
+    argv: tuple[str, ...]
+    shown: str
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TrialJob:
+    """What every trial of one study shares."""
+
+    pis: tuple[PISpec, ...]
+    timeout: float
+    shell: bool = False
+    cwd: str | None = None
+    reset: Step | None = None  # run before every trial
+    # where the running benchmark is noted (a killed session's leftover is stopped)
+    running_file: Path | None = None
+
+
+@dataclass(frozen=True)
+class TrialRequest:
+    """One trial: the rendered command, its environment (laid over the host's) and the
+    setting the store records; ``seq`` and ``run`` place it in the study."""
+
+    seq: int
+    argv: list[str]
+    setting: dict[str, object] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict)
+    run: int = 0
+    work: float | None = None
+
+
+def run_step(job: TrialJob, step: Step) -> None:
+    """Run a setup, reset or teardown step; :class:`StudyError` (with the tail of its
+    stderr) when it fails: the study cannot go on without it."""
+    res = run_command(
+        list(step.argv), timeout=job.timeout, env=step.env, cwd=job.cwd, shell=job.shell
+    )
+    if res.status != "ok":
+        tail = res.stderr.decode(errors="replace").strip()[-500:]
+        raise StudyError(
+            f"the {step.what} command {step.shown!r} failed: {res.error}"
+            + (f"\n{tail}" if tail else "")
+        )
+
+
+def run_trial(
+    job: TrialJob, request: TrialRequest, monitor: ResourceMonitor | None = None
+) -> TrialRecord:
+    """Run one trial (no reset: see :func:`run_step`) and read its PIs.
+
+    A failing benchmark, a timeout or output the readers cannot parse is a trial with
+    that status, not an exception: a failing trial is data.
+    """
+    if job.running_file is not None:
+        note_running(job.running_file, request.argv, job.shell)
+    if monitor is not None:
+        monitor.start()  # its first read happens before run_command starts the clock
+    try:
+        res = run_command(
+            request.argv, timeout=job.timeout, env=request.env, cwd=job.cwd, shell=job.shell
+        )
+    finally:
+        resources = monitor.stop().series if monitor is not None else {}
+        if job.running_file is not None:
+            clear_running(job.running_file)
+    rec = TrialRecord(
+        seq=request.seq,
+        status=res.status,
+        run=request.run,
+        setting=dict(request.setting),
+        argv=list(request.argv),
+        work=request.work,
+        started=res.started,
+        duration=res.duration,
+        exit_code=res.exit_code,
+        error=res.error,
+        stdout=res.stdout,
+        stderr=res.stderr,
+        cpu_user=res.cpu_user,
+        cpu_system=res.cpu_system,
+        max_rss_kib=res.max_rss_kib,
+        resources=resources,
+    )
+    if res.status != "ok":
+        return rec
+    try:
+        for pi in job.pis:
+            rec.readings[pi.name] = read_reading(pi, res, job.cwd)
+            if pi.units is not None:
+                rec.unit_readings[pi.name] = read_unit_readings(pi.units, pi.name, res, job.cwd)
+    except ReadError as exc:
+        rec.status = "parse_error"
+        rec.error = str(exc)
+        rec.readings.clear()
+        rec.unit_readings.clear()
+    return rec

@@ -1,0 +1,296 @@
+"""What every study loop shares: opening the study in its store, setup and teardown,
+handing batches of trials to the executor and committing each trial as it returns.
+
+The loop of each kind of study (:mod:`assay.studies.run`, ``compare``, ``order``,
+``settings``, ``sweep``, ``knobs``) subclasses :class:`Study` and decides which trials
+to ask for next; :meth:`Study.measure` runs them through the one
+:class:`~assay.execute.executor.Executor` and commits each to the store as it ends, so
+a crash or a kill loses nothing finished and the next session resumes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, TypedDict, TypeVar
+
+from assay.errors import StudyError
+from assay.execute.command import render_argv
+from assay.execute.environment import collect_environment
+from assay.execute.executor import Executor, LocalExecutor
+from assay.execute.leftovers import stop_leftover
+from assay.execute.monitor import ResourceSummary, bottleneck_warnings, resources_dict, summarize
+from assay.execute.overhead import LaunchOverhead, measure_launch_overhead
+from assay.execute.trial import Step, TrialJob, TrialRequest
+from assay.spec import Spec
+from assay.store import Store, TrialRecord, study_file
+from assay.template import render
+
+__all__ = [
+    "Executed",
+    "OpenStudy",
+    "Study",
+    "StudyError",
+    "StudyOptions",
+    "bookkeeping_per_trial",
+    "execution_dict",
+    "execution_fields",
+    "trial_failures",
+    "watch_report",
+]
+
+D = TypeVar("D")
+
+
+@dataclass
+class OpenStudy:
+    """A study opened in its store for one session: what the loop and the report need."""
+
+    store: Store
+    study_id: int
+    session: int
+    trials: list[TrialRecord]  # every stored trial, in order; the loop appends
+    resumed: int  # trials found in the store at the start
+    environment: dict[str, Any]
+    overhead: LaunchOverhead | None
+
+
+class Executed(Protocol):
+    """What a study result says about its execution (every kind of study alike)."""
+
+    trials_total: int
+    trials_by_status: dict[str, int]
+    resumed_trials: int
+    failures: list[dict[str, Any]]
+    elapsed_s: float
+    bookkeeping_s_per_trial: float | None
+    launch_overhead: LaunchOverhead | None
+    environment: dict[str, Any]
+    warnings: list[str]
+    resources: dict[str, Any] | None
+
+
+def execution_dict(res: Executed) -> dict[str, Any]:
+    """The JSON form of a result's trials, failures, overhead, environment and warnings."""
+    return {
+        "trials": {
+            "total": res.trials_total,
+            "by_status": res.trials_by_status,
+            "resumed": res.resumed_trials,
+        },
+        "failures": res.failures,
+        "measured_time_s": res.elapsed_s,
+        "overhead": {
+            "bookkeeping_s_per_trial": res.bookkeeping_s_per_trial,
+            "launch": None if res.launch_overhead is None else res.launch_overhead.as_dict(),
+        },
+        "environment": res.environment,
+        "warnings": res.warnings,
+        "resources": res.resources,
+    }
+
+
+def trial_failures(trials: list[TrialRecord]) -> list[dict[str, Any]]:
+    """The failed trials, as reports list them."""
+    return [
+        {"seq": t.seq, "status": t.status, "error": t.error, "setting": t.setting}
+        for t in trials
+        if not t.ok
+    ]
+
+
+def bookkeeping_per_trial(trials: list[TrialRecord]) -> float | None:
+    """Mean time Assay spent between trials (``None`` before the second trial)."""
+    books = [t.bookkeeping_s for t in trials if t.bookkeeping_s is not None]
+    return (sum(books) / len(books)) if books else None
+
+
+def execution_fields(st: OpenStudy) -> dict[str, Any]:
+    """The :class:`Executed` fields of a result, from the study's trials and session."""
+    trials = st.trials
+    return {
+        "trials_total": len(trials),
+        "trials_by_status": dict(Counter(t.status for t in trials)),
+        "failures": trial_failures(trials),
+        "elapsed_s": sum(t.duration or 0.0 for t in trials),
+        "bookkeeping_s_per_trial": bookkeeping_per_trial(trials),
+        "launch_overhead": st.overhead,
+        "environment": st.environment,
+        "resumed_trials": st.resumed,
+    }
+
+
+def resource_summaries(trials: list[TrialRecord]) -> list[ResourceSummary]:
+    """The bottleneck watch's summary of every monitored trial (stored ones included)."""
+    return [summarize(t.resources) for t in trials if t.resources]
+
+
+def watch_report(
+    spec: Spec, trials: list[TrialRecord], label: str = ""
+) -> tuple[list[str], dict[str, Any] | None]:
+    """Bottleneck warnings and the JSON ``resources`` summary of monitored trials."""
+    summaries = resource_summaries(trials)
+    if not summaries:
+        return [], None
+    under = spec.benchmark.under_test
+    return bottleneck_warnings(summaries, under, label=label), resources_dict(summaries, under)
+
+
+class StudyOptions(TypedDict, total=False):
+    """How a study of any kind runs (the keyword arguments of :class:`Study`)."""
+
+    fresh: bool  # archive the stored trials and start again
+    measure_overhead: bool  # measure the launch overhead first
+    monitor: bool  # the bottleneck watch (with the default executor)
+    executor: Executor | None  # default: LocalExecutor
+
+
+class Study:
+    """One study in its store, its trials run by an executor (local by default).
+
+    Side effects live here and in the executor, never in the designs.  Subclasses
+    hold the loop of one kind of study.
+    """
+
+    def __init__(
+        self,
+        spec: Spec,
+        store_path: Path,
+        *,
+        fresh: bool = False,
+        measure_overhead: bool = True,
+        monitor: bool = True,
+        executor: Executor | None = None,
+    ) -> None:
+        self.spec = spec
+        self.store_path = store_path
+        self.fresh = fresh
+        self.measure_overhead = measure_overhead
+        self.executor: Executor = (
+            executor if executor is not None else LocalExecutor(monitor=monitor)
+        )
+        self.cwd = self._cwd()
+
+    def _cwd(self) -> str | None:
+        cwd = self.spec.benchmark.cwd
+        if cwd is None:
+            return None
+        p = Path(cwd).expanduser()
+        if not p.is_absolute() and self.spec.source_path:
+            p = Path(self.spec.source_path).parent / p
+        return str(p)
+
+    def _env(
+        self, values: dict[str, object], extra: dict[str, str] | None = None
+    ) -> dict[str, str]:
+        allv = {**self.spec.params, **values}
+        env = {**self.spec.benchmark.env, **(extra or {})}
+        return {k: render(v, allv) for k, v in env.items()}
+
+    def _step(self, argv: list[str] | None, what: str) -> Step | None:
+        """A setup, reset or teardown command, rendered with the study's [params]."""
+        if not argv:
+            return None
+        return Step(what, tuple(render_argv(argv, self.spec.params)), " ".join(argv), self._env({}))
+
+    @property
+    def job(self) -> TrialJob:
+        """What every trial of this study shares (see :class:`TrialJob`)."""
+        b = self.spec.benchmark
+        return TrialJob(
+            pis=tuple(self.spec.pis),
+            timeout=b.timeout,
+            shell=b.shell,
+            cwd=self.cwd,
+            reset=self._step(b.reset, "reset"),
+            running_file=self.running_file,
+        )
+
+    @property
+    def running_file(self) -> Path:
+        # one per study: studies running side by side in one store keep their own
+        return study_file(self.store_path, self.spec.study.name, ".running")
+
+    def request(
+        self,
+        seq: int,
+        values: dict[str, object],
+        *,
+        work: float | None = None,
+        command: list[str] | None = None,
+        env: dict[str, str] | None = None,
+        setting: dict[str, object] | None = None,
+        run: int = 0,
+    ) -> TrialRequest:
+        """One trial of ``command`` (default: the benchmark's) with ``values`` in its
+        placeholders and ``env`` laid over the benchmark's; ``setting`` is what the store
+        records (default: ``values``)."""
+        b = self.spec.benchmark
+        try:
+            argv = render_argv(b.command if command is None else command, values)
+        except KeyError as exc:  # a design that left a placeholder without a value
+            raise StudyError(
+                f"{self.spec.source_path}: {exc.args[0]} in the benchmark command; give it a "
+                "value in [params] (or run the study with the command its sections are for)"
+            ) from None
+        return TrialRequest(
+            seq=seq,
+            argv=argv,
+            setting=dict(values if setting is None else setting),
+            env=self._env(values, env),
+            run=run,
+            work=work,
+        )
+
+    def _stop_leftover(self) -> str | None:
+        return stop_leftover(self.running_file)
+
+    def _open(self, store: Store) -> OpenStudy:
+        """Open (or resume) the study in the store and start a session."""
+        spec = self.spec
+        store.lock_study(spec.study.name)  # held until the store closes
+        if self.fresh:
+            store.archive_study(spec.study.name)
+        study_id = store.open_study(
+            spec.study.name, spec.measurement_hash(), spec.model_dump(mode="json")
+        )
+        trials = store.trials(study_id)
+        env = collect_environment(spec.benchmark.git_repo)
+        session = store.start_session(study_id, env)
+        overhead = measure_launch_overhead() if self.measure_overhead else None
+        self.executor.start()
+        return OpenStudy(store, study_id, session, trials, len(trials), env, overhead)
+
+    def _with_setup(self, loop: Callable[[], D]) -> D:
+        """Run ``loop`` between the study's setup and teardown steps."""
+        b = self.spec.benchmark
+        job = self.job
+        setup, teardown = self._step(b.setup, "setup"), self._step(b.teardown, "teardown")
+        try:
+            if setup is not None:
+                self.executor.run_step(job, setup)
+            return loop()
+        finally:
+            if teardown is not None:
+                with contextlib.suppress(StudyError):
+                    self.executor.run_step(job, teardown)
+
+    def measure(
+        self, st: OpenStudy, requests: Sequence[TrialRequest]
+    ) -> Generator[TrialRecord, None, None]:
+        """Run a batch through the executor; commit each trial to the store and append it
+        to ``st.trials`` as it finishes, then yield it.  Closing the generator stops the
+        batch (the executor does not start the rest)."""
+        with contextlib.closing(self.executor.run_trials(self.job, requests)) as records:
+            for record in records:
+                st.store.add_trial(st.study_id, record, st.session)
+                st.trials.append(record)
+                yield record
+
+    def measure_one(self, st: OpenStudy, request: TrialRequest) -> TrialRecord:
+        """Run and commit one trial."""
+        (record,) = self.measure(st, [request])
+        return record

@@ -1,0 +1,422 @@
+"""Knob pre-selection (Kanellis et al., HotStorage 2020): which few knobs matter.
+
+Live (:class:`KnobsRunner`, ``assay knobs STUDY.toml``):
+
+1. Latin Hypercube samples of every knob (:func:`~assay.designs.knobs.latin_hypercube`),
+   each measured once (the paper's design) through the study's store with
+   :class:`~assay.studies.settings.SettingsRunner`, so an interrupted study resumes
+   without measuring a sample twice.
+2. Random-forest ranking per PI (and the objective), top-k R² curve, stability.
+3. Validation: a second LHS that varies only the top-k knobs (others at defaults);
+   how close its best comes to the best of the all-knob samples, per PI.
+4. ``tune=N``: Optuna on the top-k knobs, each configuration measured; the best one
+   measured 10 times more for its CI; the tuning cost against all knobs estimated on
+   the forest model of the samples (no measurement).
+
+Offline (:func:`samples_from_csv` then :func:`rank_samples`, ``assay knobs --from``):
+the same ranking of settings measured elsewhere; tuning runs on the forest model.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from typing_extensions import Unpack
+
+from assay.designs.knobs import (
+    CategoricalKnob,
+    KnobAnalysis,
+    KnobSpace,
+    analyze_knobs,
+    infer_space,
+    latin_hypercube,
+    space_from_spec,
+    validation_sample,
+)
+from assay.spec import KnobsSpec, Spec
+from assay.stats.objective import Objective, composite_score, parse_objective
+from assay.studies.base import StudyError, StudyOptions
+from assay.studies.settings import (
+    SettingsProgress,
+    SettingsRunner,
+    SettingsSession,
+    setting_key,
+    trial_value,
+)
+
+if TYPE_CHECKING:
+    from assay.designs.tune import TuneResult, TuningCost
+
+Direction = Literal["higher", "lower"]
+
+#: Trials of the tuner's best configuration measured again for its CI.
+CONFIRM_TRIALS = 10
+
+
+class KnobsInputError(ValueError):
+    """Bad input for a knob study (a CSV, a metric, a knob name): one clear message."""
+
+
+@dataclass
+class KnobsProgress:
+    """What the live display shows: a stage, and how far a batch of samples is."""
+
+    stage: str
+    done: int = 0
+    total: int = 0
+    failed: int = 0
+    measuring: bool = False  # a batch of samples (done/total), else a stage line
+
+
+@dataclass
+class KnobsResult:
+    """A knob study's ranking, and the tuning that followed it (if asked)."""
+
+    analysis: KnobAnalysis
+    tune: TuneResult | None = None
+    cost: TuningCost | None = None
+    tuned_on_model: bool = True  # --from: the tuner ran on the forest model, not the system
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Everything, as plain data for ``--json``."""
+        data = self.analysis.as_dict()
+        data["tune"] = None if self.tune is None else self.tune.as_dict()
+        data["tuning_cost"] = None if self.cost is None else self.cost.as_dict()
+        return data
+
+
+def n_jobs(jobs: int | None) -> int:
+    """CPU cores for the models: ``jobs`` when positive, else all."""
+    return jobs if jobs is not None and jobs > 0 else (os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class KnobSamples:
+    """Measured settings read from a CSV: the knob space, one setting per row and each
+    metric's values (see :func:`samples_from_csv`)."""
+
+    space: KnobSpace
+    settings: list[dict[str, Any]]
+    values: dict[str, np.ndarray]
+    directions: dict[str, Direction]
+    objective: Objective | None
+    source: str
+
+
+def samples_from_csv(
+    path: str,
+    metrics: Sequence[str],
+    *,
+    knob_columns: Sequence[str] = (),
+    unsafe: Sequence[str] = (),
+    objective: str | None = None,
+) -> KnobSamples:
+    """Read measured settings: ``metrics`` are ``PI[:higher|lower]`` columns; the knob
+    columns are ``knob_columns``, or every column that is not a metric or an objective
+    PI.  :class:`KnobsInputError` (or the reader's ValueError) names what is wrong."""
+    from assay.importers.knobs import metric_direction, read_samples_csv
+
+    goal = parse_objective(objective) if objective else None
+    if not metrics and goal is None:
+        raise KnobsInputError(
+            "--from needs at least one --metric NAME (a PI column of the CSV) or an --objective"
+        )
+    directions: dict[str, Direction] = {}
+    for m in metrics:
+        name, direction = metric_direction(m)
+        directions[name] = "lower" if direction == "lower" else "higher"
+    extra = list(goal.pis) if goal else []
+    frame, values = read_samples_csv(path, list(directions), knobs=knob_columns, extra=extra)
+    space = infer_space(frame, list(frame.columns))
+    unknown = [u for u in unsafe if u not in space.names]
+    if unknown:
+        raise KnobsInputError(
+            f"--unsafe {', '.join(unknown)}: not a knob column of {path} "
+            f"(knobs: {', '.join(space.names)})"
+        )
+    if unsafe:
+        space = KnobSpace(
+            tuple(replace(k, unsafe=True) if k.name in unsafe else k for k in space.knobs)
+        )
+    settings = frame.to_dict("records")
+    # categorical knobs were inferred from the text of the cells
+    for s in settings:
+        for k in space.knobs:
+            if isinstance(k, CategoricalKnob):
+                s[k.name] = str(s[k.name])
+    return KnobSamples(space, settings, values, directions, goal, path)
+
+
+def rank_samples(
+    samples: KnobSamples,
+    *,
+    top_k: int = 5,
+    trees: int = 300,
+    seed: int = 0,
+    rank_by: Literal["impurity", "permutation"] = "impurity",
+    jobs: int | None = None,
+    tune: int | None = None,
+    allow_unsafe: bool = False,
+    declared_knobs: Sequence[str] = (),
+) -> KnobsResult:
+    """Rank the knobs of measured settings; ``tune=N`` tunes the top-k (and all knobs,
+    for the cost comparison) on a forest model of the samples, without measuring.
+
+    A knob that alone explains more than 90% of the importance, and was not declared a
+    knob (``declared_knobs``), is likely a measured PI: a warning says so.
+    """
+    analysis = analyze_knobs(
+        samples.space,
+        samples.settings,
+        {k: samples.values[k] for k in samples.directions},
+        samples.directions,
+        objective=samples.objective,
+        top_k=top_k,
+        n_trees=trees,
+        seed=seed,
+        by=rank_by,
+        n_jobs=n_jobs(jobs),
+        sources=(samples.source,),
+    )
+    warnings = [
+        f"{r.knobs[0].knob} alone explains {r.knobs[0].impurity:.0%} of the importance for "
+        f"{r.pi}: if it is a measured PI rather than a knob, name it with --metric, or list "
+        "the knob columns with --knob"
+        for r in analysis.rankings
+        if r.knobs[0].impurity > 0.9 and r.knobs[0].knob not in declared_knobs
+    ]
+    result = KnobsResult(analysis, warnings=warnings)
+    if tune:
+        y = (
+            composite_score(analysis.objective, samples.values)
+            if analysis.objective is not None
+            else samples.values[analysis.primary.pi]
+        )
+        result.tune, result.cost = _tuning_cost(
+            analysis,
+            samples.settings,
+            y,
+            tune,
+            trees=trees,
+            seed=seed,
+            allow_unsafe=allow_unsafe,
+            tune_on_model=True,
+        )
+    return result
+
+
+def _tuning_cost(
+    analysis: KnobAnalysis,
+    settings: Sequence[Mapping[str, Any]],
+    y: np.ndarray,
+    trials: int,
+    *,
+    trees: int,
+    seed: int,
+    allow_unsafe: bool,
+    tune_on_model: bool = False,
+) -> tuple[TuneResult | None, TuningCost]:
+    """How many trials tuning the top-k and all knobs each need, estimated on a forest
+    model of the samples; with ``tune_on_model``, the top-k tuned on that model too."""
+    from assay.designs.tune import compare_tuning_cost, surrogate_objective, tune
+
+    primary = analysis.primary
+    model = surrogate_objective(analysis.space, settings, y, n_trees=trees, seed=seed)
+    result = None
+    if tune_on_model:
+        result = tune(
+            analysis.space,
+            model,
+            trials,
+            knobs=list(primary.top),
+            direction=primary.direction,
+            allow_unsafe=allow_unsafe,
+            seed=seed,
+        )
+    cost = compare_tuning_cost(
+        analysis.space,
+        model,
+        list(primary.top),
+        trials,
+        seeds=[seed, seed + 1, seed + 2],
+        direction=primary.direction,
+        allow_unsafe=allow_unsafe,
+    )
+    return result, cost
+
+
+class KnobsRunner:
+    """Runs a study's ``[[knob]]`` pre-selection (see the module docstring)."""
+
+    def __init__(
+        self,
+        spec: Spec,
+        store_path: Path,
+        config: KnobsSpec,
+        *,
+        tune: int | None = None,
+        jobs: int | None = None,
+        on_progress: Callable[[KnobsProgress], None] | None = None,
+        **options: Unpack[StudyOptions],
+    ) -> None:
+        if not spec.knob_specs:
+            raise ValueError(f"{spec.source_path}: the study file has no [[knob]] entries")
+        self.spec = spec
+        self.store_path = store_path
+        self.config = config
+        self.objective = parse_objective(config.objective) if config.objective else None
+        self.space = space_from_spec(spec)
+        self.tune = tune
+        self.jobs = jobs
+        self.directions: dict[str, Direction] = {p.name: p.direction for p in spec.pis}
+        self.runner = SettingsRunner(spec, store_path, seed=config.seed, **options)
+        self.on_progress = on_progress
+
+    def _stage(self, line: str) -> None:
+        if self.on_progress is not None:
+            self.on_progress(KnobsProgress(line))
+
+    def run(self) -> KnobsResult:
+        result = self.runner.session(self._body)
+        result.tuned_on_model = False
+        return result
+
+    def _measured(
+        self, session: SettingsSession, settings: list[dict[str, Any]], what: str
+    ) -> tuple[list[dict[str, Any]], dict[str, np.ndarray]]:
+        """Measure each setting once; the settings that succeeded and their PI values."""
+
+        def progress(p: SettingsProgress) -> None:
+            if self.on_progress is not None:
+                self.on_progress(KnobsProgress(what, p.done, p.total, p.failed, measuring=True))
+
+        session.measure(settings, 1, on_progress=progress)
+        by_key = {setting_key(t.setting): t for t in session.trials}
+        ok = [s for s in settings if by_key[setting_key(s)].ok]
+        values = {
+            pi.name: np.array([trial_value(pi, by_key[setting_key(s)]) for s in ok])
+            for pi in self.spec.pis
+        }
+        return ok, values
+
+    def _body(self, session: SettingsSession) -> KnobsResult:
+        cfg = self.config
+        samples = latin_hypercube(self.space, cfg.samples, seed=cfg.seed)
+        ok, metrics = self._measured(session, samples, "all-knob LHS samples")
+        if len(ok) < 10:
+            raise StudyError(
+                f"only {len(ok)} of {len(samples)} samples succeeded; the ranking needs at "
+                "least 10 (see the failed trials in the store)"
+            )
+        # the forests take a while (a minute for 100 samples on 2 cores)
+        self._stage(f"ranking the knobs: random forests on {len(ok)} samples…")
+        analysis = analyze_knobs(
+            self.space,
+            ok,
+            metrics,
+            self.directions,
+            objective=self.objective,
+            top_k=cfg.top_k,
+            n_trees=cfg.trees,
+            seed=cfg.seed,
+            by=cfg.rank_by,
+            n_jobs=n_jobs(self.jobs),
+            sources=(str(self.store_path),),
+        )
+        n_val = cfg.validation_samples or max(10, cfg.samples // 4)
+        val = validation_sample(self.space, list(analysis.primary.top), n_val, seed=cfg.seed + 1)
+        val_ok, val_metrics = self._measured(session, val, "top-k validation samples")
+        if val_ok:
+            from assay.stats.importance import validation_summary
+
+            analysis = analysis.with_validation(
+                validation_summary(metrics, val_metrics, self.directions)
+            )
+        result = KnobsResult(analysis, tuned_on_model=False)
+        if self.tune:
+            result.tune, result.cost = self._tune_live(session, analysis, ok, metrics)
+        return result
+
+    def _tune_live(
+        self,
+        session: SettingsSession,
+        analysis: KnobAnalysis,
+        samples: list[dict[str, Any]],
+        metrics: Mapping[str, np.ndarray],
+    ) -> tuple[TuneResult, TuningCost]:
+        """Optuna on the top-k knobs, every configuration measured in the study's store."""
+        from assay.stats.intervals import t_interval
+
+        cfg = self.config
+        primary = analysis.primary
+        pis = {p.name: p for p in self.spec.pis}
+        trials = self.tune or 1
+        n_tuned = 0
+
+        def readings(setting: dict[str, Any], reps: int) -> list[dict[str, float]]:
+            got = session.measure([setting], reps)
+            return [{n: trial_value(p, t) for n, p in pis.items()} for t in got]
+
+        def measure_one(setting: dict[str, Any]) -> Any:
+            nonlocal n_tuned
+            r = readings(setting, 1)[0]
+            n_tuned += 1
+            self._stage(f"tuning the top-k: trial {n_tuned}/{trials}")
+            if self.objective is not None:
+                return r
+            v = r[primary.pi]
+            return None if math.isnan(v) else v
+
+        from assay.designs.tune import tune
+
+        result = tune(
+            self.space,
+            measure_one,
+            trials,
+            knobs=list(primary.top),
+            goal=self.objective,
+            direction=primary.direction,
+            allow_unsafe=cfg.allow_unsafe,
+            seed=cfg.seed,
+        )
+        if result.best is not None:
+            self._stage(f"measuring the tuner's best configuration {CONFIRM_TRIALS} more times…")
+            # the tuner's best is one reading, the maximum of many noisy ones: measure it again
+            again = [
+                r[primary.pi] for r in readings(dict(result.best.setting), CONFIRM_TRIALS + 1)[1:]
+            ]
+            finite = [v for v in again if math.isfinite(v)]
+            if len(finite) >= 2:
+                ci = t_interval(finite)
+                confirmed = {
+                    "pi": primary.pi,
+                    "unit": pis[primary.pi].unit,
+                    "n": len(finite),
+                    "mean": ci.mean,
+                    "half_width": ci.half_width,
+                    "confidence": ci.confidence,
+                }
+                result = replace(result, confirmed=confirmed)
+        self._stage("estimating the tuning cost (top-k vs all knobs) on the forest model…")
+        y = (
+            composite_score(self.objective, metrics)
+            if self.objective is not None
+            else metrics[primary.pi]
+        )
+        _, cost = _tuning_cost(
+            analysis,
+            samples,
+            y,
+            trials,
+            trees=cfg.trees,
+            seed=cfg.seed,
+            allow_unsafe=cfg.allow_unsafe,
+        )
+        return result, cost

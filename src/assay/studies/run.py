@@ -1,0 +1,264 @@
+"""Running a run-until-CI study: execute trials, commit each one, analyse, decide.
+
+The loop is the DESIGN.md flow: the design proposes the next trial, the executor
+runs it, the store commits it as soon as it ends, the analysis reads what is stored
+and the design decides whether more trials are needed. Everything finished is in the
+store, so running the same study again resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from typing_extensions import Unpack
+
+from assay.designs.run_until_ci import (
+    WPS_PI,
+    Decision,
+    PIResult,
+    RoundData,
+    analyze_pi,
+    analyze_wps,
+    decide,
+    planner_for,
+    round_segment,
+)
+from assay.execute.overhead import LaunchOverhead
+from assay.spec import PISpec, Spec
+from assay.store import Store, TrialRecord
+from assay.studies.base import (
+    OpenStudy,
+    Study,
+    StudyError,
+    StudyOptions,
+    execution_dict,
+    execution_fields,
+    watch_report,
+)
+
+__all__ = ["Progress", "Runner", "StudyError", "StudyResult", "analyse", "round_data"]
+
+
+@dataclass
+class Progress:
+    """What the live display shows after each trial."""
+
+    rounds: int
+    failed: int
+    elapsed: float
+    results: list[PIResult]
+    decision: Decision
+    last_status: str
+    mean_round_s: float
+
+
+@dataclass
+class StudyResult:
+    """Everything a report needs about a finished (or stopped) run-until-CI study."""
+
+    study: str
+    store: str
+    results: list[PIResult]
+    decision: Decision
+    trials_total: int
+    trials_by_status: dict[str, int]
+    failures: list[dict[str, Any]]
+    elapsed_s: float
+    bookkeeping_s_per_trial: float | None
+    launch_overhead: LaunchOverhead | None
+    environment: dict[str, Any]
+    resumed_trials: int = 0
+    warnings: list[str] = field(default_factory=list)
+    resources: dict[str, Any] | None = None  # the bottleneck watch (None: not monitored)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "study": self.study,
+            "store": self.store,
+            "done": self.decision.done,
+            "reason": self.decision.reason,
+            "pis": [r.as_dict() for r in self.results],
+            **execution_dict(self),
+        }
+
+
+def _pis_to_analyse(spec: Spec) -> list[PISpec]:
+    # With an adjustable work amount the default wall-time PI is meaningless
+    # (rounds differ in length by design): the WPS regression replaces it.
+    if spec.benchmark.work is not None and "pis" not in spec.model_fields_set:
+        return []
+    return list(spec.pis)
+
+
+Segments = dict[tuple[int, int, str], tuple[int, int] | None]
+
+
+def round_data(
+    pi: PISpec, ok_trials: list[TrialRecord], warmup_removal: str, cache: Segments
+) -> list[RoundData]:
+    """What the analysis of one PI needs from successful trials.
+
+    ``cache`` keeps each round's stable segment by ``(run, seq, pi)``, so that between
+    rounds only the newest round goes through change-point detection.
+    """
+    rounds = []
+    for t in ok_trials:
+        units = t.unit_readings.get(pi.name)
+        seg: tuple[int, int] | Literal["unknown"] | None = "unknown"
+        if units is not None:
+            key = (t.run, t.seq, pi.name)
+            if key not in cache:
+                cache[key] = round_segment(units, warmup_removal)
+            seg = cache[key]
+        rounds.append(
+            RoundData(
+                reading=t.readings.get(pi.name),
+                units=units,
+                work=t.work,
+                duration=t.duration or math.nan,
+                segment=seg,
+            )
+        )
+    return rounds
+
+
+def analyse(
+    spec: Spec,
+    trials: list[TrialRecord],
+    segments: Segments | None = None,
+) -> list[PIResult]:
+    """Per-PI results from stored trials.
+
+    ``segments`` caches each round's stable segment, so that between rounds only the
+    newest round goes through change-point detection.
+    """
+    cache = {} if segments is None else segments
+    ok = [t for t in trials if t.ok]
+    results: list[PIResult] = []
+    for pi in _pis_to_analyse(spec):
+        rounds = round_data(pi, ok, spec.stop.warmup_removal, cache)
+        results.append(analyze_pi(pi, rounds, spec.stop))
+    if spec.benchmark.work is not None:
+        wps_rounds = [RoundData(work=t.work, duration=t.duration or math.nan) for t in ok]
+        results.append(analyze_wps(wps_rounds, spec.stop, spec.benchmark.work))
+    return results
+
+
+def _raw_per_round(spec: Spec, trials: list[TrialRecord]) -> dict[str, float]:
+    ok = [t for t in trials if t.ok]
+    out: dict[str, float] = {}
+    for pi in spec.pis:
+        if pi.units is not None and ok:
+            out[pi.name] = sum(
+                t.unit_readings[pi.name].size for t in ok if pi.name in t.unit_readings
+            ) / len(ok)
+    return out
+
+
+class Runner(Study):
+    """Runs one run-until-CI study to its stopping rule: one trial per round, analysed
+    and decided after each (Pilot's method)."""
+
+    def __init__(
+        self,
+        spec: Spec,
+        store_path: Path,
+        *,
+        on_progress: Callable[[Progress], None] | None = None,
+        **options: Unpack[StudyOptions],
+    ) -> None:
+        super().__init__(spec, store_path, **options)
+        self.on_progress = on_progress
+
+    def run(self) -> StudyResult:
+        spec = self.spec
+        leftover = self._stop_leftover()
+        with Store(self.store_path) as store:
+            st = self._open(store)
+            decision = self._with_setup(lambda: self._loop(st))
+            results = analyse(spec, st.trials)
+            result = self._result(st, results, decision)
+            if leftover:
+                result.warnings.insert(0, leftover)
+            store.end_session(st.session, result.as_dict())
+            return result
+
+    def _loop(self, st: OpenStudy) -> Decision:
+        spec = self.spec
+        trials = st.trials
+        planner = planner_for(spec.benchmark.work)
+        seq = st.store.next_seq(st.study_id)
+        segments: Segments = {}
+        streak = 0
+        while True:
+            results = analyse(spec, trials, segments)
+            failed = sum(1 for t in trials if not t.ok)
+            elapsed = sum(t.duration or 0.0 for t in trials)
+            decision = decide(
+                results,
+                spec.pis,
+                spec.stop,
+                rounds_done=len(trials),
+                rounds_failed=failed,
+                elapsed=elapsed,
+                raw_per_round=_raw_per_round(spec, trials),
+                met_streak=streak,
+            )
+            streak = streak + 1 if decision.target_met else 0
+            if self.on_progress is not None:
+                ok = [t.duration or 0.0 for t in trials if t.ok]
+                self.on_progress(
+                    Progress(
+                        rounds=len(trials),
+                        failed=failed,
+                        elapsed=elapsed,
+                        results=results,
+                        decision=decision,
+                        last_status=trials[-1].status if trials else "",
+                        mean_round_s=sum(ok) / len(ok) if ok else math.nan,
+                    )
+                )
+            if decision.done:
+                return decision
+            values: dict[str, object] = dict(spec.params)
+            work: float | None = None
+            if planner is not None and spec.benchmark.work is not None:
+                history = [(t.work or 0.0, t.duration or 0.0) for t in trials if t.ok]
+                work = float(planner.next_work_amount(history))
+                values[spec.benchmark.work.placeholder] = int(work)
+            self.measure_one(st, self.request(seq, values, work=work))
+            seq += 1
+
+    def _result(self, st: OpenStudy, results: list[PIResult], decision: Decision) -> StudyResult:
+        warnings: list[str] = []
+        for r in results:
+            if r.subsession_size == 0 and r.note:
+                warnings.append(f"{r.name}: {r.note}")
+            if r.rounds_rejected:
+                warnings.append(
+                    f"{r.name}: {r.rounds_rejected} round(s) had no stable segment (no segment "
+                    "between change points holds > 50% of the unit readings); they were not used"
+                )
+        if WPS_PI in {r.name for r in results}:
+            wps = next(r for r in results if r.name == WPS_PI)
+            r2 = wps.extra.get("r_squared")
+            if r2 is not None and r2 < 0.9:
+                warnings.append(
+                    f"WPS regression fits poorly (R² = {r2:.2f}): is duration linear "
+                    "in the work amount?"
+                )
+        watch, resources = watch_report(self.spec, st.trials)
+        warnings.extend(watch)
+        return StudyResult(
+            study=self.spec.study.name,
+            store=str(self.store_path),
+            results=results,
+            decision=decision,
+            warnings=warnings,
+            resources=resources,
+            **execution_fields(st),
+        )
