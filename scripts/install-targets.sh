@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install the programs behind Assay's server and storage targets (Debian/Ubuntu):
 #   postgresql (initdb, pg_ctl, postgres, pgbench), redis-server, redis-tools
-#   (redis-benchmark, redis-cli) and fio. SQLite needs nothing: it is in Python.
+#   (redis-benchmark, redis-cli), fio, and openssh-server (sshd: the SSH-cluster tests
+#   start a private one on a free loopback port). SQLite needs nothing: it is in Python.
 #
 # Idempotent: when every program is already there it does nothing (no apt-get at all).
 # Needs root (or passwordless sudo) only when something is missing.
@@ -19,9 +20,10 @@ fi
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v redis-benchmark >/dev/null 2>&1 || missing+=(redis-tools)
 command -v fio >/dev/null 2>&1 || missing+=(fio)
+[[ -x /usr/sbin/sshd ]] || missing+=(openssh-server)
 
 if [[ ${#missing[@]} -eq 0 ]]; then
-    echo "install-targets: postgresql, redis and fio are installed; nothing to do"
+    echo "install-targets: postgresql, redis, fio and sshd are installed; nothing to do"
     exit 0
 fi
 
@@ -44,7 +46,8 @@ fi
 echo "install-targets: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 # policy-rc.d 101: the packages must not start their system-wide services (Assay starts
-# private servers on free loopback ports; a system Redis would only take port 6379).
+# private servers on free loopback ports; a system Redis would only take port 6379, a
+# system sshd port 22).
 policy=/usr/sbin/policy-rc.d
 own_policy=0
 if [[ ! -e $policy ]]; then

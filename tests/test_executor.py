@@ -89,6 +89,7 @@ class Recording(Executor):
     def __init__(self) -> None:
         self.inner = LocalExecutor(monitor=False)
         self.batches: list[list[tuple[int, int]]] = []
+        self.blocks: list[list[int | None]] = []
         self.steps: list[str] = []
 
     def start(self) -> None:
@@ -102,6 +103,7 @@ class Recording(Executor):
         self, job: TrialJob, requests: Sequence[TrialRequest]
     ) -> Generator[TrialRecord, None, None]:
         self.batches.append([(r.run, r.seq) for r in requests])
+        self.blocks.append([r.block for r in requests])
         yield from self.inner.run_trials(job, requests)
 
 
@@ -141,7 +143,7 @@ def test_compare_hands_over_one_cycle_at_a_time(tmp_path: Path) -> None:
     assert [s for b in ex.batches for _, s in b] == list(range(res.trials_total))
 
 
-def test_order_hands_over_one_run_at_a_time(tmp_path: Path) -> None:
+def test_order_hands_over_every_run_at_once_each_run_a_block(tmp_path: Path) -> None:
     spec = _spec(
         tmp_path,
         test=[{"name": "a", "params": {"v": 1}}, {"name": "b", "params": {"v": 2}}],
@@ -149,9 +151,11 @@ def test_order_hands_over_one_run_at_a_time(tmp_path: Path) -> None:
     )
     ex = Recording()
     OrderRunner(spec, spec.store_path(), measure_overhead=False, executor=ex).run()
-    # 2 fixed + 2 random runs, each of 2 tests × 2 repetitions
-    assert [len(b) for b in ex.batches] == [4, 4, 4, 4]
-    assert [{run for run, _ in b} for b in ex.batches] == [{0}, {1}, {2}, {3}]
+    # 2 fixed + 2 random runs, each of 2 tests × 2 repetitions: one batch in which each
+    # run is a block (its trials in order on one host; on a cluster, runs at once)
+    assert [len(b) for b in ex.batches] == [16]
+    assert ex.blocks[0] == [run for run, _ in ex.batches[0]]
+    assert ex.batches[0] == [(run, pos) for run in range(4) for pos in range(4)]
 
 
 def test_a_batch_of_settings_is_one_hand_over_and_every_trial_is_stored(tmp_path: Path) -> None:

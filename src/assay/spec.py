@@ -249,6 +249,35 @@ class KnobSpec(_Model):
         return self
 
 
+class ClusterSpec(_Model):
+    """The ``[cluster]`` table: machines reached over SSH, one Dask worker each.
+
+    The scheduler runs on ``scheduler`` (default: the first host); each host in
+    ``hosts`` runs one single-threaded worker that offers ``bench=1``, so one trial
+    runs per host at a time.  ``user``, ``port``, ``key`` (a private key file) and
+    ``known_hosts`` are the SSH options (``known_hosts = "none"`` skips host-key checks:
+    only for throw-away test hosts); ``remote_python`` is the Python, with Assay
+    installed, that the hosts run.
+    """
+
+    hosts: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+    scheduler: str | None = None
+    user: str | None = None
+    port: Annotated[int, Field(ge=1, le=65535)] = 22
+    key: str | None = None
+    known_hosts: str | None = None  # default: ~/.ssh/known_hosts; "none": not checked
+    remote_python: str | None = None  # default: the hosts' python3
+    require_identical: bool = False  # refuse hosts whose CPU, cores or memory differ
+
+    @field_validator("hosts")
+    @classmethod
+    def _plain_hosts(cls, v: list[str]) -> list[str]:
+        for h in v:
+            if h.startswith("-") or any(c.isspace() or not c.isprintable() for c in h):
+                raise ValueError(f"{h!r}: expected a host name or address")
+        return v
+
+
 class KnobsSpec(_Model):
     """The ``[knobs]`` section: how ``assay knobs`` samples, ranks and hands on the knobs."""
 
@@ -372,6 +401,7 @@ class Spec(_Model):
     knob_specs: Annotated[list[KnobSpec], Field(alias="knob")] = Field(default_factory=list)
     knobs_options: Annotated[KnobsSpec | None, Field(alias="knobs")] = None
     sweep: SweepSpec | None = None
+    cluster: ClusterSpec | None = None  # where trials run; not part of what they measure
     source_path: str | None = Field(default=None, exclude=True)
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)

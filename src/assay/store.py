@@ -73,6 +73,7 @@ CREATE TABLE IF NOT EXISTS trials (
     cpu_system REAL,
     max_rss_kib INTEGER,
     bookkeeping_s REAL,
+    host TEXT NOT NULL DEFAULT '',
     UNIQUE (study_id, run, seq)
 );
 CREATE TABLE IF NOT EXISTS readings (
@@ -253,6 +254,7 @@ class TrialRecord:
     cpu_system: float | None = None
     max_rss_kib: int | None = None
     bookkeeping_s: float | None = None
+    host: str = ""  # the machine that ran it ("" in stores made before hosts were kept)
     readings: dict[str, float] = field(default_factory=dict)
     unit_readings: dict[str, np.ndarray] = field(default_factory=dict)
     # the bottleneck watch's series, by name (see assay.execute.monitor)
@@ -287,6 +289,7 @@ class Store:
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.execute("PRAGMA foreign_keys=ON")
             self._db.executescript(_SCHEMA)
+            self._add_missing_columns()
             self._db.execute(
                 "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
                 (str(SCHEMA_VERSION),),
@@ -299,6 +302,12 @@ class Store:
             elif not hint and _read_only_fs(folder):
                 hint = " (it is on a read-only filesystem: name another --store)"
             raise StoreError(f"{self.path}: cannot open the results store: {exc}{hint}") from None
+
+    def _add_missing_columns(self) -> None:
+        """Columns added since a store was made (its trials keep their default)."""
+        have = {row[1] for row in self._db.execute("PRAGMA table_info(trials)")}
+        if "host" not in have:  # stores made before trials ran on a cluster
+            self._db.execute("ALTER TABLE trials ADD COLUMN host TEXT NOT NULL DEFAULT ''")
 
     def close(self) -> None:
         """Close the database and release every study lock this store holds."""
@@ -456,8 +465,8 @@ class Store:
             cur = db.execute(
                 "INSERT INTO trials(study_id, session_id, run, seq, setting_json, argv_json, work,"
                 " started, duration, exit_code, status, error, stdout, stderr, cpu_user,"
-                " cpu_system, max_rss_kib, bookkeeping_s)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " cpu_system, max_rss_kib, bookkeeping_s, host)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     study_id,
                     session_id,
@@ -477,6 +486,7 @@ class Store:
                     t.cpu_system,
                     t.max_rss_kib,
                     t.bookkeeping_s,
+                    t.host,
                 ),
             )
             tid = int(cur.lastrowid or 0)
@@ -509,8 +519,8 @@ class Store:
     def _iter_trials(self, study_id: int, run: int | None) -> Iterator[TrialRecord]:
         q = (
             "SELECT id, run, seq, setting_json, argv_json, work, started, duration, exit_code,"
-            " status, error, stdout, stderr, cpu_user, cpu_system, max_rss_kib, bookkeeping_s"
-            " FROM trials WHERE study_id = ?"
+            " status, error, stdout, stderr, cpu_user, cpu_system, max_rss_kib, bookkeeping_s,"
+            " host FROM trials WHERE study_id = ?"
         )
         params: tuple[Any, ...] = (study_id,)
         if run is not None:
@@ -558,6 +568,7 @@ class Store:
                 cpu_system=r[14],
                 max_rss_kib=r[15],
                 bookkeeping_s=r[16],
+                host=str(r[17]),
                 readings=readings.get(tid, {}),
                 unit_readings=units.get(tid, {}),
                 resources=resources.get(tid, {}),

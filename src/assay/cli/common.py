@@ -201,3 +201,49 @@ def quick_store(spec: Spec, opts: dict[str, Any]) -> tuple[Spec, Path]:
         cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "assay"
         store = cache / "quick.assay.db"
     return spec, store
+
+
+def cluster_options(f: F) -> F:
+    """``--workers N`` and ``--cluster ADDRESS``: where the trials run."""
+    options = [
+        click.option(
+            "--workers",
+            type=click.IntRange(min=1),
+            help="Run trials on a Dask cluster of N single-threaded worker processes started "
+            "on this machine (loopback only), one trial per worker at a time.",
+        ),
+        click.option(
+            "--cluster",
+            metavar="ADDRESS",
+            help="Run trials on an existing Dask scheduler (e.g. tcp://10.0.0.5:8786) whose "
+            "workers offer the resource bench=1 (dask worker ADDRESS --nthreads 1 "
+            "--resources bench=1).",
+        ),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def executor_for(
+    opts: dict[str, Any], err: Console, spec: Spec
+) -> contextlib.AbstractContextManager[Any]:
+    """The executor that ``--workers`` / ``--cluster`` ask for, else the study file's
+    ``[cluster]``, else this machine; both options at once are a usage error (exit 2)."""
+    from assay.execute.cluster import open_executor
+
+    if opts.get("workers") is not None and opts.get("cluster") is not None:
+        fail(err, "--workers starts a cluster on this machine, --cluster names one: give one")
+    return open_executor(
+        workers=opts.get("workers"),
+        address=opts.get("cluster"),
+        ssh=spec.cluster,
+        monitor=not opts.get("no_monitor", False),
+    )
+
+
+def refuse_cluster_with_from(opts: dict[str, Any], err: Console) -> None:
+    """``--from`` analyses results measured elsewhere: no trial runs, no cluster (exit 2)."""
+    given = [f"--{k}" for k in ("workers", "cluster") if opts.get(k) is not None]
+    if given:
+        fail(err, f"{' and '.join(given)}: not used with --from (nothing is run)")

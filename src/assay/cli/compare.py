@@ -11,11 +11,14 @@ from typing import Any
 import click
 
 from assay.cli.common import (
+    cluster_options,
     err_console,
+    executor_for,
     fail,
     is_study_file,
     out_console,
     quick_store,
+    refuse_cluster_with_from,
     spec_from_target,
     stop_options,
     stop_overrides,
@@ -148,6 +151,7 @@ def _compare_spec(target: tuple[str, ...], opts: dict[str, Any]) -> tuple[Spec, 
     "--csv", "csv_out", metavar="PATH", help="Write one CSV row per variant ('-' = stdout)."
 )
 @stop_options
+@cluster_options
 def compare(target: tuple[str, ...], **opts: Any) -> None:
     """Decide which of several commands is best, in the least time (Pilot §III-F).
 
@@ -173,6 +177,7 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
     err = err_console()
     result: CompareResult
     if opts["from_files"]:
+        refuse_cluster_with_from(opts, err)
         try:
             result = compare_files(
                 [t for t in target if t != "--"],
@@ -201,8 +206,10 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
         )
         with (
             study_errors(err, store_path, how),
+            executor_for(opts, err, spec) as executor,
             progress if not opts["quiet"] else contextlib.nullcontext(),
         ):
+            progress.status = executor.status
             runner = CompareRunner(
                 spec,
                 store_path,
@@ -211,7 +218,7 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
                 fixed_order=opts["fixed_order"],
                 fresh=opts["fresh"],
                 measure_overhead=not opts["no_overhead"],
-                monitor=not opts["no_monitor"],
+                executor=executor,
                 on_compare_progress=None if opts["quiet"] else progress.update,
             )
             result = runner.run()

@@ -11,7 +11,15 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from assay.cli.common import err_console, fail, out_console, study_errors
+from assay.cli.common import (
+    cluster_options,
+    err_console,
+    executor_for,
+    fail,
+    out_console,
+    refuse_cluster_with_from,
+    study_errors,
+)
 from assay.spec import SpecError
 
 KNOBS_FILE_HELP = """
@@ -69,6 +77,7 @@ Study file: as for 'assay run', plus the knobs (their values fill {name} placeho
 @click.option("--store", type=click.Path(dir_okay=False), help="Study: SQLite store to use.")
 @click.option("--fresh", is_flag=True, help="Study: archive stored trials and start again.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
+@cluster_options
 def knobs(study: str | None, **opts: Any) -> None:
     """Find the few knobs that matter (Latin Hypercube samples + random-forest importance).
 
@@ -97,6 +106,7 @@ def _offline(opts: dict[str, Any], err: Console) -> Any:
     from assay.importers.knobs import SamplesError
     from assay.studies.knobs import KnobsInputError, n_jobs, rank_samples, samples_from_csv
 
+    refuse_cluster_with_from(opts, err)
     path = opts["from_csv"]
     try:
         samples = samples_from_csv(
@@ -161,6 +171,15 @@ def _live(study: str, opts: dict[str, Any], err: Console) -> Any:
         )
         store_path = Path(opts["store"]) if opts["store"] else spec.store_path()
         view = KnobsProgressView(err)
+    except (SpecError, ValueError) as exc:
+        fail(err, exc)
+    resume = "Run the same command again to resume: measured samples are not measured again."
+    with (
+        study_errors(err, store_path, resume),
+        executor_for(opts, err, spec) as executor,
+        view if not opts["quiet"] else contextlib.nullcontext(),
+    ):
+        view.status = executor.status
         runner = KnobsRunner(
             spec,
             store_path,
@@ -168,15 +187,9 @@ def _live(study: str, opts: dict[str, Any], err: Console) -> Any:
             tune=opts["tune"],
             jobs=opts["jobs"],
             fresh=opts["fresh"],
+            executor=executor,
             on_progress=None if opts["quiet"] else view.update,
         )
-    except (SpecError, ValueError) as exc:
-        fail(err, exc)
-    resume = "Run the same command again to resume: measured samples are not measured again."
-    with (
-        study_errors(err, store_path, resume),
-        view if not opts["quiet"] else contextlib.nullcontext(),
-    ):
         return runner.run()
 
 

@@ -8,7 +8,15 @@ from typing import Any
 
 import click
 
-from assay.cli.common import err_console, fail, out_console, study_errors
+from assay.cli.common import (
+    cluster_options,
+    err_console,
+    executor_for,
+    fail,
+    out_console,
+    refuse_cluster_with_from,
+    study_errors,
+)
 from assay.spec import SpecError, load_spec
 
 ORDER_FILE_HELP = """
@@ -70,6 +78,7 @@ Study file: as for 'assay run' (see 'assay run --help'), plus two or more tests:
 @click.option("--no-overhead", is_flag=True, help="Skip the launch-overhead measurement.")
 @click.option("--no-monitor", is_flag=True, help="Turn off the bottleneck watch.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
+@cluster_options
 def order(target: str, **opts: Any) -> None:
     """Detect the ordering trap: do the tests' results depend on their order?
 
@@ -105,6 +114,7 @@ def order(target: str, **opts: Any) -> None:
         if plot is not None and Path(plot).suffix.lower() not in (".png", ".svg"):
             raise SpecError(f"--plot {plot}: expected a file name ending in .png or .svg")
         if opts["from_file"]:
+            refuse_cluster_with_from(opts, err)
             given = [f"--{k}" for k in ("runs", "repetitions", "seed", "pi", "store") if opts[k]]
             if opts["fresh"]:
                 given.append("--fresh")
@@ -133,8 +143,10 @@ def order(target: str, **opts: Any) -> None:
         resume = "Run the same command again to resume the same schedule."
         with (
             study_errors(err, store_path, resume),
+            executor_for(opts, err, spec) as executor,
             progress if not opts["quiet"] else contextlib.nullcontext(),
         ):
+            progress.status = executor.status
             runner = OrderRunner(
                 spec,
                 store_path,
@@ -145,7 +157,7 @@ def order(target: str, **opts: Any) -> None:
                 alpha=opts["alpha"],
                 fresh=opts["fresh"],
                 measure_overhead=not opts["no_overhead"],
-                monitor=not opts["no_monitor"],
+                executor=executor,
                 on_order_progress=None if opts["quiet"] else progress.update,
             )
             result = runner.run()

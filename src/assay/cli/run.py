@@ -8,7 +8,9 @@ from typing import Any
 import click
 
 from assay.cli.common import (
+    cluster_options,
     err_console,
+    executor_for,
     fail,
     out_console,
     spec_from_target,
@@ -37,6 +39,10 @@ Study file (TOML):
                max_failures = 0.5  (stop early when more than this share of trials fail)
   [benchmark]  under_test = "cpu" | "disk" | "network" | "memory"  (bottleneck watch:
                warn when another component passes 80% utilisation; default: any)
+  [cluster]    hosts = ["10.0.0.1", "10.0.0.2"]  user = "bench"  key = "~/.ssh/id_ed25519"
+               port = 22  known_hosts = "~/.ssh/known_hosts"  remote_python = "python3"
+               scheduler = "10.0.0.1"  require_identical = false  (trials on a Dask
+               cluster over SSH, one worker per host; or --workers N / --cluster ADDRESS)
 """
 
 
@@ -49,6 +55,7 @@ Study file (TOML):
 @click.option("--name", help="Quick mode: the study name (default: from the command and time).")
 @click.option("--csv", "csv_out", metavar="PATH", help="Write one CSV row per PI ('-' = stdout).")
 @stop_options
+@cluster_options
 def run(target: tuple[str, ...], **opts: Any) -> None:
     """Measure until every CI is as narrow as asked (Pilot's method).
 
@@ -103,14 +110,16 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
     )
     with (
         study_errors(err, store_path, resume),
+        executor_for(opts, err, spec) as executor,
         progress if not opts["quiet"] else contextlib.nullcontext(),
     ):
+        progress.status = executor.status
         runner = Runner(
             spec,
             store_path,
             fresh=opts["fresh"],
             measure_overhead=not opts["no_overhead"],
-            monitor=not opts["no_monitor"],
+            executor=executor,
             on_progress=None if opts["quiet"] else progress.update,
         )
         result = runner.run()

@@ -9,7 +9,15 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from assay.cli.common import err_console, fail, out_console, study_errors
+from assay.cli.common import (
+    cluster_options,
+    err_console,
+    executor_for,
+    fail,
+    out_console,
+    refuse_cluster_with_from,
+    study_errors,
+)
 from assay.spec import SpecError, load_spec
 
 SWEEP_FILE_HELP = """
@@ -82,6 +90,7 @@ def _overrides(spec: Any, opts: dict[str, Any]) -> Any:
 @click.option("--fresh", is_flag=True, help="Archive this study's stored trials and start again.")
 @click.option("--no-monitor", is_flag=True, help="Turn off the bottleneck watch.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
+@cluster_options
 def sweep(target: str, **opts: Any) -> None:
     """Sweep a parameter space cheaply and say which parameters matter, and where.
 
@@ -107,6 +116,7 @@ def sweep(target: str, **opts: Any) -> None:
         if plot is not None and Path(plot).suffix.lower() not in (".png", ".svg"):
             raise SpecError(f"--plot {plot}: expected a file name ending in .png or .svg")
         if opts["from_file"]:
+            refuse_cluster_with_from(opts, err)
             if not opts["params"] or not opts["metric"]:
                 raise SpecError("--from needs --params a,b,... and --metric NAME")
             params = [p.strip() for p in opts["params"].split(",") if p.strip()]
@@ -143,12 +153,13 @@ def sweep(target: str, **opts: Any) -> None:
         progress = SweepProgressView(err)
         resume = "Run the same command again to continue the sweep where it stopped."
         try:
-            with study_errors(err, store_path, resume):
+            with study_errors(err, store_path, resume), executor_for(opts, err, spec) as executor:
+                progress.status = executor.status
                 runner = SweepRunner(
                     spec,
                     store_path,
                     fresh=opts["fresh"],
-                    monitor=not opts["no_monitor"],
+                    executor=executor,
                     on_progress=None if opts["quiet"] else progress.update,
                 )
                 if not opts["quiet"]:

@@ -25,14 +25,38 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from assay.execute.monitor import ResourceMonitor
 from assay.execute.trial import Step, TrialJob, TrialRequest, run_step, run_trial
 from assay.store import TrialRecord
 
 
+@dataclass(frozen=True)
+class ExecutorStatus:
+    """A cluster's state during a batch, for the live display."""
+
+    workers: int
+    busy: int
+    in_flight: int  # trials handed over and not yet returned
+    left_s: float | None  # estimated time to the end of the batch (None: not known yet)
+
+
 class Executor(ABC):
     """Runs a study's steps and trials; see the module docstring."""
+
+    def describe(self) -> dict[str, Any]:
+        """Where trials run, for the study's recorded environment."""
+        return {"kind": "local", "workers": 1}
+
+    def slots(self) -> int:
+        """How many trials run at once (a loop hands over that many when it can)."""
+        return 1
+
+    def status(self) -> ExecutorStatus | None:
+        """Workers and trials in flight, for a live display (None: one trial at a time)."""
+        return None
 
     @abstractmethod
     def start(self) -> None:

@@ -15,6 +15,7 @@ picklable values, so an executor can hand them to another process or machine;
 
 from __future__ import annotations
 
+import platform
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +64,8 @@ class TrialRequest:
     env: Mapping[str, str] = field(default_factory=dict)
     run: int = 0
     work: float | None = None
+    # trials of one block run in order on one host (an order study's run); None: any host
+    block: int | None = None
 
 
 def run_step(job: TrialJob, step: Step) -> None:
@@ -116,6 +119,7 @@ def run_trial(
         cpu_system=res.cpu_system,
         max_rss_kib=res.max_rss_kib,
         resources=resources,
+        host=platform.node(),
     )
     if res.status != "ok":
         return rec

@@ -162,6 +162,7 @@ def render_comparison(res: CompareResult, console: Console) -> None:
             res.failures,
             res.store,
             resources=res.resources,
+            environment=res.environment,
         )
     )
     console.print(Group(*lines))

@@ -176,6 +176,7 @@ def render_order(res: OrderResult, console: Console) -> None:
             res.failures,
             res.store,
             resources=res.resources,
+            environment=res.environment,
         )
     )
     console.print(Group(*lines))

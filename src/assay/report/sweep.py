@@ -91,6 +91,7 @@ def render_sweep(res: SweepResult, console: Console) -> None:
             res.failures,
             res.store,
             resources=None if res.resources is None else {"": res.resources},
+            environment=res.environment,
         )
     )
     console.print(Group(*parts))

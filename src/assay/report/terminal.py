@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Self
 
 from rich.console import Console, Group
@@ -12,9 +12,22 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from assay.execute.executor import ExecutorStatus
 from assay.execute.overhead import LaunchOverhead
 from assay.report.format import format_duration, format_estimate, format_percent
 from assay.studies.run import Progress, StudyResult
+
+
+def status_text(s: ExecutorStatus) -> str:
+    """``4 workers, 4 busy · 12 in flight · ~35.0 s left in this batch``.
+
+    >>> status_text(ExecutorStatus(workers=4, busy=2, in_flight=2, left_s=None))
+    '4 workers, 2 busy · 2 in flight'
+    """
+    text = f"{s.workers} workers, {s.busy} busy · {s.in_flight} in flight"
+    if s.left_s is not None:
+        text += f" · ~{format_duration(s.left_s)} left in this batch"
+    return text
 
 
 class LiveLine:
@@ -24,6 +37,8 @@ class LiveLine:
         self.console = console
         self.live: Live | None = None
         self.last_plain = 0.0
+        # a cluster's workers and trials in flight, added to every line when set
+        self.status: Callable[[], ExecutorStatus | None] | None = None
 
     def __enter__(self) -> Self:
         if self.console.is_terminal:
@@ -38,6 +53,9 @@ class LiveLine:
             self.live.__exit__(None, None, None)
 
     def show(self, line: str, final: bool = False) -> None:
+        status = self.status() if self.status is not None else None
+        if status is not None:
+            line = f"{line} · {status_text(status)}"
         if self.live is not None:
             self.live.update(Text(line))
         elif time.monotonic() - self.last_plain >= 10 or final:
@@ -108,6 +126,7 @@ def render_result(res: StudyResult, console: Console) -> None:
             res.failures,
             res.store,
             resources=None if res.resources is None else {"": res.resources},
+            environment=res.environment,
         )
     )
     console.print(Group(*lines))
@@ -147,6 +166,28 @@ def resources_line(r: Mapping[str, Any], label: str = "") -> str:
     )
 
 
+def executor_line(executor: Mapping[str, Any] | None) -> str:
+    """``ran on a Dask cluster (tcp://...): 2 workers on hosts a (1), b (1)``; "" here.
+
+    >>> executor_line({"kind": "dask", "scheduler": "tcp://h:1",
+    ...                "workers": {"w1": {"host": "a"}, "w2": {"host": "a"}}})
+    'ran on a Dask cluster (tcp://h:1): 2 workers on host a (2)'
+    """
+    if not executor or executor.get("kind") != "dask":
+        return ""
+    workers = executor.get("workers") or {}
+    hosts: dict[str, int] = {}
+    for env in workers.values():
+        host = str(env.get("host", "?")) if isinstance(env, Mapping) else "?"
+        hosts[host] = hosts.get(host, 0) + 1
+    named = ", ".join(f"{h} ({n})" for h, n in sorted(hosts.items()))
+    where = "host" if len(hosts) == 1 else "hosts"
+    return (
+        f"ran on a Dask cluster ({executor.get('scheduler', '?')}): "
+        f"{len(workers)} workers on {where} {named}"
+    )
+
+
 def footer_lines(
     bookkeeping_s_per_trial: float | None,
     launch_overhead: LaunchOverhead | None,
@@ -155,12 +196,18 @@ def footer_lines(
     store: str,
     *,
     resources: Mapping[str, Mapping[str, Any]] | None = None,
+    environment: Mapping[str, Any] | None = None,
 ) -> list[Text]:
-    """Overhead, resources, warnings, failed trials and the store: the end of every report.
+    """Where trials ran, overhead, resources, warnings, failed trials and the store: the
+    end of every report.
 
-    ``resources`` maps a label (a variant's name, or "") to its bottleneck-watch summary.
+    ``resources`` maps a label (a variant's name, or "") to its bottleneck-watch summary;
+    ``environment`` is the study's, whose ``executor`` names a cluster's workers.
     """
     lines: list[Text] = []
+    cluster = executor_line((environment or {}).get("executor"))
+    if cluster:
+        lines.append(Text(cluster, style="dim"))
     for label, r in (resources or {}).items():
         lines.append(Text(resources_line(r, label), style="dim"))
     over = []

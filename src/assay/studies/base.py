@@ -38,6 +38,7 @@ __all__ = [
     "bookkeeping_per_trial",
     "execution_dict",
     "execution_fields",
+    "host_warnings",
     "trial_failures",
     "watch_report",
 ]
@@ -148,6 +149,34 @@ class StudyOptions(TypedDict, total=False):
     executor: Executor | None  # default: LocalExecutor
 
 
+#: Below this Kruskal–Wallis p-value, a study's hosts are said to give different results.
+HOST_ALPHA = 0.01
+
+
+def host_warnings(spec: Spec, trials: Sequence[TrialRecord], label: str = "") -> list[str]:
+    """A warning per PI whose readings differ between the hosts that ran ``trials``
+    (host as a factor, Kruskal–Wallis at :data:`HOST_ALPHA`); none on one host."""
+    from assay.stats.hosts import host_effect
+
+    ok = [t for t in trials if t.ok]
+    if len({t.host for t in ok}) < 2:
+        return []
+    out = []
+    for pi in spec.pis:
+        groups: dict[str, list[float]] = {}
+        for t in ok:
+            if pi.name in t.readings:
+                groups.setdefault(t.host, []).append(t.readings[pi.name])
+        effect = host_effect(groups)
+        if effect is not None and effect.p_value < HOST_ALPHA:
+            out.append(
+                f"{label}{pi.name}: the hosts give different results ({effect.text(pi.unit)}): "
+                "one sample across them mixes machines; require identical hosts or "
+                "compare per host"
+            )
+    return out
+
+
 class Study:
     """One study in its store, its trials run by an executor (local by default).
 
@@ -224,6 +253,7 @@ class Study:
         env: dict[str, str] | None = None,
         setting: dict[str, object] | None = None,
         run: int = 0,
+        block: int | None = None,
     ) -> TrialRequest:
         """One trial of ``command`` (default: the benchmark's) with ``values`` in its
         placeholders and ``env`` laid over the benchmark's; ``setting`` is what the store
@@ -243,6 +273,7 @@ class Study:
             env=self._env(values, env),
             run=run,
             work=work,
+            block=block,
         )
 
     def _stop_leftover(self) -> str | None:
@@ -262,6 +293,8 @@ class Study:
         session = store.start_session(study_id, env)
         overhead = measure_launch_overhead() if self.measure_overhead else None
         self.executor.start()
+        if not isinstance(self.executor, LocalExecutor):
+            env["executor"] = self.executor.describe()
         return OpenStudy(store, study_id, session, trials, len(trials), env, overhead)
 
     def _with_setup(self, loop: Callable[[], D]) -> D:
@@ -284,13 +317,12 @@ class Study:
         """Run a batch through the executor; commit each trial to the store and append it
         to ``st.trials`` as it finishes, then yield it.  Closing the generator stops the
         batch (the executor does not start the rest)."""
-        with contextlib.closing(self.executor.run_trials(self.job, requests)) as records:
-            for record in records:
-                st.store.add_trial(st.study_id, record, st.session)
-                st.trials.append(record)
-                yield record
-
-    def measure_one(self, st: OpenStudy, request: TrialRequest) -> TrialRecord:
-        """Run and commit one trial."""
-        (record,) = self.measure(st, [request])
-        return record
+        try:
+            with contextlib.closing(self.executor.run_trials(self.job, requests)) as records:
+                for record in records:
+                    st.store.add_trial(st.study_id, record, st.session)
+                    st.trials.append(record)
+                    yield record
+        finally:
+            # trials on a cluster end in any order: keep the store's order (run, seq)
+            st.trials.sort(key=lambda t: (t.run, t.seq))

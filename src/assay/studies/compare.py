@@ -43,6 +43,7 @@ from assay.studies.base import (
     StudyOptions,
     execution_dict,
     execution_fields,
+    host_warnings,
     watch_report,
 )
 from assay.studies.run import Segments, round_data
@@ -87,6 +88,8 @@ class CompareResult:
     warnings: list[str] = field(default_factory=list)
     resources: dict[str, Any] | None = None  # the bottleneck watch, by variant
     sources: list[str] = field(default_factory=list)  # --from: the files read
+    # on a cluster of several hosts: the deciding PI ranked within each host (a block)
+    by_host: dict[str, PIComparison] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         d = self.decision
@@ -103,6 +106,7 @@ class CompareResult:
             "schedule": {"seed": self.seed, "fixed_order": self.fixed_order, "cycles": self.cycles},
             **execution_dict(self),
             "sources": self.sources,
+            "by_host": {h: comparison_dict(c) for h, c in self.by_host.items()},
         }
 
 
@@ -216,6 +220,30 @@ def compare_trials(
     )
 
 
+def host_comparisons(spec: Spec, pi: PISpec, trials: list[TrialRecord]) -> dict[str, PIComparison]:
+    """The variants ranked within each host that ran trials (each cycle runs on one
+    host, so a host is a block of whole cycles); empty on one host."""
+    hosts = sorted({t.host for t in trials if t.ok})
+    if len(hosts) < 2:
+        return {}
+    return {h: compare_trials(spec, pi, [t for t in trials if t.host == h]) for h in hosts}
+
+
+def host_disagreement(by_host: dict[str, PIComparison]) -> str | None:
+    """A warning when hosts whose rankings are decided rank the variants differently.
+
+    The pooled ranking then averages over a host effect: say which host ranks how.
+    """
+    decided = {h: c.ranking.order for h, c in by_host.items() if c.ranking.decided}
+    if len(set(decided.values())) < 2:
+        return None
+    ranks = "; ".join(f"{h}: {' > '.join(order)}" for h, order in decided.items())
+    return (
+        f"the hosts rank the variants differently ({ranks}): the pooled ranking mixes "
+        "machines; compare on identical hosts, or per host"
+    )
+
+
 def decide_comparison(
     comp: PIComparison,
     spec: Spec,
@@ -306,16 +334,28 @@ class CompareRunner(Study):
         return seed, fixed
 
     def _check_stored(self, trials: list[TrialRecord], seed: int, fixed: bool) -> None:
+        """Every stored trial holds its place in the schedule (cycle = seq // variants),
+        and each cycle's stored trials are its first ones (cycles may finish out of order
+        on a cluster)."""
         names = [v.name for v in self.spec.variants]
         n = len(names)
-        for i, t in enumerate(trials):
-            cycle, pos = divmod(i, n)
+        done: dict[int, list[int]] = {}
+        for t in trials:
+            cycle, pos = divmod(t.seq, n)
             want = cycle_order(names, seed, cycle, fixed)[pos]
-            if t.run != 0 or t.seq != i or t.setting.get("variant") != want:
+            if t.run != 0 or t.seq < 0 or t.setting.get("variant") != want:
                 raise StudyError(
                     f"{self.store_path}: stored trial {t.seq} ({t.setting.get('variant')!r}) "
                     f"does not follow this comparison's schedule (expected {want!r} at "
-                    f"position {i}); pass --fresh to start again"
+                    f"position {t.seq}); pass --fresh to start again"
+                )
+            done.setdefault(cycle, []).append(pos)
+        for cycle, positions in done.items():
+            if sorted(positions) != list(range(len(positions))):
+                raise StudyError(
+                    f"{self.store_path}: cycle {cycle} has stored trials at positions "
+                    f"{sorted(positions)}, not its first {len(positions)}; pass --fresh to "
+                    "start again"
                 )
 
     def run(self) -> CompareResult:
@@ -342,30 +382,59 @@ class CompareRunner(Study):
         n = len(names)
         segments: Segments = {}
         while True:
-            seq = len(st.trials)
-            cycle, pos = divmod(seq, n)
-            if pos == 0 and cycle > 0:
+            stored: dict[int, int] = {}  # cycle -> its trials stored (a prefix)
+            for t in st.trials:
+                stored[t.seq // n] = stored.get(t.seq // n, 0) + 1
+            frontier = max(stored) + 1 if stored else 0
+            complete = all(stored.get(c, 0) == n for c in range(frontier))
+            if complete and frontier > 0:
                 failed, elapsed = self._state(st.trials)
                 comp = compare_trials(spec, self.pi, st.trials, segments)
                 decision = decide_comparison(
-                    comp, spec, cycles=cycle, trials=seq, failed=failed, elapsed=elapsed
+                    comp,
+                    spec,
+                    cycles=frontier,
+                    trials=len(st.trials),
+                    failed=failed,
+                    elapsed=elapsed,
                 )
                 if self.on_compare_progress is not None:
                     self.on_compare_progress(
                         CompareProgress(
-                            cycle, seq, failed, elapsed, comp, decision, elapsed / cycle
+                            frontier,
+                            len(st.trials),
+                            failed,
+                            elapsed,
+                            comp,
+                            decision,
+                            elapsed / frontier,
                         )
                     )
                 if decision.done:
                     return decision
-            batch = []  # the rest of this cycle (all of it, unless resumed mid-cycle)
-            for i, name in enumerate(cycle_order(names, seed, cycle, fixed)[pos:]):
-                v = by_name[name]
-                values: dict[str, object] = dict(spec.variant_params(v))
-                setting = {**values, "variant": name, "cycle": cycle}
-                batch.append(
-                    self.request(seq + i, values, command=v.command, env=v.env, setting=setting)
-                )
+            # the cycles to run: unfinished ones first, then new ones, one per trial slot;
+            # each cycle is a block (its variants in order on one host)
+            unfinished = [c for c in range(frontier) if stored.get(c, 0) < n]
+            room = max(1, self.executor.slots() - len(unfinished))
+            room = min(room, max(1, spec.stop.max_rounds - frontier))
+            cycles = unfinished + list(range(frontier, frontier + room))
+            batch = []
+            for cycle in cycles:
+                order = cycle_order(names, seed, cycle, fixed)
+                for pos in range(stored.get(cycle, 0), n):
+                    v = by_name[order[pos]]
+                    values: dict[str, object] = dict(spec.variant_params(v))
+                    setting = {**values, "variant": v.name, "cycle": cycle}
+                    batch.append(
+                        self.request(
+                            cycle * n + pos,
+                            values,
+                            command=v.command,
+                            env=v.env,
+                            setting=setting,
+                            block=cycle,
+                        )
+                    )
             for _ in self.measure(st, batch):
                 pass
 
@@ -384,9 +453,14 @@ class CompareRunner(Study):
             warnings.append(
                 "harmonic-mean PIs are compared on the arithmetic mean of their readings"
             )
+        by_host = host_comparisons(self.spec, self.pi, trials)
+        disagreement = host_disagreement(by_host)
+        if disagreement is not None:
+            warnings.append(f"{self.pi.name}: {disagreement}")
         by_variant: dict[str, Any] = {}
         for v in self.spec.variants:
             mine = [t for t in trials if t.setting.get("variant") == v.name]
+            warnings.extend(host_warnings(self.spec, mine, label=f"{v.name}: "))
             watch, res = watch_report(self.spec, mine, label=f"{v.name}: ")
             warnings.extend(watch)
             if res is not None:
@@ -400,6 +474,7 @@ class CompareRunner(Study):
             seed=seed,
             fixed_order=fixed,
             cycles=len(trials) // len(self.spec.variants),
+            by_host=by_host,
             warnings=warnings,
             resources=by_variant or None,
             **execution_fields(st),

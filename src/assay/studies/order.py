@@ -44,6 +44,7 @@ from assay.studies.base import (
     StudyOptions,
     execution_dict,
     execution_fields,
+    host_warnings,
     watch_report,
 )
 
@@ -327,20 +328,33 @@ class OrderRunner(Study):
         return plan
 
     def _check_stored(self, trials: list[TrialRecord], flat: list[PlannedTrial]) -> None:
-        if len(trials) > len(flat):
-            raise StudyError(
-                f"{self.store_path}: {len(trials)} trials are stored but this schedule has "
-                f"only {len(flat)}; ask for at least as many runs as were done, or pass "
-                "--fresh to start again"
-            )
-        for t, want in zip(trials, flat, strict=False):
-            got = (t.run, t.seq, t.setting.get("test"), t.setting.get("order"))
-            if got != (want.run, want.position, want.test, want.kind):
+        """Every stored trial holds its place in the schedule, and each run's stored
+        trials are its first ones (runs may finish out of order on a cluster)."""
+        slots = {(p.run, p.position): p for p in flat}
+        done: dict[int, list[int]] = {}
+        for t in trials:
+            want = slots.get((t.run, t.seq))
+            if want is None:
+                raise StudyError(
+                    f"{self.store_path}: {len(trials)} trials are stored but this schedule has "
+                    f"only {len(flat)} (no run {t.run} position {t.seq}); ask for at least as "
+                    "many runs as were done, or pass --fresh to start again"
+                )
+            got = (t.setting.get("test"), t.setting.get("order"))
+            if got != (want.test, want.kind):
                 raise StudyError(
                     f"{self.store_path}: stored trial (run {t.run}, position {t.seq}, "
                     f"{t.setting.get('test')!r}) does not follow this experiment's schedule "
                     f"(expected {want.test!r}, {want.kind} order, at run {want.run} "
                     f"position {want.position}); pass --fresh to start again"
+                )
+            done.setdefault(t.run, []).append(t.seq)
+        for run, positions in done.items():
+            if sorted(positions) != list(range(len(positions))):
+                raise StudyError(
+                    f"{self.store_path}: run {run} has stored trials at positions "
+                    f"{sorted(positions)}, not its first {len(positions)}; pass --fresh to "
+                    "start again"
                 )
 
     def run(self) -> OrderResult:
@@ -370,46 +384,45 @@ class OrderRunner(Study):
                 return f"stopped early: {failed} of {done} trials failed"
             return None
 
-        while len(st.trials) < len(flat):
-            if (stop := too_many_failures()) is not None:
-                return stop
-            # one batch: the rest of the current run
-            run = flat[len(st.trials)].run
-            batch = []
-            for pt in flat[len(st.trials) :]:
-                if pt.run != run:
-                    break
-                test = by_name[pt.test]
-                values: dict[str, object] = {**spec.params, **test.params}
-                setting = {**values, "test": pt.test, "order": pt.kind}
-                batch.append(
-                    self.request(
-                        pt.position,
-                        values,
-                        command=test.command,
-                        env=test.env,
-                        setting=setting,
-                        run=pt.run,
-                    )
+        stored = {(t.run, t.seq) for t in st.trials}
+        todo = [pt for pt in flat if (pt.run, pt.position) not in stored]
+        if (stop := too_many_failures()) is not None and todo:
+            return stop
+        batch = []
+        for pt in todo:
+            test = by_name[pt.test]
+            values: dict[str, object] = {**spec.params, **test.params}
+            setting = {**values, "test": pt.test, "order": pt.kind}
+            batch.append(
+                self.request(
+                    pt.position,
+                    values,
+                    command=test.command,
+                    env=test.env,
+                    setting=setting,
+                    run=pt.run,
+                    block=pt.run,  # a run's trials in order on one host
                 )
-            with contextlib.closing(self.measure(st, batch)) as records:
-                for rec in records:
-                    if self.on_order_progress is not None:
-                        done = [t.duration or 0.0 for t in st.trials]
-                        self.on_order_progress(
-                            OrderProgress(
-                                trials=len(st.trials),
-                                planned=len(flat),
-                                run=rec.run + 1,
-                                runs=runs,
-                                kind=str(rec.setting["order"]),
-                                failed=sum(1 for t in st.trials if not t.ok),
-                                elapsed=sum(done),
-                                mean_trial_s=sum(done) / len(done),
-                            )
+            )
+        # one batch: every run still to do (on a cluster, several runs at once)
+        with contextlib.closing(self.measure(st, batch)) as records:
+            for rec in records:
+                if self.on_order_progress is not None:
+                    done = [t.duration or 0.0 for t in st.trials]
+                    self.on_order_progress(
+                        OrderProgress(
+                            trials=len(st.trials),
+                            planned=len(flat),
+                            run=rec.run + 1,
+                            runs=runs,
+                            kind=str(rec.setting["order"]),
+                            failed=sum(1 for t in st.trials if not t.ok),
+                            elapsed=sum(done),
+                            mean_trial_s=sum(done) / len(done),
                         )
-                    if len(st.trials) < len(flat) and too_many_failures() is not None:
-                        break  # the trials of this run not yet started are not run
+                    )
+                if len(st.trials) < len(flat) and (stop := too_many_failures()) is not None:
+                    return stop  # the trials not yet started are not run
         return f"done: {runs} runs ({plan.fixed_runs} fixed, {plan.random_runs} random)"
 
     def _order_result(
@@ -427,6 +440,7 @@ class OrderRunner(Study):
         by_test: dict[str, Any] = {}
         for name in plan.tests:
             mine = [t for t in trials if t.setting.get("test") == name]
+            warnings.extend(host_warnings(self.spec, mine, label=f"{name}: "))
             watch, res = watch_report(self.spec, mine, label=f"{name}: ")
             warnings.extend(watch)
             if res is not None:

@@ -37,6 +37,7 @@ from assay.studies.base import (
     StudyOptions,
     execution_dict,
     execution_fields,
+    host_warnings,
     watch_report,
 )
 
@@ -224,14 +225,20 @@ class Runner(Study):
                 )
             if decision.done:
                 return decision
-            values: dict[str, object] = dict(spec.params)
-            work: float | None = None
-            if planner is not None and spec.benchmark.work is not None:
-                history = [(t.work or 0.0, t.duration or 0.0) for t in trials if t.ok]
-                work = float(planner.next_work_amount(history))
-                values[spec.benchmark.work.placeholder] = int(work)
-            self.measure_one(st, self.request(seq, values, work=work))
-            seq += 1
+            # one round per trial slot of the executor (1 here; a cluster's workers)
+            width = max(1, min(self.executor.slots(), spec.stop.max_rounds - len(trials)))
+            batch = []
+            for i in range(width):
+                values: dict[str, object] = dict(spec.params)
+                work: float | None = None
+                if planner is not None and spec.benchmark.work is not None:
+                    history = [(t.work or 0.0, t.duration or 0.0) for t in trials if t.ok]
+                    work = float(planner.next_work_amount(history))
+                    values[spec.benchmark.work.placeholder] = int(work)
+                batch.append(self.request(seq + i, values, work=work))
+            for _ in self.measure(st, batch):
+                pass
+            seq += width
 
     def _result(self, st: OpenStudy, results: list[PIResult], decision: Decision) -> StudyResult:
         warnings: list[str] = []
@@ -251,6 +258,7 @@ class Runner(Study):
                     f"WPS regression fits poorly (R² = {r2:.2f}): is duration linear "
                     "in the work amount?"
                 )
+        warnings.extend(host_warnings(self.spec, st.trials))
         watch, resources = watch_report(self.spec, st.trials)
         warnings.extend(watch)
         return StudyResult(

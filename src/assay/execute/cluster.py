@@ -1,0 +1,134 @@
+"""Choosing where a study's trials run: this machine, or a Dask cluster.
+
+Three ways to name a cluster: ``--workers N``, a ``LocalCluster`` of ``N``
+single-threaded worker processes on this machine, bound to loopback; ``--cluster
+ADDRESS``, an existing scheduler; the study file's ``[cluster]`` table, machines reached
+over SSH (Dask's ``SSHCluster``: a scheduler on one host, one worker per host).  The
+command line's choice wins over the file's.  Without any, trials run here, one at a
+time.
+
+>>> with open_executor(monitor=False) as ex:
+...     ex.describe()
+{'kind': 'local', 'workers': 1}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from assay.errors import StudyError
+from assay.execute.executor import Executor, LocalExecutor
+
+if TYPE_CHECKING:
+    from assay.spec import ClusterSpec
+
+
+@contextlib.contextmanager
+def open_executor(
+    *,
+    workers: int | None = None,
+    address: str | None = None,
+    ssh: ClusterSpec | None = None,
+    monitor: bool = True,
+) -> Iterator[Executor]:
+    """The executor for a study; a cluster this starts is stopped on the way out."""
+    if workers is not None and address is not None:
+        raise ValueError("--workers starts a cluster here, --cluster names one: give one")
+    if workers is None and address is None:
+        if ssh is not None:
+            with _ssh_executor(ssh, monitor) as ex:
+                yield ex
+            return
+        yield LocalExecutor(monitor=monitor)
+        return
+    from distributed import Client, LocalCluster
+
+    from assay.execute.dask_executor import RESOURCE, DaskExecutor
+
+    if workers is not None:
+        if workers < 1:
+            raise ValueError(f"--workers {workers}: expected 1 or more")
+        cluster = LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            resources={RESOURCE: 1},
+            host="127.0.0.1",  # loopback: nothing outside this machine reaches it
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        )
+        with _closed_quietly(cluster), _closed_quietly(client := Client(cluster)):
+            yield DaskExecutor(client, monitor=monitor, expected_workers=workers)
+        return
+    assert address is not None
+    try:
+        client = Client(address, timeout=30)
+    except (OSError, TimeoutError) as exc:
+        raise StudyError(f"--cluster {address}: cannot reach the Dask scheduler: {exc}") from None
+    with _closed_quietly(client):
+        yield DaskExecutor(client, monitor=monitor)
+
+
+@contextlib.contextmanager
+def _closed_quietly(closable: Any) -> Iterator[None]:
+    """Close a Dask client or cluster on the way out.  Every trial is committed by then:
+    a worker still restarting (one that was killed) or a connection already gone must
+    not turn a finished study into a failed command."""
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError, TimeoutError, RuntimeError):
+            closable.close()
+
+
+def ssh_connect_options(spec: ClusterSpec) -> dict[str, Any]:
+    """asyncssh's options for the ``[cluster]`` table.
+
+    >>> from assay.spec import ClusterSpec
+    >>> ssh_connect_options(ClusterSpec(hosts=["h"], user="u", port=2222, known_hosts="none"))
+    {'port': 2222, 'username': 'u', 'known_hosts': None}
+    """
+    options: dict[str, Any] = {"port": spec.port}
+    if spec.user:
+        options["username"] = spec.user
+    if spec.key:
+        options["client_keys"] = [str(Path(spec.key).expanduser())]
+    if spec.known_hosts == "none":
+        options["known_hosts"] = None
+    elif spec.known_hosts:
+        options["known_hosts"] = str(Path(spec.known_hosts).expanduser())
+    return options
+
+
+@contextlib.contextmanager
+def _ssh_executor(spec: ClusterSpec, monitor: bool) -> Iterator[Executor]:
+    from distributed import Client, SSHCluster
+
+    from assay.execute.dask_executor import RESOURCE, DaskExecutor
+
+    scheduler = spec.scheduler or spec.hosts[0]
+    try:
+        cluster = SSHCluster(
+            [scheduler, *spec.hosts],
+            connect_options=ssh_connect_options(spec),
+            worker_options={"nthreads": 1, "resources": {RESOURCE: 1}},
+            # the scheduler listens on the host named for it, nowhere else
+            scheduler_options={"host": scheduler, "port": 0, "dashboard_address": None},
+            remote_python=spec.remote_python,
+        )
+    except Exception as exc:  # asyncssh's and Dask's errors: refused, auth, no python
+        raise StudyError(
+            f"[cluster]: cannot start the Dask cluster over SSH on {', '.join(spec.hosts)}: "
+            f"{type(exc).__name__}: {exc}"
+        ) from None
+    with _closed_quietly(cluster), _closed_quietly(client := Client(cluster)):
+        yield DaskExecutor(
+            client,
+            monitor=monitor,
+            require_identical=spec.require_identical,
+            expected_workers=len(spec.hosts),
+        )

@@ -1,0 +1,237 @@
+"""Trials on a Dask cluster: every trial a task on a worker, one trial per host at a time.
+
+Each worker advertises the resource ``bench=1`` and every task asks for it, so two
+trials never share a worker and disturb each other (run one worker per host).  A task
+runs its trials with the same code as :class:`~assay.execute.executor.LocalExecutor`
+(:func:`~assay.execute.trial.run_trial`: timeout, process-group kill, capped output,
+readers, the bottleneck watch of that host); the driver takes the records back with
+``as_completed`` and commits them: it stays the store's only writer.
+
+Trials of one block (``TrialRequest.block``, an order study's run) are one task: they
+run in order on one host.  When a worker dies, Dask runs its task again elsewhere; the
+records of a task arrive once, so nothing is committed twice.
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from assay.errors import StudyError
+from assay.execute.executor import Executor, ExecutorStatus
+from assay.execute.monitor import ResourceMonitor
+from assay.execute.trial import Step, TrialJob, TrialRequest, run_step, run_trial
+from assay.store import TrialRecord
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+#: The resource every worker offers once and every trial takes: one trial per worker.
+RESOURCE = "bench"
+
+_MONITOR: ResourceMonitor | None = None  # the worker process's bottleneck watch
+
+
+def _worker_monitor() -> ResourceMonitor:
+    global _MONITOR
+    if _MONITOR is None:
+        _MONITOR = ResourceMonitor()
+        _MONITOR.calibrate()
+    return _MONITOR
+
+
+@dataclass(frozen=True)
+class BlockResult:
+    """What a worker sends back for one block: its trials, and why it stopped early."""
+
+    records: list[TrialRecord]
+    error: str | None = None
+
+
+def run_block(job: TrialJob, requests: Sequence[TrialRequest], monitor: bool) -> BlockResult:
+    """Run trials in order on this worker (each after the job's reset).  A failed
+    reset ends the block; the trials before it are kept."""
+    watch = _worker_monitor() if monitor else None
+    records: list[TrialRecord] = []
+    for request in requests:
+        try:
+            if job.reset is not None:
+                run_step(job, job.reset)
+        except StudyError as exc:
+            return BlockResult(records, f"{platform.node()}: {exc}")
+        records.append(run_trial(job, request, watch))
+    return BlockResult(records)
+
+
+def _worker_environment() -> dict[str, Any]:
+    import os
+
+    from assay.execute.environment import collect_environment
+
+    return {**collect_environment(), "load_1min": os.getloadavg()[0]}
+
+
+def _step_on_worker(job: TrialJob, step: Step) -> str | None:
+    try:
+        run_step(job, step)
+    except StudyError as exc:
+        return str(exc)
+    return None
+
+
+#: What must agree between hosts for ``require_identical``.
+HARDWARE = ("cpu_model", "cpu_count", "memory_bytes", "kernel", "machine")
+
+
+def hardware_differences(workers: dict[str, dict[str, Any]]) -> list[str]:
+    """What differs between the workers' machines, one line per property.
+
+    >>> hardware_differences({"a": {"cpu_count": 4}, "b": {"cpu_count": 8}})
+    ['cpu_count: 4 (a), 8 (b)']
+    """
+    out = []
+    for key in HARDWARE:
+        values: dict[str, list[str]] = {}
+        for worker, env in sorted(workers.items()):
+            values.setdefault(str(env.get(key)), []).append(worker)
+        if len(values) > 1:
+            out.append(f"{key}: " + ", ".join(f"{v} ({', '.join(w)})" for v, w in values.items()))
+    return out
+
+
+def blocks(requests: Sequence[TrialRequest]) -> list[list[TrialRequest]]:
+    """The tasks of a batch: each block's trials together, in order; any other trial alone.
+
+    >>> rs = [TrialRequest(i, ["true"], block=b) for i, b in enumerate([None, 1, 1, None, 2])]
+    >>> [[r.seq for r in b] for b in blocks(rs)]
+    [[0], [1, 2], [3], [4]]
+    """
+    out: list[list[TrialRequest]] = []
+    where: dict[int, list[TrialRequest]] = {}
+    for r in requests:
+        if r.block is None:
+            out.append([r])
+        elif r.block in where:
+            where[r.block].append(r)
+        else:
+            where[r.block] = [r]
+            out.append(where[r.block])
+    return out
+
+
+class DaskExecutor(Executor):
+    """Trials as tasks of a Dask cluster reached through ``client``.
+
+    Setup and teardown steps run on every worker.  The workers must offer the
+    :data:`RESOURCE` (``dask worker ... --nthreads 1 --resources bench=1``);
+    :meth:`start` refuses a cluster where none does, instead of waiting forever.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        monitor: bool = True,
+        require_identical: bool = False,
+        expected_workers: int = 1,
+        wait_s: float = 60.0,
+    ) -> None:
+        self.client = client
+        self.monitor = monitor
+        self.require_identical = require_identical
+        self.expected_workers = expected_workers  # a cluster we start: all of its workers
+        self.wait_s = wait_s
+        self._n_workers = 0
+        # the batch being run: trials handed over, returned, and when it began
+        self._batch = (0, 0, time.monotonic())
+
+    def workers(self) -> dict[str, dict[str, Any]]:
+        """The cluster's workers that can run trials, by address."""
+        info = self.client.scheduler_info()["workers"]
+        return {a: w for a, w in info.items() if w.get("resources", {}).get(RESOURCE, 0) >= 1}
+
+    def describe(self) -> dict[str, Any]:
+        """The scheduler and every worker's host, load and environment."""
+        envs = self.client.run(_worker_environment, workers=list(self.workers()))
+        return {
+            "kind": "dask",
+            "scheduler": self.client.scheduler_info()["address"],
+            "workers": envs,
+        }
+
+    def slots(self) -> int:
+        self._n_workers = len(self.workers())
+        return max(self._n_workers, 1)
+
+    def status(self) -> ExecutorStatus:
+        total, done, began = self._batch
+        in_flight = total - done
+        left = in_flight * (time.monotonic() - began) / done if done and in_flight else None
+        return ExecutorStatus(self._n_workers, min(in_flight, self._n_workers), in_flight, left)
+
+    def start(self) -> None:
+        try:
+            self.client.wait_for_workers(self.expected_workers, timeout=self.wait_s)
+        except TimeoutError:
+            have = len(self.client.scheduler_info()["workers"])
+            raise StudyError(
+                f"the Dask cluster has {have} of its {self.expected_workers} workers after "
+                f"{self.wait_s:g} s; see the workers' logs (a host that cannot start one)"
+            ) from None
+        if not self.workers():
+            where = self.client.scheduler_info()["address"]
+            raise StudyError(
+                f"the Dask cluster at {where} has no worker offering the resource '{RESOURCE}': "
+                "start each worker with 'dask worker ADDRESS --nthreads 1 --resources "
+                f"{RESOURCE}=1'"
+            )
+        if self.require_identical:
+            differ = hardware_differences(self.describe()["workers"])
+            if differ:
+                raise StudyError(
+                    "[cluster] require_identical: the workers' machines differ: "
+                    + "; ".join(differ)
+                )
+
+    def run_step(self, job: TrialJob, step: Step) -> None:
+        errors = self.client.run(_step_on_worker, job, step, workers=list(self.workers()))
+        failed = {w: e for w, e in errors.items() if e is not None}
+        if failed:
+            worker, error = sorted(failed.items())[0]
+            more = f" (and on {len(failed) - 1} other worker(s))" if len(failed) > 1 else ""
+            raise StudyError(f"on worker {worker}: {error}{more}")
+
+    def run_trials(
+        self, job: TrialJob, requests: Sequence[TrialRequest]
+    ) -> Generator[TrialRecord, None, None]:
+        from distributed import as_completed
+
+        # a path beside the store means nothing on another host, and one per study
+        # cannot serve several trials at once
+        remote = replace(job, running_file=None)
+        self._n_workers = len(self.workers())
+        self._batch = (len(requests), 0, time.monotonic())
+        futures = [
+            self.client.submit(
+                run_block, remote, block, self.monitor, resources={RESOURCE: 1}, pure=False
+            )
+            for block in blocks(requests)
+        ]
+        try:
+            for future in as_completed(futures):
+                try:
+                    result: BlockResult = future.result()
+                except Exception as exc:  # KilledWorker: the task killed worker after worker
+                    raise StudyError(f"a trial could not run on the cluster: {exc}") from None
+                total, done, began = self._batch
+                self._batch = (total, done + len(result.records), began)
+                yield from result.records
+                if result.error is not None:
+                    raise StudyError(result.error)
+        finally:
+            pending = [f for f in futures if not f.done()]
+            if pending:
+                self.client.cancel(pending)

@@ -1,0 +1,492 @@
+"""Studies on a Dask cluster (``--workers N``: a LocalCluster of worker processes here):
+every planned trial committed exactly once, when all goes well, when a worker process
+is SIGKILLed mid-study and when the driver itself is killed and started again."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import psutil
+import pytest
+from click.testing import CliRunner
+
+from assay.cli import main
+from assay.store import Store
+
+PY = sys.executable
+
+# Each trial prints the pid of the process that started it: the Dask worker.
+ORDER_STUDY = """
+[study]
+name = "cluster-order"
+
+[benchmark]
+command = ["{py}", "-c", '''
+import os, sys, time
+time.sleep(float(sys.argv[1]))
+print(f"t={{0.01 + 0.001 * len(sys.argv[2])}} worker={{os.getppid()}}")
+''', "{{pause}}", "{{op}}"]
+
+[params]
+pause = {pause}
+
+[[pi]]
+name = "t"
+source = "regex"
+pattern = 't=([0-9.]+)'
+
+[[pi]]
+name = "worker"
+source = "regex"
+pattern = 'worker=([0-9]+)'
+
+[[test]]
+name = "a"
+params = {{op = "a"}}
+
+[[test]]
+name = "bb"
+params = {{op = "bb"}}
+
+[order]
+runs = {runs}
+repetitions = 2
+seed = 7
+"""
+
+SWEEP_STUDY = """
+[study]
+name = "cluster-sweep"
+
+[benchmark]
+command = ["{py}", "-c", '''
+import os, sys, time
+w, c = int(sys.argv[1]), sys.argv[2]
+time.sleep({pause})
+print(f"tps={{min(w, 8) * 10 + {{'x': 0, 'y': 5}}[c]}} worker={{os.getppid()}}")
+''', "{{w}}", "{{c}}"]
+
+[[pi]]
+name = "tps"
+direction = "higher"
+source = "regex"
+pattern = 'tps=([0-9.]+)'
+
+[[pi]]
+name = "worker"
+source = "regex"
+pattern = 'worker=([0-9]+)'
+
+[sweep]
+repetitions = 2
+start = 0.2
+step = 0.2
+sampler = "grid"
+r2 = 0.99
+
+[sweep.params]
+w = [1, 2, 4, 8, 16]
+c = ["x", "y"]
+"""
+
+
+def _write(tmp_path: Path, template: str, **values: object) -> Path:
+    p = tmp_path / "study.toml"
+    p.write_text(template.format(py=PY, **values))
+    return p
+
+
+def _stored(db: Path, name: str) -> list[object]:
+    with Store(db) as store:
+        found = store.find_study(name)
+        assert found is not None
+        return list(store.trials(found[0]))
+
+
+def _assert_order_complete(db: Path, runs: int) -> list[object]:
+    trials = _stored(db, "cluster-order")
+    slots = Counter((t.run, t.seq) for t in trials)  # type: ignore[attr-defined]
+    # 2 kinds × runs, each run: 2 tests × 2 repetitions, every slot exactly once
+    assert sorted(slots) == [(r, p) for r in range(2 * runs) for p in range(4)]
+    assert set(slots.values()) == {1}
+    assert all(t.ok for t in trials)  # type: ignore[attr-defined]
+    return trials
+
+
+def test_order_runs_each_run_on_one_worker_and_several_runs_at_once(tmp_path: Path) -> None:
+    study = _write(tmp_path, ORDER_STUDY, pause=0.05, runs=3)
+    out = tmp_path / "r.json"
+    res = CliRunner().invoke(
+        main, ["order", str(study), "--workers", "4", "-q", "--no-overhead", "--json", str(out)]
+    )
+    assert res.exit_code == 0, res.output
+    trials = _assert_order_complete(tmp_path / "study.assay.db", runs=3)
+    by_run: dict[int, set[float]] = {}
+    for t in trials:
+        by_run.setdefault(t.run, set()).add(t.readings["worker"])  # type: ignore[attr-defined]
+    assert all(len(w) == 1 for w in by_run.values())  # a run stays on its worker
+    assert len(set().union(*by_run.values())) > 1  # runs spread over the workers
+    doc = json.loads(out.read_text())
+    assert doc["environment"]["executor"]["kind"] == "dask"
+    assert len(doc["environment"]["executor"]["workers"]) == 4
+
+
+def test_sweep_spreads_settings_over_workers_and_commits_each_once(tmp_path: Path) -> None:
+    study = _write(tmp_path, SWEEP_STUDY, pause=0.05)
+    res = CliRunner().invoke(main, ["sweep", str(study), "--workers", "4", "-q"])
+    assert res.exit_code == 0, res.output
+    trials = _stored(tmp_path / "study.assay.db", "cluster-sweep")
+    keys = Counter(
+        (t.setting["w"], t.setting["c"], t.setting["repetition"])  # type: ignore[attr-defined]
+        for t in trials
+    )
+    assert set(keys.values()) == {1}
+    assert len(keys) % 2 == 0 and len(keys) >= 4
+    assert len({t.readings["worker"] for t in trials}) > 1  # type: ignore[attr-defined]
+    # seq numbers stay unique although trials end out of order
+    assert len({t.seq for t in trials}) == len(trials)  # type: ignore[attr-defined]
+
+
+def test_a_knob_study_measures_every_sample_once_on_four_workers(tmp_path: Path) -> None:
+    from test_knobs_live import STUDY as KNOBS_STUDY
+
+    study = tmp_path / "knobs.toml"
+    study.write_text(KNOBS_STUDY.format(py=PY))
+    out = tmp_path / "k.json"
+    args = ["knobs", str(study), "--workers", "4", "--jobs", "1", "-q", "--json", str(out)]
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0, res.output
+    trials = _stored(tmp_path / "knobs.assay.db", "synthetic-knobs")
+    keys = Counter(
+        tuple(sorted((k, str(v)) for k, v in t.setting.items()))  # type: ignore[attr-defined]
+        for t in trials
+    )
+    assert len(trials) == 40 + 10 and set(keys.values()) == {1}  # samples + validation
+    doc = json.loads(out.read_text())
+    ranking = doc["rankings"][0] if "rankings" in doc else doc["pis"][0]
+    assert set(ranking["top"]) == {"a", "c"}  # the same answer as here
+
+
+def test_workers_and_cluster_together_are_a_usage_error(tmp_path: Path) -> None:
+    study = _write(tmp_path, SWEEP_STUDY, pause=0.0)
+    res = CliRunner().invoke(
+        main, ["sweep", str(study), "--workers", "2", "--cluster", "tcp://127.0.0.1:1"]
+    )
+    assert res.exit_code == 2
+    assert "give one" in res.output
+
+
+def test_an_unreachable_scheduler_is_a_clear_error(tmp_path: Path) -> None:
+    study = _write(tmp_path, SWEEP_STUDY, pause=0.0)
+    res = CliRunner().invoke(main, ["sweep", str(study), "--cluster", "tcp://127.0.0.1:9", "-q"])
+    assert res.exit_code == 3
+    assert "cannot reach the Dask scheduler" in res.output
+
+
+def _assay(*args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [PY, "-m", "assay", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
+def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the driver only: its workers and their benchmarks are left to die alone."""
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+
+def _worker_processes(driver: int) -> list[psutil.Process]:
+    """The Dask worker processes under a driver (those that start benchmarks)."""
+    try:
+        kids = psutil.Process(driver).children(recursive=True)
+    except psutil.Error:
+        return []
+    out = []
+    for k in kids:
+        try:
+            if any("python" in c.name() for c in k.children()):
+                out.append(k)
+        except psutil.Error:
+            continue
+    return out
+
+
+def test_a_killed_worker_loses_nothing_its_trial_runs_again(tmp_path: Path) -> None:
+    study = _write(tmp_path, ORDER_STUDY, pause=0.4, runs=2)
+    proc = _assay("order", str(study), "--workers", "2", "-q", "--no-overhead", "--no-monitor")
+    killed = None
+    deadline = time.monotonic() + 60
+    while killed is None and time.monotonic() < deadline and proc.poll() is None:
+        busy = _worker_processes(proc.pid)
+        if busy:
+            killed = busy[0].pid
+            os.kill(killed, signal.SIGKILL)
+        time.sleep(0.05)
+    try:
+        _, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            _kill_tree(proc)
+    assert killed is not None, "no worker was seen running a trial"
+    assert proc.returncode == 0, err.decode(errors="replace")[-2000:]
+    _assert_order_complete(tmp_path / "study.assay.db", runs=2)
+
+
+COMPARE_STUDY = """
+[study]
+name = "cluster-compare"
+
+[benchmark]
+command = [
+    "{py}", "-c", "import sys, time; time.sleep(0.05); print('t=0.01' + sys.argv[1])", "{{v}}"
+]
+
+[[pi]]
+name = "t"
+source = "regex"
+pattern = 't=([0-9.]+)'
+
+[[variant]]
+name = "a"
+params = {{v = "0"}}
+
+[[variant]]
+name = "b"
+params = {{v = "2"}}
+
+[params]
+v = "0"
+
+[stop]
+max_rounds = {cycles}
+min_samples = 1000
+"""
+
+
+def _kill_and_resume(args: list[str], kills: int, seed: int) -> None:
+    """SIGKILL the driver ``kills`` times at random moments, then let it finish."""
+    rng = random.Random(seed)
+    for _ in range(kills):
+        proc = _assay(*args)
+        time.sleep(rng.uniform(1.2, 4.0))  # start-up is ~1.5 s: some kills land in it
+        if proc.poll() is None:
+            _kill_tree(proc)
+    final = _assay(*args)
+    _, err = final.communicate(timeout=600)
+    assert final.returncode == 0, err.decode(errors="replace")[-2000:]
+
+
+def _assert_compare_complete(db: Path, cycles: int) -> None:
+    trials = _stored(db, "cluster-compare")
+    seqs = Counter(t.seq for t in trials)  # type: ignore[attr-defined]
+    assert sorted(seqs) == list(range(2 * cycles)) and set(seqs.values()) == {1}
+    by_cycle: dict[int, set[str]] = {}
+    for t in trials:
+        assert t.setting["cycle"] == t.seq // 2  # type: ignore[attr-defined]
+        by_cycle.setdefault(t.seq // 2, set()).add(t.setting["variant"])  # type: ignore[attr-defined]
+    assert all(v == {"a", "b"} for v in by_cycle.values())  # each cycle: every variant once
+
+
+def test_a_killed_driver_resumes_an_order_study_without_losing_or_repeating_a_trial(
+    tmp_path: Path,
+) -> None:
+    study = _write(tmp_path, ORDER_STUDY, pause=0.1, runs=3)
+    args = ["order", str(study), "--workers", "2", "-q", "--no-overhead", "--no-monitor"]
+    _kill_and_resume(args, kills=3, seed=1)
+    _assert_order_complete(tmp_path / "study.assay.db", runs=3)
+
+
+def test_a_killed_driver_resumes_a_comparison_cycle_by_cycle(tmp_path: Path) -> None:
+    study = _write(tmp_path, COMPARE_STUDY, cycles=30)
+    args = ["compare", str(study), "--workers", "3", "-q", "--no-overhead", "--no-monitor"]
+    _kill_and_resume(args, kills=3, seed=2)
+    _assert_compare_complete(tmp_path / "study.assay.db", cycles=30)
+
+
+@pytest.mark.slow
+def test_twenty_driver_kills_lose_and_double_nothing(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    from test_kill_safety import slow_selected
+
+    if not slow_selected(request.config):
+        pytest.skip("20 kills of cluster studies take a few minutes: -m slow or ASSAY_SLOW=1")
+    order = tmp_path / "order"
+    order.mkdir()
+    study = _write(order, ORDER_STUDY, pause=0.1, runs=6)
+    args = ["order", str(study), "--workers", "2", "-q", "--no-overhead", "--no-monitor"]
+    _kill_and_resume(args, kills=10, seed=3)
+    _assert_order_complete(order / "study.assay.db", runs=6)
+    comp = tmp_path / "compare"
+    comp.mkdir()
+    study = _write(comp, COMPARE_STUDY, cycles=80)
+    args = ["compare", str(study), "--workers", "3", "-q", "--no-overhead", "--no-monitor"]
+    _kill_and_resume(args, kills=10, seed=4)
+    _assert_compare_complete(comp / "study.assay.db", cycles=80)
+
+
+SSH_STUDY = """
+[study]
+name = "ssh-sweep"
+
+[benchmark]
+command = [
+    "{py}", "-c", "import sys; w = int(sys.argv[1]); print(f'tps={{min(w, 8) * 10}}')", "{{w}}"
+]
+
+[[pi]]
+name = "tps"
+direction = "higher"
+source = "regex"
+pattern = 'tps=([0-9.]+)'
+
+[sweep]
+repetitions = 2
+sampler = "grid"
+start = 0.5
+step = 0.5
+
+[sweep.params]
+w = [1, 2, 4, 8]
+
+[cluster]
+hosts = ["127.0.0.1", "localhost"]
+port = {port}
+user = "{user}"
+key = "{key}"
+known_hosts = "{known_hosts}"
+remote_python = "{py}"
+"""
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def sshd(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A private sshd on a free loopback port that accepts one key made for the test."""
+    import getpass
+    import shutil
+    import socket
+
+    if not Path("/usr/sbin/sshd").exists() or shutil.which("ssh-keygen") is None:
+        pytest.skip("no sshd: run scripts/install-targets.sh (it installs openssh-server)")
+    d = tmp_path / "sshd"
+    d.mkdir()
+    for name in ("host_key", "client_key"):
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / name)], check=True
+        )
+    (d / "authorized_keys").write_text((d / "client_key.pub").read_text())
+    port = _free_port()
+    # the host key as a known_hosts line: the client checks the server it reaches
+    host_key = (d / "host_key.pub").read_text().split()
+    (d / "known_hosts").write_text(
+        f"[127.0.0.1]:{port},[localhost]:{port} {host_key[0]} {host_key[1]}\n"
+    )
+    (d / "sshd_config").write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {d / 'host_key'}\n"
+        f"AuthorizedKeysFile {d / 'authorized_keys'}\nPidFile {d / 'sshd.pid'}\n"
+        "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+        "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
+    )
+    if os.geteuid() == 0:
+        Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege-separation folder
+    proc = subprocess.Popen(
+        ["/usr/sbin/sshd", "-D", "-e", "-f", str(d / "sshd_config")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                err = proc.stderr.read().decode() if proc.stderr else ""
+                proc.kill()
+                pytest.fail(f"sshd did not start: {err}")
+            time.sleep(0.05)
+    yield {
+        "port": port,
+        "user": getpass.getuser(),
+        "key": str(d / "client_key"),
+        "known_hosts": str(d / "known_hosts"),
+    }
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def test_a_sweep_runs_on_an_ssh_cluster_named_in_the_study_file(
+    tmp_path: Path, sshd: dict[str, object]
+) -> None:
+    study = _write(tmp_path, SSH_STUDY, **sshd)
+    out = tmp_path / "r.json"
+    res = CliRunner().invoke(main, ["sweep", str(study), "-q", "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    trials = _stored(tmp_path / "study.assay.db", "ssh-sweep")
+    keys = Counter((t.setting["w"], t.setting["repetition"]) for t in trials)  # type: ignore[attr-defined]
+    assert keys == Counter({(w, r): 1 for w in (1, 2, 4, 8) for r in (0, 1)})
+    assert all(t.ok for t in trials)  # type: ignore[attr-defined]
+    executor = json.loads(out.read_text())["environment"]["executor"]
+    assert executor["kind"] == "dask" and len(executor["workers"]) == 2
+    assert executor["scheduler"].startswith("tcp://127.0.0.1:")
+
+
+def test_an_ssh_host_that_refuses_is_a_clear_error(tmp_path: Path, sshd: dict[str, object]) -> None:
+    study = _write(tmp_path, SSH_STUDY, **{**sshd, "port": _free_port()})
+    res = CliRunner().invoke(main, ["sweep", str(study), "-q"])
+    assert res.exit_code == 3
+    assert "cannot start the Dask cluster over SSH" in res.output
+
+
+def test_the_cluster_reports_workers_trials_in_flight_and_time_left(tmp_path: Path) -> None:
+    from assay.execute.cluster import open_executor
+    from assay.execute.trial import TrialJob, TrialRequest
+    from assay.spec import PISpec
+
+    job = TrialJob(pis=(PISpec(name="wall_time"),), timeout=30)
+    sleep = ["sh", "-c", "sleep 0.2"]
+    with open_executor(workers=2, monitor=False) as ex:
+        ex.start()
+        assert ex.slots() == 2
+        seen = []
+        for rec in ex.run_trials(job, [TrialRequest(i, sleep) for i in range(6)]):
+            status = ex.status()
+            assert status is not None and rec.ok
+            seen.append((status.workers, status.in_flight, status.left_s is not None))
+    assert [s[1] for s in seen] == [5, 4, 3, 2, 1, 0]
+    assert all(w == 2 for w, _, _ in seen)
+    assert all(known for _, left, known in seen if left)  # an estimate once trials returned
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["order", "--from", "t.csv", "--workers", "2"],
+        ["sweep", "--from", "r.csv", "--params", "a", "--metric", "y", "--cluster", "tcp://h:1"],
+        ["knobs", "--from", "s.csv", "--metric", "y", "--workers", "2"],
+        ["compare", "--from", "--workers", "2", "a.json", "b.json"],
+    ],
+)
+def test_a_cluster_with_from_is_a_usage_error(args: list[str]) -> None:
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 2, res.output
+    assert "not used with --from (nothing is run)" in res.output

@@ -1,0 +1,128 @@
+"""Host as a factor: the Kruskal–Wallis test of readings by host, the warnings studies
+give when a cluster's hosts disagree, and the refusal of differing hardware."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from assay.execute.dask_executor import hardware_differences
+from assay.spec import parse_spec_data
+from assay.stats.hosts import host_effect
+from assay.store import TrialRecord
+from assay.studies.base import host_warnings
+
+samples = st.lists(
+    st.floats(min_value=-1e6, max_value=1e6, allow_nan=False), min_size=2, max_size=30
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.text("abcdef", min_size=1, max_size=3), samples, min_size=2, max_size=4))
+def test_host_effect_is_scipys_kruskal_and_ignores_host_order(
+    groups: dict[str, list[float]],
+) -> None:
+    effect = host_effect(groups)
+    values = [np.asarray(groups[h]) for h in sorted(groups)]
+    if np.ptp(np.concatenate(values)) == 0:
+        assert effect is None
+        return
+    assert effect is not None
+    h, p = stats.kruskal(*values)
+    assert effect.statistic == pytest.approx(h) and effect.p_value == pytest.approx(p)
+    assert effect.hosts == tuple(sorted(groups))
+    assert effect.medians == tuple(float(np.median(v)) for v in values)
+    again = host_effect(dict(reversed(list(groups.items()))))
+    assert again == effect
+
+
+def test_host_effect_known_answers() -> None:
+    rng = np.random.default_rng(1)
+    same = {"a": rng.normal(10, 1, 40), "b": rng.normal(10, 1, 40)}
+    shifted = {"a": rng.normal(10, 1, 40), "b": rng.normal(12, 1, 40)}
+    e_same, e_shift = host_effect(same), host_effect(shifted)
+    assert e_same is not None and e_same.p_value > 0.05
+    assert e_shift is not None and e_shift.p_value < 1e-4
+    assert host_effect({"a": [1.0, 2.0], "b": [3.0]}) is None  # b has one reading only
+
+
+def _spec():  # type: ignore[no-untyped-def]
+    return parse_spec_data(
+        {
+            "study": {"name": "h"},
+            "benchmark": {"command": ["true"]},
+            "pi": [{"name": "t", "unit": "s"}],
+        },
+        "h.toml",
+    )
+
+
+def _trials(by_host: dict[str, list[float]]) -> list[TrialRecord]:
+    out = []
+    for host, values in by_host.items():
+        out += [
+            TrialRecord(seq=len(out) + i, status="ok", host=host, readings={"t": v})
+            for i, v in enumerate(values)
+        ]
+    return out
+
+
+def test_hosts_that_disagree_are_named_in_a_warning() -> None:
+    rng = np.random.default_rng(2)
+    fast, slow = list(rng.normal(1.0, 0.01, 20)), list(rng.normal(1.2, 0.01, 20))
+    (warning,) = host_warnings(_spec(), _trials({"fast": fast, "slow": slow}), label="v: ")
+    assert warning.startswith("v: t: the hosts give different results (Kruskal-Wallis p = ")
+    assert f"fast {np.median(fast):.4g} s (n=20)" in warning
+    assert f"slow {np.median(slow):.4g} s (n=20)" in warning
+
+
+def test_hosts_that_agree_or_one_host_give_no_warning() -> None:
+    rng = np.random.default_rng(3)
+    same = _trials({"a": list(rng.normal(1, 0.01, 20)), "b": list(rng.normal(1, 0.01, 20))})
+    assert host_warnings(_spec(), same) == []
+    assert host_warnings(_spec(), _trials({"a": [1.0, 2.0, 3.0]})) == []
+
+
+def test_differing_hardware_is_listed_property_by_property() -> None:
+    workers = {
+        "tcp://a:1": {"cpu_model": "X", "cpu_count": 8, "memory_bytes": 1},
+        "tcp://b:1": {"cpu_model": "X", "cpu_count": 4, "memory_bytes": 1},
+    }
+    assert hardware_differences(workers) == ["cpu_count: 8 (tcp://a:1), 4 (tcp://b:1)"]
+    workers["tcp://b:1"]["cpu_count"] = 8
+    assert hardware_differences(workers) == []
+
+
+def test_hosts_that_rank_the_variants_differently_are_named() -> None:
+    from assay.studies.compare import host_comparisons, host_disagreement
+
+    spec = parse_spec_data(
+        {
+            "study": {"name": "c"},
+            "benchmark": {"command": ["true"]},
+            "pi": [{"name": "t", "unit": "s"}],
+            "variant": [{"name": "x"}, {"name": "y"}],
+        },
+        "c.toml",
+    )
+    rng = np.random.default_rng(4)
+    trials, seq = [], 0
+    for host, means in (("a", {"x": 1.0, "y": 1.2}), ("b", {"x": 1.2, "y": 1.0})):
+        for cycle in range(30):
+            for v in ("x", "y"):
+                reading = {"t": float(rng.normal(means[v], 0.01))}
+                setting = {"variant": v, "cycle": cycle}
+                trials.append(
+                    TrialRecord(seq=seq, status="ok", host=host, setting=setting, readings=reading)
+                )
+                seq += 1
+    by_host = host_comparisons(spec, spec.pis[0], trials)
+    assert {h: c.ranking.order for h, c in by_host.items()} == {"a": ("x", "y"), "b": ("y", "x")}
+    warning = host_disagreement(by_host)
+    assert warning is not None and "a: x > y; b: y > x" in warning
+    # one host, or hosts that agree: nothing to say
+    assert host_comparisons(spec, spec.pis[0], [t for t in trials if t.host == "a"]) == {}
+    assert host_disagreement({"a": by_host["a"], "c": by_host["a"]}) is None
