@@ -242,6 +242,24 @@ def executor_for(
     )
 
 
+@contextlib.contextmanager
+def running_study(
+    err: Console,
+    store_path: Path,
+    resume: str,
+    opts: dict[str, Any],
+    spec: Spec,
+    view: Any,
+) -> Iterator[Any]:
+    """What every study command runs its study in: :func:`study_errors` (exit statuses
+    130 and 3), the executor the options or the study file ask for (yielded), and the
+    live ``view`` (a LiveLine, left closed with ``-q``) showing the cluster's state."""
+    with study_errors(err, store_path, resume), executor_for(opts, err, spec) as executor:
+        view.status = executor.status
+        with view if not opts["quiet"] else contextlib.nullcontext():
+            yield executor
+
+
 def refuse_cluster_with_from(opts: dict[str, Any], err: Console) -> None:
     """``--from`` analyses results measured elsewhere: no trial runs, no cluster (exit 2)."""
     given = [f"--{k}" for k in ("workers", "cluster") if opts.get(k) is not None]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import shlex
 import time
 from pathlib import Path
@@ -13,16 +12,15 @@ import click
 from assay.cli.common import (
     cluster_options,
     err_console,
-    executor_for,
     fail,
     is_study_file,
     out_console,
     quick_store,
     refuse_cluster_with_from,
+    running_study,
     spec_from_target,
     stop_options,
     stop_overrides,
-    study_errors,
     with_under_test,
 )
 from assay.spec import Spec, SpecError, parse_spec_data, slug
@@ -204,12 +202,7 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
             if spec.source_path and spec.source_path.endswith(".toml")
             else f"Resume with: assay compare --store {store_path} --study '{spec.study.name}' -- …"
         )
-        with (
-            study_errors(err, store_path, how),
-            executor_for(opts, err, spec) as executor,
-            progress if not opts["quiet"] else contextlib.nullcontext(),
-        ):
-            progress.status = executor.status
+        with running_study(err, store_path, how, opts, spec, progress) as executor:
             runner = CompareRunner(
                 spec,
                 store_path,

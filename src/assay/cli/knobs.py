@@ -3,7 +3,6 @@ random-forest importance, Kanellis et al.), from a study file or measured settin
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +13,10 @@ from rich.markup import escape
 from assay.cli.common import (
     cluster_options,
     err_console,
-    executor_for,
     fail,
     out_console,
     refuse_cluster_with_from,
-    study_errors,
+    running_study,
 )
 from assay.spec import SpecError
 
@@ -174,12 +172,7 @@ def _live(study: str, opts: dict[str, Any], err: Console) -> Any:
     except (SpecError, ValueError) as exc:
         fail(err, exc)
     resume = "Run the same command again to resume: measured samples are not measured again."
-    with (
-        study_errors(err, store_path, resume),
-        executor_for(opts, err, spec) as executor,
-        view if not opts["quiet"] else contextlib.nullcontext(),
-    ):
-        view.status = executor.status
+    with running_study(err, store_path, resume, opts, spec, view) as executor:
         runner = KnobsRunner(
             spec,
             store_path,

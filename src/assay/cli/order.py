@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -11,11 +10,10 @@ import click
 from assay.cli.common import (
     cluster_options,
     err_console,
-    executor_for,
     fail,
     out_console,
     refuse_cluster_with_from,
-    study_errors,
+    running_study,
 )
 from assay.spec import SpecError, load_spec
 
@@ -141,12 +139,7 @@ def order(target: str, **opts: Any) -> None:
         store_path = Path(opts["store"]) if opts["store"] else spec.store_path()
         progress = OrderProgressView(err)
         resume = "Run the same command again to resume the same schedule."
-        with (
-            study_errors(err, store_path, resume),
-            executor_for(opts, err, spec) as executor,
-            progress if not opts["quiet"] else contextlib.nullcontext(),
-        ):
-            progress.status = executor.status
+        with running_study(err, store_path, resume, opts, spec, progress) as executor:
             runner = OrderRunner(
                 spec,
                 store_path,

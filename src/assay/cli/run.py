@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 import click
@@ -10,12 +9,11 @@ import click
 from assay.cli.common import (
     cluster_options,
     err_console,
-    executor_for,
     fail,
     out_console,
+    running_study,
     spec_from_target,
     stop_options,
-    study_errors,
     with_under_test,
 )
 from assay.spec import SpecError
@@ -108,12 +106,7 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
         if spec.source_path and spec.source_path.endswith(".toml")
         else f"Resume with: assay run --store {store_path} --name '{spec.study.name}' -- …"
     )
-    with (
-        study_errors(err, store_path, resume),
-        executor_for(opts, err, spec) as executor,
-        progress if not opts["quiet"] else contextlib.nullcontext(),
-    ):
-        progress.status = executor.status
+    with running_study(err, store_path, resume, opts, spec, progress) as executor:
         runner = Runner(
             spec,
             store_path,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +11,10 @@ from rich.markup import escape
 from assay.cli.common import (
     cluster_options,
     err_console,
-    executor_for,
     fail,
     out_console,
     refuse_cluster_with_from,
-    study_errors,
+    running_study,
 )
 from assay.spec import SpecError, load_spec
 
@@ -153,8 +151,7 @@ def sweep(target: str, **opts: Any) -> None:
         progress = SweepProgressView(err)
         resume = "Run the same command again to continue the sweep where it stopped."
         try:
-            with study_errors(err, store_path, resume), executor_for(opts, err, spec) as executor:
-                progress.status = executor.status
+            with running_study(err, store_path, resume, opts, spec, progress) as executor:
                 runner = SweepRunner(
                     spec,
                     store_path,
@@ -164,8 +161,7 @@ def sweep(target: str, **opts: Any) -> None:
                 )
                 if not opts["quiet"]:
                     err.print(escape(runner.space.describe()), style="dim")
-                with progress if not opts["quiet"] else contextlib.nullcontext():
-                    result = runner.run()
+                result = runner.run()
         except ValueError as exc:  # the space or the data cannot be analysed as asked
             fail(err, exc)
     render_sweep(result, console)
