@@ -132,3 +132,23 @@ def test_runner_names_a_placeholder_left_without_a_value(tmp_path: Path) -> None
     spec = load_spec(study)
     with pytest.raises(StudyError, match=r"no value for placeholder '\{a\}'"):
         Runner(spec, spec.store_path(), measure_overhead=False, monitor=False).run()
+
+
+def test_a_knob_study_with_fixed_params_measures_each_sample_once(tmp_path: Path) -> None:
+    """Issue #13, item 3: stored settings carry the study's [params]; the samples were
+    looked up without them (a KeyError after measuring, and a re-run measured all again)."""
+    study = tmp_path / "knobs.toml"
+    text = STUDY.format(py=sys.executable).replace(
+        '"{a}", "{b}", "{c}", "{d}"]', '"{a}", "{b}", "{c}", "{d}", "{scale}"]'
+    )
+    text = text.replace("[[pi]]", "[params]\nscale = 3\n\n[[pi]]", 1)
+    assert '"{scale}"' in text
+    study.write_text(text)
+    res = CliRunner().invoke(main, ["knobs", str(study), "--jobs", "1", "-q"])
+    assert res.exit_code == 0, res.output
+    db = tmp_path / "knobs.assay.db"
+    first = _trials(db)
+    assert len(first) == 40 + 10 and all(t["scale"] == 3 for t in first)
+    again = CliRunner().invoke(main, ["knobs", str(study), "--jobs", "1", "-q"])
+    assert again.exit_code == 0, again.output
+    assert len(_trials(db)) == 50

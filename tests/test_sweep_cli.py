@@ -97,6 +97,24 @@ def test_a_budget_then_a_larger_one_resumes_without_repeating(tmp_path: Path) ->
     assert "16 resumed from the store" in second.output
 
 
+def test_a_resumed_sweep_reports_the_steps_of_every_session(tmp_path: Path) -> None:
+    """Issue #13, item 2: the report of a resumed sweep showed only its own session's
+    steps (and every resume stored its first step again)."""
+    study = _study(tmp_path)
+    out1, out2 = tmp_path / "1.json", tmp_path / "2.json"
+    first = CliRunner().invoke(
+        main, ["sweep", str(study), "-q", "--no-monitor", "--json", str(out1)]
+    )
+    assert first.exit_code == 0, first.output
+    steps = json.loads(out1.read_text())["steps"]
+    assert len(steps) >= 2
+    again = CliRunner().invoke(
+        main, ["sweep", str(study), "-q", "--no-monitor", "--json", str(out2)]
+    )
+    assert again.exit_code == 0, again.output
+    assert json.loads(out2.read_text())["steps"] == steps
+
+
 def _grid_csv(path: Path, shift: float = 0.0, slope: float = 10.0) -> Path:
     rows = [
         {"w": w, "c": c, "v": v, "tps": min(w, 8) * slope + 0.1 * w + {"x": 0, "y": 5}[c] + shift}
@@ -282,3 +300,99 @@ def test_assay_run_on_a_sweep_study_points_to_assay_sweep(tmp_path: Path) -> Non
     res = CliRunner().invoke(main, ["run", str(study)])
     assert res.exit_code == 2, res.output
     assert "run it with 'assay sweep" in res.stderr and "Traceback" not in res.stderr
+
+
+EXACT_STUDY = """
+[study]
+name = "exact-sweep"
+
+[benchmark]
+command = ["{py}", "-c", '''
+import sys, time
+time.sleep(0.1)
+w, c, v = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+wobble = ((w * 7 + len(c) * 3 + v * 5) % 5) * 0.05
+print(f"tps={{min(w, 8) * 10 + {{'x': 0, 'y': 5}}[c] + wobble:.4f}}")
+''', "{{w}}", "{{c}}", "{{v}}"]
+
+[[pi]]
+name = "tps"
+direction = "higher"
+source = "regex"
+pattern = 'tps=([0-9.]+)'
+
+[sweep]
+repetitions = 3
+start = 0.2
+step = 0.2
+r2 = 0.999999
+splits = 3
+seed = 5
+
+[sweep.params]
+w = [1, 2, 4, 8, 16]
+c = ["x", "y"]
+v = [1, 2, 3]
+"""
+
+
+def _exact_study(folder: Path) -> Path:
+    folder.mkdir()
+    p = folder / "sweep.toml"
+    p.write_text(EXACT_STUDY.format(py=sys.executable))
+    return p
+
+
+def _trial_keys(db: Path) -> list[tuple[object, ...]]:
+    with Store(db) as store:
+        found = store.find_study("exact-sweep")
+        assert found is not None
+        return sorted(
+            (t.setting["w"], t.setting["c"], t.setting["v"], t.setting["repetition"])
+            for t in store.trials(found[0])
+        )
+
+
+def test_a_killed_sweep_ends_with_the_trials_and_analysis_of_an_uninterrupted_one(
+    tmp_path: Path,
+) -> None:
+    """Issue #13, item 1: a batch left part-measured by a kill is finished first, so
+    the steps, the later draws and the trials are those of an uninterrupted sweep."""
+    import random
+    import signal
+    import subprocess
+    import time
+
+    ref = _exact_study(tmp_path / "ref")
+    args = ["-q", "--no-monitor", "--json"]
+    res = CliRunner().invoke(main, ["sweep", str(ref), *args, str(tmp_path / "ref.json")])
+    assert res.exit_code == 0, res.output
+    want = json.loads((tmp_path / "ref.json").read_text())
+
+    killed = _exact_study(tmp_path / "killed")
+    cmd = [sys.executable, "-m", "assay", "sweep", str(killed), "-q", "--no-monitor"]
+    rng = random.Random(11)
+    mid_sweep = 0  # kills that landed with some, not all, trials stored
+    db = tmp_path / "killed" / "sweep.assay.db"
+    for _ in range(8):
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(1.2, 2.6))  # start-up is ~1.5 s: some kills land in it
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            if db.exists() and 0 < len(_trial_keys(db)) < len(
+                _trial_keys(ref.parent / "sweep.assay.db")
+            ):
+                mid_sweep += 1
+        else:
+            break
+    assert mid_sweep >= 2, "no kill landed in the middle of the sweep"
+    res = CliRunner().invoke(main, ["sweep", str(killed), *args, str(tmp_path / "k.json")])
+    assert res.exit_code == 0, res.output
+    got = json.loads((tmp_path / "k.json").read_text())
+    assert _trial_keys(tmp_path / "killed" / "sweep.assay.db") == _trial_keys(
+        tmp_path / "ref" / "sweep.assay.db"
+    )
+    assert got["steps"] == want["steps"]
+    assert got["analysis"] == want["analysis"]
+    assert got["reason"] == want["reason"]

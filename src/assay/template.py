@@ -7,12 +7,15 @@ is left as it is, and ``{{`` / ``}}`` stand for literal braces around an identif
 ['rows']
 >>> render("--rows={rows} {{rows}} {x + 1}", {"rows": 5})
 '--rows=5 {rows} {x + 1}'
+>>> import shlex
+>>> render("echo {v}", {"v": "$(rm -rf ~)"}, quote=shlex.quote)  # a value as one shell word
+"echo '$(rm -rf ~)'"
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 _TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -28,8 +31,16 @@ def _text(value: object) -> str:
     return str(value)
 
 
-def render(template: str, values: Mapping[str, object]) -> str:
-    """Substitute placeholders; raise KeyError naming a placeholder without a value."""
+def render(
+    template: str,
+    values: Mapping[str, object],
+    quote: Callable[[str], str] | None = None,
+) -> str:
+    """Substitute placeholders; raise KeyError naming a placeholder without a value.
+
+    ``quote`` is applied to each substituted value (``shlex.quote`` for a command a
+    shell will read), never to the template's own text.
+    """
 
     def sub(m: re.Match[str]) -> str:
         tok = m.group(0)
@@ -40,6 +51,7 @@ def render(template: str, values: Mapping[str, object]) -> str:
         name = m.group(1)
         if name not in values:
             raise KeyError(f"no value for placeholder '{{{name}}}'")
-        return _text(values[name])
+        text = _text(values[name])
+        return quote(text) if quote is not None else text
 
     return _TOKEN.sub(sub, template)

@@ -93,6 +93,32 @@ class StepResult:
         a = np.asarray(self.r2, dtype=float)
         return float(a.min()) if len(a) and np.all(np.isfinite(a)) else math.nan
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> StepResult:
+        """The step :meth:`to_dict` gave (a stored step; ``None`` R² back to NaN).
+
+        >>> s = StepResult(1, 4, 4, 10, (0.5, float("nan")), "main", "anova", 0.9, False, "")
+        >>> StepResult.from_dict(s.to_dict()).to_dict() == s.to_dict()
+        True
+        """
+
+        def r2(xs: Any) -> tuple[float, ...]:
+            return tuple(math.nan if x is None else float(x) for x in xs or ())
+
+        return cls(
+            step=int(d["step"]),
+            n_measured=int(d["n_measured"]),
+            n_valid=int(d["n_valid"]),
+            n_candidates=int(d["n_candidates"]),
+            r2=r2(d.get("r2")),
+            form=str(d["form"]),
+            model=str(d["model"]),
+            threshold=float(d["threshold"]),
+            done=bool(d["done"]),
+            reason=str(d["reason"]),
+            r2_main=r2(d.get("r2_main")),
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "step": self.step,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import resource
+import shlex
 import signal
 import subprocess
 import threading
@@ -47,9 +48,19 @@ class CommandResult:
     extra: dict[str, float] = field(default_factory=dict)
 
 
-def render_argv(argv: Sequence[str], values: Mapping[str, object]) -> list[str]:
-    """Template each argument on its own: a value never splits into several arguments."""
-    return [render(a, values) for a in argv]
+def render_argv(
+    argv: Sequence[str], values: Mapping[str, object], *, shell: bool = False
+) -> list[str]:
+    """Template each argument on its own: a value never splits into several arguments.
+
+    With ``shell=True`` (the words are joined and read by ``/bin/sh``) each value is
+    substituted as one quoted word: the user's command is shell syntax, values are data.
+
+    >>> render_argv(["echo", "{v}", "|", "wc"], {"v": "a; rm -rf ~"}, shell=True)
+    ['echo', "'a; rm -rf ~'", '|', 'wc']
+    """
+    quote = shlex.quote if shell else None
+    return [render(a, values, quote) for a in argv]
 
 
 def run_command(

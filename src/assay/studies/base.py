@@ -223,7 +223,8 @@ class Study:
         """A setup, reset or teardown command, rendered with the study's [params]."""
         if not argv:
             return None
-        return Step(what, tuple(render_argv(argv, self.spec.params)), " ".join(argv), self._env({}))
+        rendered = render_argv(argv, self.spec.params, shell=self.spec.benchmark.shell)
+        return Step(what, tuple(rendered), " ".join(argv), self._env({}))
 
     @property
     def job(self) -> TrialJob:
@@ -260,7 +261,7 @@ class Study:
         records (default: ``values``)."""
         b = self.spec.benchmark
         try:
-            argv = render_argv(b.command if command is None else command, values)
+            argv = render_argv(b.command if command is None else command, values, shell=b.shell)
         except KeyError as exc:  # a design that left a placeholder without a value
             raise StudyError(
                 f"{self.spec.source_path}: {exc.args[0]} in the benchmark command; give it a "

@@ -299,9 +299,9 @@ class KnobsRunner:
 
         session.measure(settings, 1, on_progress=progress)
         by_key = {setting_key(t.setting): t for t in session.trials}
-        ok = [s for s in settings if by_key[setting_key(s)].ok]
+        ok = [s for s in settings if by_key[session.key(s)].ok]
         values = {
-            pi.name: np.array([trial_value(pi, by_key[setting_key(s)]) for s in ok])
+            pi.name: np.array([trial_value(pi, by_key[session.key(s)]) for s in ok])
             for pi in self.spec.pis
         }
         return ok, values

@@ -143,6 +143,14 @@ class SettingsSession:
     def open_study(self) -> OpenStudy:
         return self._st
 
+    def values(self, setting: Mapping[str, Any]) -> dict[str, object]:
+        """A setting as its trials are stored: the study's [params], the setting over them."""
+        return {**self._runner.spec.params, **{k: _plain(v) for k, v in setting.items()}}
+
+    def key(self, setting: Mapping[str, Any]) -> str:
+        """The :func:`setting_key` of a setting's stored trials (fixed params included)."""
+        return setting_key(self.values(setting))
+
     def measure(
         self,
         settings: Sequence[Mapping[str, Any]],
@@ -158,17 +166,15 @@ class SettingsSession:
         """
         st = self._st
         runner = self._runner
-        spec = runner.spec
-        todo = pending_trials(settings, repetitions, (t.setting for t in st.trials))
+        # compared as stored: a study's fixed [params] are part of every stored setting
+        full = [self.values(s) for s in settings]
+        todo = pending_trials(full, repetitions, (t.setting for t in st.trials))
         random.Random(f"{self._seed}:{len(st.trials)}").shuffle(todo)
         seq = st.store.next_seq(st.study_id)
-        batch = []
-        for n, (i, rep) in enumerate(todo):
-            values: dict[str, object] = {
-                **spec.params,
-                **{k: _plain(v) for k, v in settings[i].items()},
-            }
-            batch.append(runner.request(seq + n, values, setting={**values, REPETITION: rep}))
+        batch = [
+            runner.request(seq + n, full[i], setting={**full[i], REPETITION: rep})
+            for n, (i, rep) in enumerate(todo)
+        ]
         failed = 0
         if deadline is None or time.monotonic() < deadline:
             with contextlib.closing(runner.measure(st, batch)) as records:
@@ -178,7 +184,7 @@ class SettingsSession:
                         on_progress(SettingsProgress(done, len(todo), failed, rec))
                     if deadline is not None and time.monotonic() >= deadline:
                         break  # the trials not yet started are not run
-        wanted = {setting_key(s) for s in settings}
+        wanted = {setting_key(s) for s in full}
         return [t for t in st.trials if setting_key(t.setting) in wanted]
 
 

@@ -45,9 +45,12 @@ from assay.studies.settings import (
     setting_key,
     trials_table,
 )
+from assay.values import plain
 
 #: The key under which a sweep's steps are stored.
 STEPS_KEY = "sweep_steps"
+#: The key under which every batch a sweep asked for is stored, before it is measured.
+BATCHES_KEY = "sweep_batches"
 
 
 def space_from_spec(spec: Spec) -> ParameterSpace:
@@ -284,18 +287,39 @@ class SweepRunner:
     def _loop(self, session: SettingsSession) -> SweepResult:
         st = session.open_study
         stored = st.store.study_value(st.study_id, STEPS_KEY) or []
-        steps: list[StepResult] = []
-        recorded = [dict(s) for s in stored]
+        # the steps of earlier sessions too: the report shows the whole sweep
+        steps = [StepResult.from_dict(dict(s)) for s in stored]
+        recorded = [s.to_dict() for s in steps]
         measured = measured_settings(session.trials, self.params, self.pi, self.keys)
         elapsed = sum(t.duration or 0.0 for t in session.trials)
         budget = math.inf if self.sweep.max_time is None else self.sweep.max_time
         deadline = time.monotonic() + max(0.0, budget - elapsed)
         timed_out = False
         reps = self.sweep.repetitions
+
+        def progress(p: SettingsProgress) -> None:
+            self._show(steps, p)
+
+        # An interrupted session leaves a batch part-measured: finish it before anything
+        # is evaluated, so that the steps, the next draws and the trials are those of an
+        # uninterrupted sweep.  Batches are recorded before they are measured; settings
+        # of a store made before that are finished when they lack repetitions.
+        batches: list[list[dict[str, Any]]] = [
+            [dict(s) for s in b] for b in st.store.study_value(st.study_id, BATCHES_KEY) or []
+        ]
+        unfinished = list(
+            {
+                setting_key(s): s
+                for s in [*(s for b in batches for s in b), *self._short_of_repetitions(session)]
+            }.values()
+        )
+        if unfinished and time.monotonic() < deadline:
+            session.measure(unfinished, reps, deadline=deadline, on_progress=progress)
+            measured = measured_settings(session.trials, self.params, self.pi, self.keys)
         while True:
             if len(measured):
                 step = self.design.evaluate(self._model_view(measured))
-                if not steps or step != steps[-1]:
+                if not steps or step.to_dict() != recorded[-1]:
                     steps.append(step)
                     recorded.append(step.to_dict())
                     st.store.set_study_value(st.study_id, STEPS_KEY, recorded)
@@ -306,14 +330,27 @@ class SweepRunner:
             if time.monotonic() >= deadline:
                 timed_out = True
                 break
-            settings = self.candidates.iloc[batch].to_dict("records")
-
-            def progress(p: SettingsProgress) -> None:
-                self._show(steps, p)
-
+            settings = [
+                {k: plain(v) for k, v in row.items()}
+                for row in self.candidates.iloc[batch].to_dict("records")
+            ]
+            batches.append(settings)
+            st.store.set_study_value(st.study_id, BATCHES_KEY, batches)
             session.measure(settings, reps, deadline=deadline, on_progress=progress)
             measured = measured_settings(session.trials, self.params, self.pi, self.keys)
         return self._result(session.trials, steps, measured, timed_out, st.environment)
+
+    def _short_of_repetitions(self, session: SettingsSession) -> list[dict[str, Any]]:
+        """The space's settings with some but not all of their repetitions stored."""
+        count: dict[str, int] = {}
+        first: dict[str, dict[str, Any]] = {}
+        for t in session.trials:
+            row = {p: t.setting.get(p) for p in self.params}
+            key = setting_key(row)
+            count[key] = count.get(key, 0) + 1
+            first.setdefault(key, row)
+        reps = self.sweep.repetitions
+        return [first[k] for k, n in count.items() if n < reps and k in self.keys]
 
     def _show(self, steps: list[StepResult], p: SettingsProgress | None = None) -> None:
         if self.on_progress is None:
