@@ -490,3 +490,20 @@ def test_a_cluster_with_from_is_a_usage_error(args: list[str]) -> None:
     res = CliRunner().invoke(main, args)
     assert res.exit_code == 2, res.output
     assert "not used with --from (nothing is run)" in res.output
+
+
+def test_setup_runs_on_every_worker_and_a_failing_one_names_the_worker(tmp_path: Path) -> None:
+    log = tmp_path / "setups.log"
+    append = f"import os; open({str(log)!r}, 'a').write(str(os.getppid()) + chr(10))"
+    study = _write(tmp_path, SWEEP_STUDY, pause=0.0)
+    text = study.read_text().replace(
+        "[benchmark]\n", f'[benchmark]\nsetup = [{json.dumps(PY)}, "-c", {json.dumps(append)}]\n', 1
+    )
+    study.write_text(text)
+    res = CliRunner().invoke(main, ["sweep", str(study), "--workers", "2", "-q"])
+    assert res.exit_code == 0, res.output
+    assert len(set(log.read_text().split())) == 2  # once on each worker
+    study.write_text(text.replace(append, "raise SystemExit(4)"))
+    res = CliRunner().invoke(main, ["sweep", str(study), "--workers", "2", "-q", "--fresh"])
+    assert res.exit_code == 3
+    assert "on worker tcp://127.0.0.1:" in res.output and "the setup command" in res.output

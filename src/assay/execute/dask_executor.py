@@ -197,7 +197,22 @@ class DaskExecutor(Executor):
                 )
 
     def run_step(self, job: TrialJob, step: Step) -> None:
-        errors = self.client.run(_step_on_worker, job, step, workers=list(self.workers()))
+        # a task pinned to each worker (not Client.run, which blocks the worker's event
+        # loop): a long setup does not look like a dead worker, and takes the resource
+        remote = replace(job, running_file=None)
+        futures = {
+            w: self.client.submit(
+                _step_on_worker,
+                remote,
+                step,
+                workers=[w],
+                allow_other_workers=False,
+                resources={RESOURCE: 1},
+                pure=False,
+            )
+            for w in self.workers()
+        }
+        errors = dict(zip(futures, self.client.gather(list(futures.values())), strict=True))
         failed = {w: e for w, e in errors.items() if e is not None}
         if failed:
             worker, error = sorted(failed.items())[0]
