@@ -141,3 +141,61 @@ max_rounds = 1
     time.sleep(0.2)
     assert not _alive(bench)  # ...until the study resumes
     assert "left running by an interrupted session" in proc.stdout
+
+
+def test_a_resume_never_stops_another_studys_benchmark(
+    write_study,
+    py: str,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    """Issue #13, item 4: a leftover was found by its command line alone, so resuming
+    study B killed study A's running trial when both ran the same command."""
+    import signal
+    import subprocess
+    import sys
+
+    from assay.store import study_file
+
+    pidfile = tmp_path / "a.pid"
+    code = (
+        "import os, sys, time\n"
+        f"open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
+        "time.sleep(60)\n"
+    )
+    a = write_study(
+        f'[study]\nname = "a"\n[benchmark]\ncommand = ["{py}", "-c", {json.dumps(code)}]\n'
+        "timeout = 120\n[stop]\nmax_rounds = 1\n",
+        "a.toml",
+    )
+    b = write_study(
+        '[study]\nname = "b"\n[benchmark]\ncommand = ["true"]\n[stop]\nmax_rounds = 1\n',
+        "b.toml",
+    )
+    # B was killed while running the very command A runs now: its note names that
+    # command line, a writer that is gone, and B's own marker
+    note = study_file(tmp_path / "b.assay.db", "b", ".running")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    note.write_text(
+        json.dumps({"cmdline": [py, "-c", code], "pid": dead.pid, "marker": "b0b0b0b0"})
+    )
+    runner_a = subprocess.Popen([sys.executable, "-m", "assay", "run", str(a), "-q"])
+    try:
+        deadline = time.monotonic() + 30
+        while not pidfile.exists() or not pidfile.read_text():
+            assert time.monotonic() < deadline, "A's benchmark never started"
+            time.sleep(0.05)
+        bench = int(pidfile.read_text())
+        proc = subprocess.run(
+            [sys.executable, "-m", "assay", "run", str(b), "-q", "--no-overhead"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr
+        time.sleep(0.2)
+        assert _alive(bench), "resuming B killed A's benchmark"
+        assert "left running" not in proc.stdout
+    finally:
+        runner_a.send_signal(signal.SIGINT)
+        runner_a.wait(timeout=60)

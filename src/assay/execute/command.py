@@ -183,11 +183,13 @@ def exec_argv(argv: Sequence[str], shell: bool = False) -> list[str]:
     return ["/bin/sh", "-c", " ".join(argv)] if shell else list(argv)
 
 
-def kill_leftovers(cmdline: Sequence[str]) -> list[int]:
+def kill_leftovers(cmdline: Sequence[str], marker: str) -> list[int]:
     """Kill benchmarks left running by a killed Assay: process-group leaders running
-    exactly ``cmdline`` whose parent is gone (they were re-parented). Linux only.
+    exactly ``cmdline``, whose parent is gone (they were re-parented) and whose
+    environment holds ``marker`` (``NAME=value``; the trial's own). Linux only.
     """
     want = [a.encode() for a in cmdline]
+    mark = marker.encode()
     killed: list[int] = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -198,6 +200,9 @@ def kill_leftovers(cmdline: Sequence[str]) -> list[int]:
                 args = [a for a in f.read().split(b"\0") if a]
             if args != want or os.getpgid(pid) != pid or os.getppid() == _parent_of(pid):
                 continue
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if mark not in f.read().split(b"\0"):
+                    continue
             os.killpg(pid, signal.SIGKILL)
             killed.append(pid)
         except (OSError, ValueError):

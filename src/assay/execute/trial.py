@@ -22,7 +22,7 @@ from pathlib import Path
 
 from assay.errors import StudyError
 from assay.execute.command import run_command
-from assay.execute.leftovers import clear_running, note_running
+from assay.execute.leftovers import MARKER, clear_running, new_marker, note_running
 from assay.execute.monitor import ResourceMonitor
 from assay.execute.readers import ReadError, read_reading, read_unit_readings
 from assay.spec import PISpec
@@ -90,14 +90,15 @@ def run_trial(
     A failing benchmark, a timeout or output the readers cannot parse is a trial with
     that status, not an exception: a failing trial is data.
     """
+    env = request.env
     if job.running_file is not None:
-        note_running(job.running_file, request.argv, job.shell)
+        marker = new_marker()
+        env = {**env, MARKER: marker}
+        note_running(job.running_file, request.argv, job.shell, marker)
     if monitor is not None:
         monitor.start()  # its first read happens before run_command starts the clock
     try:
-        res = run_command(
-            request.argv, timeout=job.timeout, env=request.env, cwd=job.cwd, shell=job.shell
-        )
+        res = run_command(request.argv, timeout=job.timeout, env=env, cwd=job.cwd, shell=job.shell)
     finally:
         resources = monitor.stop().series if monitor is not None else {}
         if job.running_file is not None:
