@@ -252,3 +252,27 @@ max_rounds = 12
     rows = con.execute("SELECT work, argv_json FROM trials ORDER BY seq").fetchall()
     assert len({w for w, _ in rows}) >= 10  # work amounts vary, as the regression needs
     assert all(json.loads(a)[-1] == str(int(w)) for w, a in rows)
+
+
+@pytest.mark.parametrize(
+    ("args", "unknown", "suggested"),
+    [
+        (["run", "--max-round", "3", "--", "true"], "--max-round", "--max-rounds"),
+        (["run", "--plot", "x.png", "--", "true"], "--plot", None),
+        (
+            ["compare", "--export-markdown", "x.md", "--", "true", "--", "true"],
+            "--export-markdown",
+            None,
+        ),
+        (["compare", "--seeed=3", "--", "true", "--", "true"], "--seeed", "--seed"),
+    ],
+)
+def test_a_mistyped_option_is_a_usage_error_not_a_command(
+    args: list[str], unknown: str, suggested: str | None
+) -> None:
+    """Issue #14: an unknown option before the command was measured as the command."""
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 2, res.output
+    assert "No such option" in res.output and unknown in res.output
+    if suggested is not None:
+        assert f"Did you mean {suggested}" in res.output.replace("'", "")

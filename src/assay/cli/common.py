@@ -8,6 +8,7 @@ file and field); 3 the store or the study cannot go on; 130 interrupted (Ctrl-C)
 from __future__ import annotations
 
 import contextlib
+import difflib
 import os
 import sys
 import time
@@ -265,3 +266,18 @@ def refuse_cluster_with_from(opts: dict[str, Any], err: Console) -> None:
     given = [f"--{k}" for k in ("workers", "cluster") if opts.get(k) is not None]
     if given:
         fail(err, f"{' and '.join(given)}: not used with --from (nothing is run)")
+
+
+def refuse_unknown_option(target: tuple[str, ...]) -> None:
+    """An option this command does not know, written before the benchmark command: the
+    parser passes it on as the command's first word (it ignores unknown options so that
+    the benchmark's own options reach it).  No program starts with ``-``: it is a typo,
+    a usage error (exit 2) naming the closest options.
+    """
+    first = next((a for a in target if a != "--"), "")
+    if not first.startswith("-"):
+        return
+    ctx = click.get_current_context()
+    name = first.split("=", 1)[0]
+    known = sorted({o for p in ctx.command.params for o in p.opts if o.startswith("--")})
+    raise click.NoSuchOption(name, possibilities=difflib.get_close_matches(name, known), ctx=ctx)

@@ -17,6 +17,7 @@ from assay.cli.common import (
     out_console,
     quick_store,
     refuse_cluster_with_from,
+    refuse_unknown_option,
     running_study,
     spec_from_target,
     stop_options,
@@ -167,6 +168,7 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
     enough, with --require-ci-width), or when the budget ends, saying which pairs are
     undecided and how many more rounds Welch's sample-size estimate asks for.
     """
+    refuse_unknown_option(target)
     from assay.report.compare import CSV_FIELDS, CompareProgressView, csv_rows, render_comparison
     from assay.report.export import rows_to_csv, to_json, write_text
     from assay.studies.compare import CompareResult, CompareRunner, compare_files

@@ -11,6 +11,7 @@ from assay.cli.common import (
     err_console,
     fail,
     out_console,
+    refuse_unknown_option,
     running_study,
     spec_from_target,
     stop_options,
@@ -67,6 +68,7 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
     subsession size (adjacent samples merged until |lag-1 autocorrelation| <= 0.1),
     the warm-up removed (E-Divisive with Medians on unit readings) and the method.
     """
+    refuse_unknown_option(target)
     # pipes and CI logs get a readable width instead of rich's 80-column default
     # heavy imports (NumPy, SciPy, pandas) only once a command runs: --help stays fast
     from assay.report.export import to_csv, to_json, write_text
