@@ -69,7 +69,8 @@ def _run_study(path: Path, rounds: int = 3) -> list[TrialRecord]:
         ["run", str(path), "--max-rounds", str(rounds), "--store", str(store),
          "--no-overhead", "--no-monitor", "-q"],
     )  # fmt: skip
-    assert res.exit_code == 0, res.output
+    # 5: the rounds ran out before the CI target (assay.cli.exits.SHORT), as asked here
+    assert res.exit_code in (0, 5), res.output
     spec = load_spec(path)
     with Store(store) as st:
         found = st.find_study(spec.study.name)
@@ -100,7 +101,7 @@ def test_postgres_pgbench_study(tmp_path: Path) -> None:
         "pg",
         _target("postgres", "setup", "--state", state, "--scale", "1", "--knob", "fsync=off"),
         _target("postgres", "run", "--state", state, "--duration", "2", "--clients", "2",
-                "--latency-log", "--knob", "synchronous_commit=off"),
+                "--latency-log", "--sampling-rate", "0.05", "--knob", "synchronous_commit=off"),
         _target("postgres", "teardown", "--state", state),
         """
 [[pi]]
@@ -131,9 +132,11 @@ units = { source = "json", path = "units.latency_ms" }
         assert list(t.unit_readings["tps"]) == doc["units"]["throughput"]
         lat = t.unit_readings["latency"]
         _sane(list(lat))
-        # per-transaction latencies: one per transaction pgbench counted, same mean
-        assert len(lat) == doc["pi"]["transactions"]
-        assert float(lat.mean()) == pytest.approx(t.readings["latency"], rel=0.1, abs=0.05)
+        # per-transaction latencies, a 5% sample (the whole log of a fast server would
+        # pass the 64 KiB of stdout a store keeps): about 5% of the transactions pgbench
+        # counted, with about the same mean
+        assert 0.02 <= len(lat) / doc["pi"]["transactions"] <= 0.1
+        assert float(lat.mean()) == pytest.approx(t.readings["latency"], rel=0.25, abs=0.05)
         assert doc["knobs"] == {"fsync": "off", "synchronous_commit": "off"}
     # teardown stopped the server and removed the cluster
     assert not (tmp_path / "pg" / "state.json").exists()

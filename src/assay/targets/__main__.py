@@ -15,6 +15,7 @@ import sys
 
 from assay.targets import TARGETS, target_class
 from assay.targets.base import TargetError, parse_knobs
+from assay.targets.private import default_state_dir
 
 ACTIONS = ("setup", "run", "reset", "teardown", "describe")
 
@@ -63,13 +64,16 @@ def main(argv: list[str] | None = None) -> int:
     """The command-line entry; returns the exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] not in TARGETS:
+        asked = bool(args) and args[0] in ("-h", "--help")
         print(
             "usage: python3 -m assay.targets NAME ACTION [options]\n"
             f"  NAME: {', '.join(TARGETS)}\n  ACTION: {', '.join(ACTIONS)}\n"
-            "  python3 -m assay.targets NAME --help lists a target's options",
-            file=sys.stderr,
+            "  python3 -m assay.targets NAME --help lists a target's options\n"
+            "  postgres and redis keep their state in a private directory (mode 700)\n"
+            f"  of this user, by default {default_state_dir('NAME')}",
+            file=sys.stdout if asked else sys.stderr,
         )
-        return 2
+        return 0 if asked else 2
     name = args[0]
     try:
         out = execute(name, args[1:])

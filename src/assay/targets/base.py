@@ -17,15 +17,12 @@ design (run, compare, order, sweep, knobs) uses them as plain argv commands.
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import os
 import re
 import socket
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 
@@ -73,7 +70,8 @@ class Target(ABC):
 
     A target object is made from the command-line options of one invocation
     (:meth:`from_options`); state that must outlive it (a server's pid, port and
-    applied knobs) lives in a state directory.
+    applied knobs) lives in a private state directory
+    (:class:`assay.targets.private.StateDir`).
     """
 
     name: ClassVar[str]
@@ -162,45 +160,6 @@ def missing_binary(program: str, package: str) -> TargetError:
         "programs with: bash scripts/install-targets.sh (as root), or apt-get install "
         f"{package}"
     )
-
-
-class StateDir:
-    """A target's state directory: ``state.json`` holds what outlives one invocation."""
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path).expanduser().absolute()
-
-    @property
-    def file(self) -> Path:
-        return self.path / "state.json"
-
-    def load(self) -> dict[str, Any] | None:
-        try:
-            data = json.loads(self.file.read_text())
-        except (OSError, ValueError):
-            return None
-        return data if isinstance(data, dict) else None
-
-    def save(self, state: Mapping[str, Any]) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
-        tmp = self.file.with_name("state.json.tmp")
-        tmp.write_text(json.dumps(state, indent=1, sort_keys=True))
-        os.replace(tmp, self.file)
-
-    def running(self, server: str, target: str) -> dict[str, Any]:
-        """The saved state of a server that is still alive; else a TargetError saying how
-        to start it."""
-        st = self.load()
-        if not st or not pid_alive(int(st.get("pid", 0))):
-            raise TargetError(
-                f"no {server} server runs for the state directory {self.path}: run "
-                f"'python3 -m assay.targets {target} setup --state {self.path}' first "
-                "(a study's [benchmark] setup does it)"
-            )
-        return st
-
-    def clear(self) -> None:
-        self.file.unlink(missing_ok=True)
 
 
 def pid_alive(pid: int) -> bool:

@@ -11,7 +11,9 @@ naming it.
 
 ``setup`` lays out the file (not measured), ``reset`` syncs it and drops it from the
 page cache (``posix_fadvise(DONTNEED)``, no root needed), ``teardown`` removes it (and
-the directory, when that is then empty).
+the directory, when that is then empty). A ``--dir`` that is a symbolic link, or that
+another user could change, is refused (Assay may run as root: fio must not write
+through a planted link); a missing one is made with mode 700.
 
 PIs (``pi.*``): ``throughput`` (IOPS, all directions), ``bandwidth_mib_s``,
 ``latency_us_mean``, ``latency_us_p50``/``p95``/``p99``/``p99_9`` (completion latency;
@@ -37,6 +39,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Mapping
@@ -44,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.targets.base import RunResult, Target, TargetError, missing_binary
+from assay.targets.private import check_parents
 
 PATTERNS = ("read", "write", "randread", "randwrite", "rw", "randrw", "readwrite")
 FILE_NAME = "assay-fio.dat"
@@ -176,14 +180,59 @@ class FioTarget(Target):
             )
         return self.directory / FILE_NAME
 
-    def _check_dir(self) -> None:
+    def _check_dir(self) -> Path:
+        """The --dir directory, made (mode 700) when missing, after checking no other
+        user can swap it or what is in it: not a symbolic link, owned by this user or
+        root, not writable by others (unless sticky, like /tmp), nor are the
+        directories above it. As root, fio must not write through a planted link."""
         path = self.file.parent
+        check_parents(path, "--dir")
         try:
-            path.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
         except OSError as exc:
             raise TargetError(f"--dir {path}: cannot create it: {exc.strerror}") from None
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode):
+            raise TargetError(
+                f"--dir {path} is a symbolic link; Assay does not write through one: name "
+                f"the directory it points to ({os.path.realpath(path)}) if that is meant"
+            )
+        if not stat.S_ISDIR(st.st_mode):
+            raise TargetError(f"--dir {path}: not a directory")
+        shared = st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX
+        if st.st_uid not in (0, os.geteuid()) or shared:
+            raise TargetError(
+                f"--dir {path}: other users can change it (owner uid {st.st_uid}, mode "
+                f"{stat.S_IMODE(st.st_mode):o}); name a directory of your own"
+            )
         if not os.access(path, os.W_OK):
             raise TargetError(f"--dir {path}: not writable by this user")
+        return path
+
+    def _own_file(self, fresh: bool) -> None:
+        """Make sure the data file is this user's regular file: ``fresh`` replaces it
+        with an empty one (``O_EXCL``: a link planted meanwhile is an error, not
+        followed); otherwise one that is missing is made and any other kind refused."""
+        path = self.file
+        if fresh:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()  # a link itself, never what it names
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            os.close(os.open(path, flags, 0o600))
+            return
+        except FileExistsError:
+            if fresh:
+                raise TargetError(f"{path} appeared while it was replaced") from None
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+            raise TargetError(
+                f"{path} is not a file of this user (a link or another user's file); "
+                "Assay does not write through it: remove it and run setup"
+            )
 
     def _fio_run(
         self, args: list[str], what: str, knobs: Mapping[str, str] | None = None
@@ -214,7 +263,7 @@ class FioTarget(Target):
         size = str((workload or {}).get("size", self.size))
         if not _size_ok(size):
             raise TargetError(f"--size {size!r}: expected a size such as 256M or 1G")
-        self.file.unlink(missing_ok=True)
+        self._own_file(fresh=True)
         # written in full (not sparse), so that reads touch real blocks
         self._fio_run(
             ["--name=fill", f"--filename={self.file}", f"--size={size}", "--rw=write",
@@ -231,8 +280,8 @@ class FioTarget(Target):
 
     def reset(self, workload: Mapping[str, Any] | None = None) -> None:
         try:
-            fd = os.open(self.file, os.O_RDONLY)
-        except FileNotFoundError:
+            fd = os.open(self.file, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:  # missing, or a link: nothing of ours to drop
             return
         try:
             os.fsync(fd)
@@ -241,10 +290,24 @@ class FioTarget(Target):
             os.close(fd)
 
     def stop(self) -> None:
-        if self.directory is not None:
-            self.file.unlink(missing_ok=True)
-            with contextlib.suppress(OSError):  # only when empty: never the user's files
-                self.directory.rmdir()
+        if self.directory is None:
+            return
+        try:
+            dfd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return
+        except OSError:
+            raise TargetError(
+                f"--dir {self.directory} is a symbolic link or not a directory: Assay "
+                "removes nothing through it"
+            ) from None
+        try:  # relative to the directory itself: a link in its place is not followed
+            with contextlib.suppress(FileNotFoundError, IsADirectoryError, PermissionError):
+                os.unlink(FILE_NAME, dir_fd=dfd)
+        finally:
+            os.close(dfd)
+        with contextlib.suppress(OSError):  # only when empty: never the user's files
+            self.directory.rmdir()
 
     def describe(self) -> dict[str, Any]:
         version = (
@@ -266,6 +329,7 @@ class FioTarget(Target):
         w = dict(workload)
         knobs = self.apply(dict(w.pop("knobs", {}) or {}))
         self._check_dir()
+        self._own_file(fresh=False)
         opts: dict[str, str] = {
             "rw": str(w.get("rw", "randread")),
             "bs": str(w.get("bs", "4k")),

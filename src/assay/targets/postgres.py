@@ -1,11 +1,17 @@
-"""PostgreSQL with ``pgbench``: a private cluster on a free loopback port.
+"""PostgreSQL with ``pgbench``: a private cluster on a Unix socket only its user reaches.
 
-``setup`` runs ``initdb`` for a new cluster in a temporary directory (``--cluster-dir``
-names its parent), starts it on 127.0.0.1 and a free port (``--port`` to choose one)
-and loads pgbench's tables (``pgbench -i -s SCALE``). PostgreSQL refuses to run as
-root: when Assay runs as root, the server programs run as the ``postgres`` user that
-the Debian package creates, and the cluster belongs to it. The ``--knob``s given to
-setup are the baseline, written into ``postgresql.conf`` before the first start.
+``setup`` runs ``initdb`` for a new cluster in a fresh private directory (mode 700;
+``--cluster-dir`` names its parent, default the temporary directory), starts it
+listening on a Unix socket in that directory only (``--tcp`` adds 127.0.0.1 on a free
+port, ``--port`` chooses the port) and loads pgbench's tables (``pgbench -i -s
+SCALE``). Every connection needs the superuser's password (``scram-sha-256``), which
+setup generates and keeps in the state directory (``pgpass``, mode 600); the clients
+read it from there (``PGPASSFILE``), so it never appears on a command line. Other
+local users can neither reach the socket nor log in over TCP. PostgreSQL refuses to
+run as root: when Assay runs as root, the server programs run as the ``postgres`` user
+that the Debian package creates, and the cluster directory belongs to it. The
+``--knob``s given to setup are the baseline, written into ``postgresql.conf`` before
+the first start.
 
 ``run`` lays its ``--knob``s over the baseline with ``ALTER SYSTEM`` (so the server
 checks every value and names a bad one), reloads the configuration, restarts the
@@ -15,8 +21,9 @@ wal_buffers), and puts knobs that a run no longer names back to the baseline
 It then runs pgbench (``--builtin tpcb-like | simple-update | select-only`` or
 ``--script FILE``) for ``--duration`` seconds (or ``--transactions`` per client) and
 parses its report. ``reset`` reloads the tables; ``teardown`` stops the server and
-removes the cluster. The state directory (``--state``) holds the cluster path, port
-and knobs.
+removes the cluster. The state directory (``--state``, default per user; see
+:mod:`assay.targets.private`) holds the cluster path, port, the postmaster's identity
+(signalled only while the kernel still shows it) and knobs.
 
 PIs (``pi.*``): ``throughput`` (tps, without the initial connection time),
 ``latency_ms_mean``, ``latency_ms_stddev``, ``transactions``, ``failed``,
@@ -42,7 +49,7 @@ import os
 import pwd
 import re
 import shutil
-import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -52,18 +59,36 @@ from typing import Any
 
 from assay.targets.base import (
     RunResult,
-    StateDir,
     Target,
     TargetError,
     check_port_free,
     free_port,
     missing_binary,
     percentile,
-    pid_alive,
 )
+from assay.targets.private import (
+    STATE_FILE,
+    StateDir,
+    default_state_dir,
+    make_private_dir,
+    new_secret,
+    owned_private_dir,
+    read_nofollow,
+    remove_private_dir,
+)
+from assay.targets.process import ProcessIdentity, kill, verified, wait_gone
 
 HOST = "127.0.0.1"
 DB = "postgres"
+SUPERUSER = "postgres"
+PGPASS = "pgpass"  # in the state directory, mode 600: the clients' password (libpq)
+SOCKET_PORT = 5432  # without TCP the port only names the socket file (.s.PGSQL.5432)
+#: parameters the target sets itself: a knob could otherwise open the server up
+MANAGED = frozenset({
+    "port", "listen_addresses", "unix_socket_directories", "unix_socket_permissions",
+    "unix_socket_group", "hba_file", "ident_file", "config_file", "data_directory",
+    "external_pid_file", "password_encryption",
+})  # fmt: skip
 BUILTINS = ("tpcb-like", "simple-update", "select-only")
 _PG_KNOB = re.compile(r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?$")
 
@@ -133,7 +158,7 @@ def _quote(value: str) -> str:
 
 
 def find_bindir() -> Path:
-    """The directory of the newest installed PostgreSQL server programs."""
+    """The directory of the newest installed PostgreSQL server programs (absolute)."""
     found = []
     for d in glob.glob("/usr/lib/postgresql/*/bin"):
         p = Path(d)
@@ -144,7 +169,7 @@ def find_bindir() -> Path:
         return max(found)[1]
     pg_ctl = shutil.which("pg_ctl")
     if pg_ctl and (Path(pg_ctl).parent / "initdb").exists():
-        return Path(pg_ctl).parent
+        return Path(pg_ctl).absolute().parent
     raise missing_binary("PostgreSQL (initdb, pg_ctl, postgres)", "postgresql")
 
 
@@ -154,28 +179,95 @@ def _client(bindir: Path, name: str) -> str:
     path = shutil.which(name)
     if path is None:
         raise missing_binary(name, "postgresql-client")
-    return path
+    return os.path.abspath(path)
+
+
+def _server_user() -> pwd.struct_passwd | None:
+    """The user the server programs run as: ``postgres`` when we are root, else None
+    (they run as we do)."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        return pwd.getpwnam("postgres")
+    except KeyError:
+        raise TargetError(
+            "PostgreSQL refuses to run as root and there is no 'postgres' user to run "
+            "it as; install the Debian package postgresql (bash "
+            "scripts/install-targets.sh), which creates it, or run Assay as another user"
+        ) from None
+
+
+def _server_uid() -> int:
+    pw = _server_user()
+    return pw.pw_uid if pw else os.geteuid()
+
+
+def _check_knobs(knobs: Mapping[str, str]) -> None:
+    for k in knobs:
+        if not _PG_KNOB.match(k):
+            raise TargetError(f"knob {k}: not a PostgreSQL parameter name")
+        if k in MANAGED:
+            raise TargetError(
+                f"knob {k}: the target sets it itself, to keep the server private "
+                "(setup --tcp or --port make it listen on 127.0.0.1 as well)"
+            )
+
+
+def _open_server_file(path: Path, flags: int) -> int:
+    """Open a file of the server (in its data directory) without following a link,
+    and only when it belongs to the server's user: as root, a link the server's user
+    planted there must not lead to another file."""
+    fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != _server_uid():
+        os.close(fd)
+        raise TargetError(f"{path} is not a file of the PostgreSQL server's user")
+    return fd
+
+
+def _cluster_postmaster(cluster: Path, program: str, uid: int) -> ProcessIdentity | None:
+    """The postmaster that ``cluster/data/postmaster.pid`` names, when that process is
+    ``program`` run by ``uid`` and works in that data directory; else None."""
+    text = read_nofollow(cluster / "data" / "postmaster.pid", uid)
+    first = text.split()[0] if text.split() else ""
+    ident = ProcessIdentity.of(int(first)) if first.isdigit() else None
+    if ident is None or not ident.matches(program, uid):
+        return None
+    try:
+        cwd = os.readlink(f"/proc/{ident.pid}/cwd")
+    except OSError:
+        return None
+    return ident if cwd == os.path.realpath(cluster / "data") else None
 
 
 class PostgresTarget(Target):
-    """PostgreSQL with pgbench: a private cluster on a free loopback port."""
+    """PostgreSQL with pgbench: a private cluster on a Unix socket only its user reaches."""
 
     name = "postgres"
 
     def __init__(
-        self, state: str, port: int | None = None, cluster_dir: str | None = None,
-        scale: int = 5,
+        self, state: str | None = None, port: int | None = None,
+        cluster_dir: str | None = None, scale: int = 5, tcp: bool = False,
     ) -> None:  # fmt: skip
-        self.state = StateDir(state)
+        self.state = StateDir(state or default_state_dir(self.name))
         self.port = port
         self.cluster_dir = cluster_dir
         self.scale = scale
+        self.tcp = tcp or port is not None
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         g = parser.add_argument_group("postgres")
-        g.add_argument("--state", default="/tmp/assay-postgres", help="state directory")
-        g.add_argument("--port", type=int, help="setup: the port (default: a free one)")
+        g.add_argument(
+            "--state",
+            help=f"private state directory (mode 700; default: {default_state_dir(cls.name)})",
+        )
+        g.add_argument(
+            "--tcp", action="store_true",
+            help="setup: also listen on 127.0.0.1, and the clients use it (default: only a "
+            "Unix socket in the private cluster directory)",
+        )  # fmt: skip
+        g.add_argument("--port", type=int, help="setup: TCP port (implies --tcp; default: free)")
         g.add_argument("--cluster-dir", help="setup: parent of the cluster (default: temp)")
         g.add_argument("--scale", type=int, default=5, help="pgbench -i scale (100k rows each)")
         g.add_argument("--builtin", default="tpcb-like", choices=BUILTINS, help="pgbench -b")
@@ -192,7 +284,7 @@ class PostgresTarget(Target):
 
     @classmethod
     def from_options(cls, opts: argparse.Namespace) -> PostgresTarget:
-        return cls(opts.state, opts.port, opts.cluster_dir, opts.scale)
+        return cls(opts.state, opts.port, opts.cluster_dir, opts.scale, opts.tcp)
 
     @staticmethod
     def workload_from_options(opts: argparse.Namespace) -> dict[str, Any]:
@@ -211,36 +303,21 @@ class PostgresTarget(Target):
             "sampling_rate": opts.sampling_rate,
         }
 
-    # -- running server programs ------------------------------------------------------
-    @staticmethod
-    def _owner() -> str | None:
-        """The user the server programs run as: ``postgres`` when we are root."""
-        if os.geteuid() != 0:
-            return None
-        try:
-            pwd.getpwnam("postgres")
-        except KeyError:
-            raise TargetError(
-                "PostgreSQL refuses to run as root and there is no 'postgres' user to run "
-                "it as; install the Debian package postgresql (bash "
-                "scripts/install-targets.sh), which creates it, or run Assay as another user"
-            ) from None
-        return "postgres"
-
+    # -- running programs: found here, never named by the state file --------------------
     def _server_cmd(
         self, argv: Sequence[str], what: str, *, check: bool = True, timeout: float = 120
     ) -> subprocess.CompletedProcess[bytes]:
-        owner = self._owner()
+        owner = _server_user()
         env = dict(os.environ)
         if owner:
-            env["HOME"] = pwd.getpwnam(owner).pw_dir
+            env["HOME"] = owner.pw_dir
         try:
             proc = subprocess.run(
                 list(argv),
                 capture_output=True,
                 stdin=subprocess.DEVNULL,
-                user=owner,
-                group=owner,
+                user=owner.pw_uid if owner else None,
+                group=owner.pw_gid if owner else None,
                 extra_groups=[] if owner else None,
                 env=env,
                 cwd="/",
@@ -255,28 +332,36 @@ class PostgresTarget(Target):
             raise TargetError(f"{what} failed (exit status {proc.returncode}): {msg}")
         return proc
 
+    def _client_env(self) -> dict[str, str]:
+        """The clients' environment: the password comes from the private pgpass file
+        (libpq reads it; it is never on a command line), no inherited PG* setting."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+        env["PGPASSFILE"] = str(self.state.file(PGPASS))
+        return env
+
+    @staticmethod
+    def _connection(st: Mapping[str, Any]) -> list[str]:
+        host = HOST if st.get("tcp") else str(st["cluster"])  # a path: the socket directory
+        return ["-h", host, "-p", str(int(st["port"])), "-U", SUPERUSER]
+
     def _psql(self, st: Mapping[str, Any], *sql: str, db: str = DB) -> str:
         argv = [
-            _client(Path(st["bindir"]), "psql"),
-            "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
-            "-h", HOST, "-p", str(st["port"]), "-U", "postgres", "-d", db,
+            _client(find_bindir(), "psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
+            *self._connection(st), "-d", db,
         ]  # fmt: skip
         for s in sql:
             argv += ["-c", s]
-        proc = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL, check=False)
+        proc = subprocess.run(
+            argv, capture_output=True, stdin=subprocess.DEVNULL, env=self._client_env(),
+            check=False,
+        )  # fmt: skip
         if proc.returncode != 0:
             raise _PsqlError(proc.stderr.decode(errors="replace").strip())
         return proc.stdout.decode(errors="replace")
 
     def _log_since(self, st: Mapping[str, Any], offset: int) -> str:
         """The server log's FATAL/ERROR/HINT lines written after byte ``offset``."""
-        log = Path(st["cluster"]) / "server.log"
-        try:
-            with open(log, "rb") as f:
-                f.seek(offset)
-                text = f.read().decode(errors="replace")
-        except OSError:
-            return ""
+        text = read_nofollow(Path(st["cluster"]) / "server.log", _server_uid(), offset)
         keep = [
             re.sub(r"^.*?\b(FATAL|ERROR|HINT|PANIC|LOG):\s+", r"\1: ", ln)
             for ln in text.splitlines()
@@ -289,14 +374,13 @@ class PostgresTarget(Target):
 
     def _log_size(self, st: Mapping[str, Any]) -> int:
         try:
-            return (Path(st["cluster"]) / "server.log").stat().st_size
+            return os.stat(Path(st["cluster"]) / "server.log", follow_symlinks=False).st_size
         except OSError:
             return 0
 
     def _pg_ctl(self, st: Mapping[str, Any], action: str, *extra: str) -> None:
-        bindir = Path(st["bindir"])
         data = str(Path(st["cluster"]) / "data")
-        argv = [str(bindir / "pg_ctl"), "-D", data, "-w", "-t", "60"]
+        argv = [str(find_bindir() / "pg_ctl"), "-D", data, "-w", "-t", "60"]
         if action in ("start", "restart"):
             argv += ["-l", str(Path(st["cluster"]) / "server.log")]
         argv += [*extra, action]
@@ -327,89 +411,130 @@ class PostgresTarget(Target):
 
     # -- life cycle ---------------------------------------------------------------------
     def _stop_leftover(self) -> None:
+        """Stop and remove what the state directory records, trusting none of it: the
+        server is signalled only when the kernel still shows the recorded postmaster
+        (start time, the postgres program found here, the server's user), the cluster
+        is removed only when it carries the marker naming this state directory."""
         st = self.state.load()
-        if not st:
-            return
-        data = Path(st.get("cluster", "")) / "data"
-        if (data / "postmaster.pid").exists():
-            self._pg_ctl(st, "stop", "-m", "immediate")
-        pid = int(st.get("pid", 0))
-        if pid and pid_alive(pid):
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        if st.get("cluster"):
-            shutil.rmtree(st["cluster"], ignore_errors=True)
-        self.state.clear()
+        if st:
+            uid = _server_uid()
+            cluster = owned_private_dir(st.get("cluster"), uid, self.state)
+            server = None
+            with contextlib.suppress(TargetError):  # PostgreSQL uninstalled: nothing runs
+                program = str(find_bindir() / "postgres")
+                server = verified(st.get("server"), program, uid)
+                if server is None and cluster is not None:  # setup failed before saving it
+                    server = _cluster_postmaster(cluster, program, uid)
+            if server is not None:
+                if cluster is not None:
+                    self._pg_ctl({**st, "cluster": str(cluster)}, "stop", "-m", "immediate")
+                    wait_gone(server, 10)
+                kill(server)
+            if cluster is not None:
+                remove_private_dir(str(cluster), uid, self.state)
+        self.state.remove(STATE_FILE, PGPASS)
 
     def start(self, knobs: Mapping[str, str], workload: Mapping[str, Any] | None = None) -> None:
         bindir = find_bindir()
         _client(bindir, "pgbench")
         _client(bindir, "psql")
-        owner = self._owner()
-        for k in knobs:
-            if not _PG_KNOB.match(k):
-                raise TargetError(f"knob {k}: not a PostgreSQL parameter name")
+        owner = _server_user()
+        _check_knobs(knobs)
         self._stop_leftover()
         if self.port is not None:
             check_port_free(self.port)
-        port = self.port or free_port()
-        cluster = Path(tempfile.mkdtemp(prefix="assay-pg-", dir=self.cluster_dir))
-        cluster.chmod(0o755)
-        if owner:
-            pw = pwd.getpwnam(owner)
-            os.chown(cluster, pw.pw_uid, pw.pw_gid)
+        port = (self.port or free_port()) if self.tcp else SOCKET_PORT
+        # Ownership: the state directory (state.json, the pgpass file) belongs to the
+        # user running Assay, mode 700. The server cannot live in it when Assay runs as
+        # root: the postgres user could not enter a 700 root directory. So the cluster
+        # has its own private directory (mkdtemp: 700, a fresh name), handed to the
+        # server's user; it holds the data directory, the log and the Unix socket, so
+        # only that user and root (or, without root, the user running Assay) reach the
+        # socket. Root's clients enter it anyway; every other user is kept out.
+        password = new_secret()
+        self.state.write(PGPASS, f"*:*:*:{SUPERUSER}:{password}\n")
+        cluster = make_private_dir("assay-pg-", self.cluster_dir, self.state, owner)
         st: dict[str, Any] = {
-            "bindir": str(bindir), "cluster": str(cluster), "port": port, "pid": 0,
+            "cluster": str(cluster), "port": port, "tcp": self.tcp, "server": None,
             "baseline": dict(knobs), "applied": {}, "scale": self.scale,
         }  # fmt: skip
         self.state.save(st)  # before initdb: a failed setup is cleaned up by teardown
-        self._server_cmd(
-            [str(bindir / "initdb"), "-D", str(cluster / "data"), "-U", "postgres",
-             "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"],
-            "initdb",
-        )  # fmt: skip
+        pwfile = cluster / "initdb.pw"  # read by initdb as the server's user, then removed
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        with os.fdopen(os.open(pwfile, flags, 0o600), "w", encoding="utf-8") as f:
+            f.write(password + "\n")
+            if owner:
+                os.fchown(f.fileno(), owner.pw_uid, owner.pw_gid)
+        try:
+            self._server_cmd(
+                [str(bindir / "initdb"), "-D", str(cluster / "data"), "-U", SUPERUSER,
+                 "--auth=scram-sha-256", f"--pwfile={pwfile}", "--no-sync", "-E", "UTF8",
+                 "--locale=C"],
+                "initdb",
+            )  # fmt: skip
+        finally:
+            pwfile.unlink(missing_ok=True)
         conf = [
-            "# written by assay.targets.postgres",
+            "# written by assay.targets.postgres: private unless setup --tcp",
             f"port = {port}",
-            f"listen_addresses = '{HOST}'",
+            f"listen_addresses = {_quote(HOST if self.tcp else '')}",
             f"unix_socket_directories = {_quote(str(cluster))}",
+            "unix_socket_permissions = 0700",
+            "password_encryption = 'scram-sha-256'",
             "# baseline knobs (setup --knob)",
             *(f"{k} = {_quote(v)}" for k, v in knobs.items()),
         ]
-        with open(cluster / "data" / "postgresql.conf", "a", encoding="utf-8") as f:
+        fd = _open_server_file(cluster / "data" / "postgresql.conf", os.O_WRONLY | os.O_APPEND)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write("\n" + "\n".join(conf) + "\n")
         self._pg_ctl(st, "start")
-        st["pid"] = self._postmaster_pid(st)
-        self.state.save(st)
+        st["server"] = self._postmaster(st).to_json()
         scale = int((workload or {}).get("scale", self.scale))
         st["scale"] = scale
         self.state.save(st)
         self._init_tables(st)
 
-    def _postmaster_pid(self, st: Mapping[str, Any]) -> int:
-        try:
-            return int((Path(st["cluster"]) / "data" / "postmaster.pid").read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            return 0
+    def _postmaster(self, st: Mapping[str, Any]) -> ProcessIdentity:
+        """The running postmaster of the cluster, checked to be the postgres program
+        found here run by the server's user."""
+        text = read_nofollow(Path(st["cluster"]) / "data" / "postmaster.pid", _server_uid())
+        pid = int(text.split()[0]) if text.split() and text.split()[0].isdigit() else 0
+        ident = ProcessIdentity.of(pid)
+        if ident is None or not ident.matches(str(find_bindir() / "postgres"), _server_uid()):
+            raise TargetError(
+                f"the PostgreSQL server of {st['cluster']} is not running as expected "
+                f"(postmaster.pid names pid {pid}); run teardown, then setup"
+            )
+        return ident
 
     def _init_tables(self, st: Mapping[str, Any]) -> None:
         argv = [
-            _client(Path(st["bindir"]), "pgbench"), "-i", "-q", "-s", str(st["scale"]),
-            "-h", HOST, "-p", str(st["port"]), "-U", "postgres", DB,
+            _client(find_bindir(), "pgbench"), "-i", "-q", "-s", str(st["scale"]),
+            *self._connection(st), DB,
         ]  # fmt: skip
-        proc = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL, check=False)
+        proc = subprocess.run(
+            argv, capture_output=True, stdin=subprocess.DEVNULL, env=self._client_env(),
+            check=False,
+        )  # fmt: skip
         if proc.returncode != 0:
             msg = proc.stderr.decode(errors="replace").strip()[-500:]
             raise TargetError(f"pgbench -i (loading the tables) failed: {msg}")
 
     def _running(self) -> dict[str, Any]:
-        return self.state.running("PostgreSQL", "postgres")
+        """The saved state of a server that still runs (the recorded postmaster, in the
+        cluster directory made for this state directory)."""
+        st = self.state.load()
+        uid = _server_uid()
+        if st:
+            cluster = owned_private_dir(st.get("cluster"), uid, self.state)
+            server = verified(st.get("server"), str(find_bindir() / "postgres"), uid)
+            if cluster is not None and server is not None:
+                return st
+        raise self.state.not_running("PostgreSQL", "postgres")
 
     def apply(self, knobs: Mapping[str, str]) -> dict[str, str]:
         st = self._running()
-        for k in knobs:
-            if not _PG_KNOB.match(k):
-                raise TargetError(f"knob {k}: not a PostgreSQL parameter name")
+        _check_knobs(knobs)
         applied: dict[str, str] = st["applied"]  # the ALTER SYSTEM layer over the baseline
         want = {k: v for k, v in knobs.items() if st["baseline"].get(k) != v}
         sets = {k: v for k, v in want.items() if applied.get(k) != v}
@@ -445,7 +570,7 @@ class PostgresTarget(Target):
                     f"PostgreSQL did not restart with knob {asked}: {exc} (it runs again "
                     "without it)"
                 ) from None
-            st["pid"] = self._postmaster_pid(st)
+            st["server"] = self._postmaster(st).to_json()
             self.state.save(st)
         else:
             self._psql(st, "SELECT pg_reload_conf()")
@@ -454,17 +579,19 @@ class PostgresTarget(Target):
 
     def _psql_offline_reset(self, st: dict[str, Any], knobs: list[str]) -> None:
         auto = Path(st["cluster"]) / "data" / "postgresql.auto.conf"
-        with contextlib.suppress(OSError):
-            keep = [
-                ln for ln in auto.read_text().splitlines()
-                if ln.split("=")[0].strip() not in knobs
-            ]  # fmt: skip
-            auto.write_text("\n".join(keep) + "\n")
+        with contextlib.suppress(OSError, TargetError):
+            fd = _open_server_file(auto, os.O_RDWR)
+            with os.fdopen(fd, "r+", encoding="utf-8") as f:
+                keep = [ln for ln in f.read().splitlines() if ln.split("=")[0].strip() not in knobs]
+                f.seek(0)
+                f.truncate()
+                f.write("\n".join(keep) + "\n")
         for k in knobs:
             st["applied"].pop(k, None)
         with contextlib.suppress(TargetError):
             self._pg_ctl(st, "start")
-        st["pid"] = self._postmaster_pid(st)
+        with contextlib.suppress(TargetError):
+            st["server"] = self._postmaster(st).to_json()
         self.state.save(st)
 
     def reset(self, workload: Mapping[str, Any] | None = None) -> None:
@@ -476,8 +603,7 @@ class PostgresTarget(Target):
 
     def stop(self) -> None:
         self._stop_leftover()
-        with contextlib.suppress(OSError):
-            self.state.path.rmdir()
+        self.state.remove_dir()
 
     def describe(self) -> dict[str, Any]:
         st = self._running()
@@ -498,7 +624,11 @@ class PostgresTarget(Target):
             "target": self.name,
             "version": version,
             "port": st["port"],
+            "tcp": bool(st.get("tcp")),
+            "socket_dir": st["cluster"],
             "cluster": st["cluster"],
+            "state": str(self.state.path),
+            "pid": int(st["server"]["pid"]),
             "scale": st["scale"],
             "config": config,
         }
@@ -510,8 +640,7 @@ class PostgresTarget(Target):
         applied = self.apply(knobs)
         st = self._running()
         argv = [
-            _client(Path(st["bindir"]), "pgbench"),
-            "-h", HOST, "-p", str(st["port"]), "-U", "postgres",
+            _client(find_bindir(), "pgbench"), *self._connection(st),
             "-c", str(int(w.get("clients", 2))), "-j", str(int(w.get("jobs", 2))),
             "-M", str(w.get("protocol", "simple")),
         ]  # fmt: skip
@@ -535,7 +664,10 @@ class PostgresTarget(Target):
                 if float(w.get("sampling_rate", 1.0)) < 1.0:
                     argv += [f"--sampling-rate={float(w['sampling_rate'])}"]
             argv.append(DB)
-            proc = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL, check=False)
+            proc = subprocess.run(
+                argv, capture_output=True, stdin=subprocess.DEVNULL, env=self._client_env(),
+                check=False,
+            )  # fmt: skip
             out = proc.stdout.decode(errors="replace")
             err = proc.stderr.decode(errors="replace")
             if proc.returncode != 0 and "tps = " not in out:

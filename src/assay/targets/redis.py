@@ -1,15 +1,20 @@
-"""Redis with ``redis-benchmark``: a private server on a free loopback port.
+"""Redis with ``redis-benchmark``: a private server on a Unix socket, with a password.
 
-``setup`` starts ``redis-server`` bound to 127.0.0.1 on a free port (``--port`` to
-choose one), with persistence off (``save ""``, ``appendonly no``) unless a knob asks
-for it (``--knob appendonly=yes``, ``--knob "save=60 1000"``); the ``--knob``s given
-to setup are its baseline, passed on the server's command line. ``run`` lays its
+``setup`` starts ``redis-server`` listening on a Unix socket in a fresh private
+directory (mode 700; ``--tcp`` adds 127.0.0.1 on a free port, ``--port`` chooses it),
+with a generated password (``requirepass``, kept in the state directory, mode 600,
+given to the server on stdin), as the ``redis`` user when Assay runs as root, and
+with persistence off (``save ""``, ``appendonly no``) unless a knob asks for it
+(``--knob appendonly=yes``, ``--knob "save=60 1000"``); the ``--knob``s given to
+setup are its baseline, passed on the server's command line. ``run`` lays its
 ``--knob``s over the baseline with ``CONFIG SET`` (knobs a run no longer names go
 back to their baseline value; a knob Redis cannot change at run time restarts the
 server with it), runs ``redis-benchmark`` and parses its report: per-command
 throughput (requests/s) and latency (avg, min, p50, p95, p99, max in ms).
 ``reset`` empties the database (FLUSHALL); ``teardown`` stops the server and removes
-its files. The state directory (``--state``) holds the pid, port and knobs.
+its files. The state directory (``--state``, default per user; see
+:mod:`assay.targets.private`) holds the server's identity (signalled only while the
+kernel still shows it), port, password, log and knobs.
 
 PIs (``pi.*``): ``throughput`` and ``latency_ms_*`` of the first command of
 ``--tests``, and ``<command>_rps``, ``<command>_p50_ms``, ``<command>_p99_ms`` ... of
@@ -36,28 +41,46 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import pwd
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from assay.targets.base import (
     RunResult,
-    StateDir,
     Target,
     TargetError,
     check_port_free,
     free_port,
     missing_binary,
-    pid_alive,
 )
+from assay.targets.private import (
+    STATE_FILE,
+    StateDir,
+    default_state_dir,
+    make_private_dir,
+    new_secret,
+    owned_private_dir,
+    remove_private_dir,
+)
+from assay.targets.process import ProcessIdentity, kill, verified, wait_gone
 
 HOST = "127.0.0.1"
+SOCKET = "redis.sock"  # in the private data directory (mode 700)
+PASSWORD = "redis.pass"  # in the state directory, mode 600: the requirepass value
+LOG = "redis.log"  # in the state directory
+#: config parameters the target sets itself: a knob could otherwise open the server up
+MANAGED = frozenset({
+    "port", "bind", "unixsocket", "unixsocketperm", "protected-mode", "requirepass",
+    "aclfile", "user", "dir", "logfile", "daemonize", "enable-protected-configs",
+    "enable-debug-command", "enable-module-command",
+})  # fmt: skip
 _SECTION = re.compile(r"^====== (.+?) ======\s*$", re.MULTILINE)
 _PROGRESS = re.compile(
     r"(?P<test>[^\r\n:]+): rps=(?P<rps>[0-9.]+|-?nan) \(overall: [^)]*\) "
@@ -157,11 +180,24 @@ def _read_reply(f: Any) -> Any:
     raise ConnectionError(f"unexpected reply from redis: {line[:60]!r}")
 
 
-def redis_command(port: int, *args: str, timeout: float = 10.0) -> Any:
-    """Send one command to the Redis server on ``127.0.0.1:port`` and return its reply."""
-    with socket.create_connection((HOST, port), timeout=timeout) as s:
-        s.sendall(_encode(args))
+@dataclass(frozen=True)
+class Endpoint:
+    """Where and how the target's own client reaches its server: the Unix socket in the
+    private data directory, and the password."""
+
+    socket: str
+    password: str
+
+
+def redis_command(endpoint: Endpoint, *args: str, timeout: float = 10.0) -> Any:
+    """Send one command to the Redis server at ``endpoint`` (after AUTH) and return its
+    reply."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(endpoint.socket)
+        s.sendall(_encode(("AUTH", endpoint.password)) + _encode(args))
         with s.makefile("rb") as f:
+            _read_reply(f)
             return _read_reply(f)
 
 
@@ -169,23 +205,60 @@ def _binary(name: str) -> str:
     path = shutil.which(name)
     if path is None:
         raise missing_binary(name, "redis-server" if name == "redis-server" else "redis-tools")
-    return path
+    return os.path.abspath(path)
+
+
+def _server_user() -> pwd.struct_passwd | None:
+    """The user redis-server runs as: the ``redis`` user (made by the Debian package)
+    when Assay runs as root, else the user running Assay. Root only when there is no
+    ``redis`` user; the server is private even then (socket directory, password)."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        return pwd.getpwnam("redis")
+    except KeyError:
+        return None
+
+
+def _server_uid() -> int:
+    pw = _server_user()
+    return pw.pw_uid if pw else os.geteuid()
+
+
+def _check_knobs(knobs: Mapping[str, str]) -> None:
+    for k in knobs:
+        if k.lower() in MANAGED:
+            raise TargetError(
+                f"knob {k}: the target sets it itself, to keep the server private "
+                "(setup --tcp or --port make it listen on 127.0.0.1 as well)"
+            )
 
 
 class RedisTarget(Target):
-    """Redis with redis-benchmark: a private server on a free loopback port."""
+    """Redis with redis-benchmark: a private server on a Unix socket, with a password."""
 
     name = "redis"
 
-    def __init__(self, state: str, port: int | None = None) -> None:
-        self.state = StateDir(state)
+    def __init__(
+        self, state: str | None = None, port: int | None = None, tcp: bool = False
+    ) -> None:
+        self.state = StateDir(state or default_state_dir(self.name))
         self.port = port
+        self.tcp = tcp or port is not None
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         g = parser.add_argument_group("redis")
-        g.add_argument("--state", default="/tmp/assay-redis", help="state directory")
-        g.add_argument("--port", type=int, help="setup: the port (default: a free one)")
+        g.add_argument(
+            "--state",
+            help=f"private state directory (mode 700; default: {default_state_dir(cls.name)})",
+        )
+        g.add_argument(
+            "--tcp", action="store_true",
+            help="setup: also listen on 127.0.0.1, and redis-benchmark uses it (default: "
+            "only a Unix socket in a private directory)",
+        )  # fmt: skip
+        g.add_argument("--port", type=int, help="setup: TCP port (implies --tcp; default: free)")
         g.add_argument("--tests", default="set,get", help="redis-benchmark -t (commands)")
         g.add_argument("--requests", type=int, default=100_000, help="requests per command")
         g.add_argument("--clients", type=int, default=50, help="parallel connections")
@@ -196,7 +269,7 @@ class RedisTarget(Target):
 
     @classmethod
     def from_options(cls, opts: argparse.Namespace) -> RedisTarget:
-        return cls(opts.state, opts.port)
+        return cls(opts.state, opts.port, opts.tcp)
 
     @staticmethod
     def workload_from_options(opts: argparse.Namespace) -> dict[str, Any]:
@@ -211,44 +284,71 @@ class RedisTarget(Target):
         }
 
     # -- server life cycle ----------------------------------------------------------
-    def _spawn(self, port: int, knobs: Mapping[str, str]) -> int:
+    def _endpoint(self, st: Mapping[str, Any]) -> Endpoint:
+        return Endpoint(str(Path(st["data"]) / SOCKET), self.state.read(PASSWORD) or "")
+
+    def _spawn(self, st: Mapping[str, Any], knobs: Mapping[str, str]) -> ProcessIdentity:
+        """Start redis-server for ``st`` (its data directory, port) with ``knobs``."""
         server = _binary("redis-server")
-        self.state.path.mkdir(parents=True, exist_ok=True)
-        log = self.state.path / "redis.log"
+        data = Path(st["data"])
+        # Ownership: the state directory (state.json, the password, the log) belongs
+        # to the user running Assay, mode 700; the server gets its own private data
+        # directory (mkdtemp, 700, handed to the redis user when Assay runs as root:
+        # that user could not enter root's state directory). The Unix socket lies in
+        # it (mode 700), the log is a descriptor opened here, and the password comes
+        # on stdin ("-": config from stdin), never on the command line.
         argv = [
-            server,
-            "--port", str(port),
+            server, "-",
+            "--port", str(int(st["port"]) if st.get("tcp") else 0),
             "--bind", HOST,
+            "--protected-mode", "yes",
+            "--unixsocket", str(data / SOCKET),
+            "--unixsocketperm", "700",
             "--save", "",
             "--appendonly", "no",
-            "--protected-mode", "no",
             "--daemonize", "no",
-            "--dir", str(self.state.path),
+            "--dir", str(data),
         ]  # fmt: skip
         for k, v in knobs.items():
             argv += [f"--{k}", *(v.split() if k == "save" and v else [v])]
-        with open(log, "ab") as logf:
+        owner = _server_user()
+        endpoint = self._endpoint(st)
+        logfd = self.state.open_log(LOG)
+        try:
             proc = subprocess.Popen(
                 argv,
-                stdin=subprocess.DEVNULL,
-                stdout=logf,
+                stdin=subprocess.PIPE,
+                stdout=logfd,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # not in the process group of the trial
-                cwd=self.state.path,
+                cwd=data,
+                user=owner.pw_uid if owner else None,
+                group=owner.pw_gid if owner else None,
+                extra_groups=[] if owner else None,
             )
+        finally:
+            os.close(logfd)
+        assert proc.stdin is not None
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.write(f"requirepass {endpoint.password}\n".encode())
+            proc.stdin.close()
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                raise TargetError(self._start_failure(log, knobs))
+                raise TargetError(self._start_failure(knobs))
             with contextlib.suppress(OSError, RedisReplyError, ConnectionError):
-                if redis_command(port, "PING", timeout=1) == "PONG":
-                    return proc.pid
+                if redis_command(endpoint, "PING", timeout=1) == "PONG":
+                    ident = ProcessIdentity.of(proc.pid)
+                    if ident is not None and ident.matches(server, _server_uid()):
+                        return ident
             time.sleep(0.05)
-        os.kill(proc.pid, signal.SIGKILL)
-        raise TargetError(f"redis-server did not answer PING within 15 s; its log: {log}")
+        proc.kill()
+        raise TargetError(
+            f"redis-server did not answer PING within 15 s; its log: {self.state.file(LOG)}"
+        )
 
-    def _start_failure(self, log: Path, knobs: Mapping[str, str]) -> str:
-        text = log.read_text(errors="replace") if log.exists() else ""
+    def _start_failure(self, knobs: Mapping[str, str]) -> str:
+        text = self.state.read(LOG) or ""
         tail = " ".join(text.strip().splitlines()[-4:])[-400:]
         bad = [k for k in knobs if f"'{k}'" in text or f"{k}" in text.split("FATAL")[-1]]
         if "FATAL CONFIG" in text or "Bad directive" in text or "argument" in text:
@@ -256,35 +356,62 @@ class RedisTarget(Target):
             return f"redis-server rejected {which}: {tail}"
         if "Address already in use" in text:
             return f"redis-server could not listen: the port is taken: {tail}"
-        return f"redis-server exited at start: {tail or 'no output'} (log: {log})"
+        return f"redis-server exited at start: {tail or 'no output'} (log: {self.state.file(LOG)})"
 
-    def _stop_leftover(self) -> None:
+    def _stop_leftover(self, graceful: bool = False) -> None:
+        """Stop and remove what the state directory records, trusting none of it: the
+        server is signalled only when the kernel still shows the recorded process
+        (start time, the redis-server found here, the server's user), the data
+        directory is removed only when it carries the marker naming this state
+        directory, files in the state directory are unlinked, never followed."""
         st = self.state.load()
-        if st and pid_alive(int(st.get("pid", 0))):
-            with contextlib.suppress(OSError):
-                os.kill(int(st["pid"]), signal.SIGKILL)
-            _wait_gone(int(st["pid"]))
-        self.state.clear()
+        if st:
+            uid = _server_uid()
+            server = None
+            with contextlib.suppress(TargetError):  # Redis uninstalled: nothing runs
+                server = verified(st.get("server"), _binary("redis-server"), uid)
+            data = owned_private_dir(st.get("data"), uid, self.state)
+            if server is not None:
+                if graceful and data is not None:
+                    with contextlib.suppress(OSError, RedisReplyError, ConnectionError):
+                        redis_command(self._endpoint(st), "SHUTDOWN", "NOSAVE", timeout=2)
+                    wait_gone(server, 5)
+                kill(server)
+            if data is not None:
+                remove_private_dir(str(data), uid, self.state)
+        self.state.remove(STATE_FILE, LOG, PASSWORD)
 
     def start(self, knobs: Mapping[str, str], workload: Mapping[str, Any] | None = None) -> None:
         _binary("redis-server")
         _binary("redis-benchmark")
+        _check_knobs(knobs)
         self._stop_leftover()
         if self.port is not None:
             check_port_free(self.port)
-        port = self.port or free_port()
-        pid = self._spawn(port, knobs)
-        self.state.save(
-            {"pid": pid, "port": port, "baseline": dict(knobs), "applied": dict(knobs),
-             "original": {}}
-        )  # fmt: skip
+        port = (self.port or free_port()) if self.tcp else 0
+        self.state.write(PASSWORD, new_secret())
+        data = make_private_dir("assay-redis-", None, self.state, _server_user())
+        st: dict[str, Any] = {
+            "data": str(data), "port": port, "tcp": self.tcp, "server": None,
+            "baseline": dict(knobs), "applied": dict(knobs), "original": {},
+        }  # fmt: skip
+        self.state.save(st)  # before the start: a failed setup is cleaned up by teardown
+        st["server"] = self._spawn(st, knobs).to_json()
+        self.state.save(st)
 
-    def _running(self) -> dict[str, Any]:
-        return self.state.running("Redis", "redis")
+    def _running(self) -> tuple[dict[str, Any], ProcessIdentity]:
+        """The saved state of a server that still runs, and its process."""
+        st = self.state.load()
+        if st and owned_private_dir(st.get("data"), _server_uid(), self.state) is not None:
+            server = verified(st.get("server"), _binary("redis-server"), _server_uid())
+            if server is not None:
+                return st, server
+        raise self.state.not_running("Redis", "redis")
 
     def apply(self, knobs: Mapping[str, str]) -> dict[str, str]:
-        st = self._running()
-        port = int(st["port"])
+        st, server = self._running()
+        _check_knobs(knobs)
+        endpoint = self._endpoint(st)
         baseline: dict[str, str] = st["baseline"]
         applied: dict[str, str] = st["applied"]
         original: dict[str, str] = st["original"]
@@ -297,11 +424,11 @@ class RedisTarget(Target):
         for k, v in changes.items():
             if k not in original and k not in baseline:
                 with contextlib.suppress(RedisReplyError):
-                    got = redis_command(port, "CONFIG", "GET", k)
+                    got = redis_command(endpoint, "CONFIG", "GET", k)
                     if isinstance(got, list) and len(got) == 2:
                         original[k] = str(got[1])
             try:
-                redis_command(port, "CONFIG", "SET", k, v)
+                redis_command(endpoint, "CONFIG", "SET", k, v)
             except RedisReplyError as exc:
                 msg = str(exc)
                 if "immutable" in msg or "protected" in msg:
@@ -310,10 +437,8 @@ class RedisTarget(Target):
                 raise TargetError(f"Redis rejected knob {k}={v}: {msg}") from None
             applied[k] = v
         if restart:
-            with contextlib.suppress(OSError):
-                os.kill(int(st["pid"]), signal.SIGKILL)
-            _wait_gone(int(st["pid"]))
-            st["pid"] = self._spawn(port, want)
+            kill(server)
+            st["server"] = self._spawn(st, want).to_json()
             applied = dict(want)
         applied = {k: v for k, v in applied.items() if k in want}
         st.update(applied=applied, original=original)
@@ -321,43 +446,32 @@ class RedisTarget(Target):
         return applied
 
     def reset(self, workload: Mapping[str, Any] | None = None) -> None:
-        st = self._running()
-        redis_command(int(st["port"]), "FLUSHALL")
+        st, _ = self._running()
+        redis_command(self._endpoint(st), "FLUSHALL")
 
     def stop(self) -> None:
-        st = self.state.load()
-        if st and pid_alive(int(st.get("pid", 0))):
-            with contextlib.suppress(OSError, RedisReplyError, ConnectionError):
-                redis_command(int(st["port"]), "SHUTDOWN", "NOSAVE", timeout=2)
-            _wait_gone(int(st["pid"]), 5)
-            if pid_alive(int(st["pid"])):
-                os.kill(int(st["pid"]), signal.SIGKILL)
-        for name in ("state.json", "redis.log", "dump.rdb", "appendonly.aof"):
-            p = self.state.path / name
-            if p.is_dir():
-                shutil.rmtree(p, ignore_errors=True)
-            else:
-                p.unlink(missing_ok=True)
-        shutil.rmtree(self.state.path / "appendonlydir", ignore_errors=True)
-        with contextlib.suppress(OSError):
-            self.state.path.rmdir()
+        self._stop_leftover(graceful=True)
+        self.state.remove_dir()
 
     def describe(self) -> dict[str, Any]:
-        st = self._running()
-        port = int(st["port"])
-        info = str(redis_command(port, "INFO", "server"))
+        st, server = self._running()
+        endpoint = self._endpoint(st)
+        info = str(redis_command(endpoint, "INFO", "server"))
         version = re.search(r"redis_version:(\S+)", info)
         config: dict[str, str] = {}
         names = ["save", "appendonly", "maxmemory", "io-threads", *st["applied"], *st["original"]]
         for k in dict.fromkeys(names):
-            got = redis_command(port, "CONFIG", "GET", k)
+            got = redis_command(endpoint, "CONFIG", "GET", k)
             if isinstance(got, list) and len(got) == 2:
                 config[k] = str(got[1])
         return {
             "target": self.name,
             "version": version.group(1) if version else "",
-            "port": port,
-            "pid": st["pid"],
+            "port": st["port"],
+            "tcp": bool(st.get("tcp")),
+            "socket": endpoint.socket,
+            "state": str(self.state.path),
+            "pid": server.pid,
             "config": config,
         }
 
@@ -366,10 +480,16 @@ class RedisTarget(Target):
         w = dict(workload)
         knobs = dict(w.pop("knobs", {}) or {})
         applied = self.apply(knobs)
-        st = self._running()
+        st, _ = self._running()
+        endpoint = self._endpoint(st)
+        where = ["-h", HOST, "-p", str(st["port"])] if st.get("tcp") else ["-s", endpoint.socket]
+        # redis-benchmark takes the password only as an argument (no environment
+        # variable, no file): other users may see it in the process list while it runs,
+        # which gives them nothing without --tcp (they cannot reach the socket). The
+        # report leaves it out.
+        auth = ["-a", endpoint.password]
         argv = [
-            _binary("redis-benchmark"),
-            "-h", HOST, "-p", str(st["port"]),
+            _binary("redis-benchmark"), *where,
             "-t", str(w.get("tests", "set,get")),
             "-n", str(int(w.get("requests", 100_000))),
             "-c", str(int(w.get("clients", 50))),
@@ -380,7 +500,9 @@ class RedisTarget(Target):
             argv += ["-r", str(int(w["keyspace"]))]
         if int(w.get("threads", 0)) > 0:
             argv += ["--threads", str(int(w["threads"]))]
-        proc = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL, check=False)
+        proc = subprocess.run(
+            [*argv, *auth], capture_output=True, stdin=subprocess.DEVNULL, check=False
+        )
         out = proc.stdout.decode(errors="replace")
         if proc.returncode != 0:
             err = (proc.stderr.decode(errors="replace") or out).strip()[-400:]
@@ -424,11 +546,3 @@ def _version() -> str:
         return ""
     m = re.search(r"v=(\S+)", out)
     return m.group(1) if m else out.strip()
-
-
-def _wait_gone(pid: int, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while pid_alive(pid) and time.monotonic() < deadline:
-        with contextlib.suppress(ChildProcessError, OSError):
-            os.waitpid(pid, os.WNOHANG)
-        time.sleep(0.02)

@@ -39,6 +39,7 @@ transaction (``--units txn``, the default) or one per statement (``--units op``)
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sqlite3
 import tempfile
@@ -51,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from assay.targets.base import RunResult, Target, TargetError, percentile
+from assay.targets.private import check_parents
 from assay.targets.zipf import zipf_keys
 
 WORKLOADS = ("insert", "kv", "tpcb")
@@ -241,9 +243,27 @@ class SqliteTarget(Target):
             return  # fresh database per run: nothing to prepare
         self._create(knobs, workload or {})
 
-    def _create(self, knobs: Mapping[str, str], w: Mapping[str, Any]) -> None:
+    def _check_db(self) -> Path:
+        """The --db path, after checking no other user can plant a link where SQLite
+        writes (the database, its -journal and -wal files): its directory must not be
+        writable by others (not even a sticky /tmp), and it must not be a link."""
         assert self.db is not None
+        check_parents(self.db, "--db")
         self.db.parent.mkdir(parents=True, exist_ok=True)
+        st = os.stat(self.db.parent)
+        if st.st_mode & 0o022 or st.st_uid not in (0, os.geteuid()):
+            raise TargetError(
+                f"--db {self.db}: other users can write in {self.db.parent} and plant "
+                "links where SQLite writes its files; keep the database in a directory "
+                "of your own"
+            )
+        if self.db.is_symlink():
+            raise TargetError(f"--db {self.db} is a symbolic link; Assay does not follow it")
+        return self.db
+
+    def _create(self, knobs: Mapping[str, str], w: Mapping[str, Any]) -> None:
+        self._check_db()
+        assert self.db is not None
         _remove_db(self.db)
         db = _connect(self.db)
         try:
@@ -305,7 +325,7 @@ class SqliteTarget(Target):
         if self.db is not None:
             if not self.db.exists():
                 self._create(knobs, w)
-            yield self.db
+            yield self._check_db()
             return
         with tempfile.TemporaryDirectory(prefix="assay-sqlite-", dir=self.workdir) as d:
             path = Path(d) / "bench.db"
