@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 
@@ -20,3 +21,12 @@ def write_study(tmp_path: Path):  # type: ignore[no-untyped-def]
         return p
 
     return _write
+
+
+@pytest.fixture
+def sigint() -> None:
+    """Skip a test that sends SIGINT when this process ignores it: pytest started as a
+    background job of a script ('(cmd &)') inherits SIG_IGN, and so do its children, so
+    a Ctrl-C cannot be simulated."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        pytest.skip("SIGINT is ignored by the process that started pytest (a background job)")

@@ -284,7 +284,7 @@ def _kill_and_resume(args: list[str], kills: int, seed: int) -> None:
             _kill_tree(proc)
     final = _assay(*args)
     _, err = final.communicate(timeout=600)
-    assert final.returncode == 0, err.decode(errors="replace")[-2000:]
+    assert final.returncode in (0, 5), err.decode(errors="replace")[-2000:]  # 5: budget
 
 
 def _assert_compare_complete(db: Path, cycles: int) -> None:

@@ -192,7 +192,8 @@ def test_a_resume_never_stops_another_studys_benchmark(
             text=True,
             timeout=120,
         )
-        assert proc.returncode == 0, proc.stderr
+        # 5: B's one round ran out before its CI target (exit statuses, issue #14)
+        assert proc.returncode in (0, 5), proc.stderr
         time.sleep(0.2)
         assert _alive(bench), "resuming B killed A's benchmark"
         assert "left running" not in proc.stdout

@@ -185,7 +185,7 @@ def test_same_study_twice_the_second_refuses_and_the_first_is_untouched(tmp_path
     code2, _, err2 = finish(second)
     hold.unlink()
     code1, _, err1 = finish(first)
-    assert code1 == 0, err1
+    assert code1 in (0, 5), err1  # 5: the budget before the CI target
     assert code2 == 3, err2
     msg = one_paragraph(err2)
     store = tmp_path / STORE
@@ -204,7 +204,7 @@ def test_same_study_started_at_the_same_moment(tmp_path: Path) -> None:
     study = make_study(tmp_path, "race")
     procs = [launch(tmp_path, study), launch(tmp_path, study)]
     results = [finish(p) for p in procs]
-    codes = sorted(r[0] for r in results)
+    codes = sorted(0 if r[0] == 5 else r[0] for r in results)  # 5: the budget, not the CI
     store = tmp_path / STORE
     check_store(store, {"race": ROUNDS})
     if codes == [0, 3]:
@@ -230,7 +230,7 @@ def test_two_studies_in_one_store_both_finish(tmp_path: Path) -> None:
     wait_for(lambda: benchmarks_started(tmp_path, "one") >= 2, procs[0])
     hold.unlink()
     results = [finish(p) for p in procs]
-    assert [r[0] for r in results] == [0, 0], [r[2] for r in results]
+    assert [r[0] in (0, 5) for r in results] == [True, True], [r[2] for r in results]
     assert all("left running" not in r[1] + r[2] for r in results)
     check_store(tmp_path / STORE, {"one": ROUNDS, "two": ROUNDS})
     assert benchmarks_started(tmp_path, "one") == 2 * ROUNDS
@@ -302,12 +302,12 @@ def test_readers_while_a_writer_commits(tmp_path: Path) -> None:
     wait_for(lambda: count_sessions(tmp_path / STORE, "done") >= 2, second)
     hold.unlink()
     code, _, err = finish(second)
-    assert code == 0, err
+    assert code in (0, 5), err  # 5: the budget before the CI target
     wcode, _, werr = finish(writer)
     stop.touch()
     out, rerr = reader.communicate(timeout=60)
-    assert wcode == 0, werr
-    assert reader.returncode == 0, rerr
+    assert wcode in (0, 5), werr
+    assert reader.returncode in (0, 5), rerr
     seen = json.loads(out)
     assert seen["bad"] == [], seen["bad"][:5]
     assert seen["reads"] > 0
@@ -328,7 +328,7 @@ def test_a_sigkilled_session_does_not_block_the_next(tmp_path: Path) -> None:
     lock = study_file(tmp_path / STORE, "killed", ".lock")
     assert lock.exists()  # SIGKILL leaves the file; the kernel dropped the lock itself
     code, _, err = finish(launch(tmp_path, study))
-    assert code == 0, err
+    assert code in (0, 5), err  # 5: the budget before the CI target
     check_store(tmp_path / STORE, {"killed": ROUNDS})
     assert not lock.exists()
 

@@ -442,7 +442,7 @@ def test_cli_on_mutated_files_exits_0_or_2_never_a_traceback(
     _kind, data = case
     p = _write(tmp_path, "m.json", data)
     res = _cli(GOOD, p)
-    if res.exit_code == 0:
+    if res.exit_code in (0, 5):  # decided, or not decided from these results
         return
     # a file error names the file; the CLI's own checks (units differ, too few results)
     # name what differs: either way exit 2 and one error paragraph
@@ -464,5 +464,5 @@ def test_cli_names_that_look_like_markup(tmp_path: Path) -> None:
     }
     p = _write(tmp_path, "markup.json", _dump(doc))
     res = _cli(p)
-    assert res.exit_code == 0, res.exception
+    assert res.exit_code in (0, 5), res.exception
     assert "[/]" in res.stdout and "[bold red]b" in res.stdout

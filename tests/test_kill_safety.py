@@ -279,7 +279,7 @@ def reference_run(directory: Path, max_rounds: int = MAX_ROUNDS) -> Reference:
     t0 = time.perf_counter()
     done = run_to_end(directory)
     wall = time.perf_counter() - t0
-    assert done.returncode == 0, done.stderr
+    assert done.returncode in (0, 5), done.stderr  # 5: max_rounds before the CI target
     pis = json.loads((directory / "result.json").read_text())["pis"]
     return Reference(analysis_of(study), pis, len(stored_trials(directory / STORE)), wall)
 
@@ -314,7 +314,7 @@ class KillReport:
 
     def problems(self) -> list[str]:
         out = []
-        if self.final_returncode != 0:
+        if self.final_returncode not in (0, 5):  # 5: the budget before the CI target
             out.append(f"final run exited {self.final_returncode}: {self.final_stderr[-2000:]}")
         if self.integrity != "ok":
             out.append(f"integrity_check: {self.integrity}")
@@ -488,7 +488,7 @@ def test_sigkill_50_times_loses_and_doubles_nothing(
     assert all(rep.phases[p] for p in ("startup", "trial", "commit")), rep.phases
 
 
-def test_ctrl_c_stops_cleanly_says_how_to_resume_and_resumes(tmp_path: Path) -> None:
+def test_ctrl_c_stops_cleanly_says_how_to_resume_and_resumes(tmp_path: Path, sigint: None) -> None:
     """SIGINT to the process group (what Ctrl-C does) at random moments."""
     rounds = 12
     make_study(tmp_path, max_rounds=rounds)
@@ -532,7 +532,7 @@ def test_ctrl_c_stops_cleanly_says_how_to_resume_and_resumes(tmp_path: Path) -> 
             assert not any(f"pid={bench_pid} ".encode() in out for _, out in after.values())
     assert interrupts == 5
     done = run_to_end(tmp_path)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode in (0, 5), done.stderr  # 5: max_rounds before the CI target
     data = json.loads((tmp_path / "result.json").read_text())
     assert data["trials"]["total"] == rounds
     assert data["trials"]["resumed"] == len(after)
@@ -563,7 +563,7 @@ class _SignalAfter:
 
 @pytest.mark.parametrize("statement", ["COMMIT", "INSERT INTO trials"])
 def test_ctrl_c_during_a_commit_keeps_the_trial_and_raises_keyboard_interrupt(
-    tmp_path: Path, statement: str
+    tmp_path: Path, statement: str, sigint: None
 ) -> None:
     """Regression: a SIGINT that landed during COMMIT used to make the store try to roll
     back a committed transaction and fail with 'cannot save a trial: cannot rollback'

@@ -172,7 +172,8 @@ def test_cli_quick_mode_json(tmp_path: Path) -> None:
             "pass",
         ],
     )
-    assert result.exit_code == 0, result.output
+    # 0: the target met; 5: 15 rounds were not enough (under load)
+    assert result.exit_code in (0, 5), result.output
     data = json.loads(out.read_text())
     (pi,) = data["pis"]
     assert pi["name"] == "wall_time" and pi["mean"] > 0
@@ -199,7 +200,7 @@ def test_cli_csv_export(write_study, py: str, tmp_path: Path) -> None:  # type: 
     )
     out = tmp_path / "r.csv"
     res = CliRunner().invoke(main, ["run", str(path), "-q", "--no-overhead", "--csv", str(out)])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code in (0, 5), res.output  # 5: the budget ran out first
     lines = out.read_text().splitlines()
     assert lines[0].startswith("study,pi,unit")
     assert lines[1].startswith("c,wall_time,")
@@ -260,9 +261,9 @@ max_rounds = 12
         (["run", "--max-round", "3", "--", "true"], "--max-round", "--max-rounds"),
         (["run", "--plot", "x.png", "--", "true"], "--plot", None),
         (
-            ["compare", "--export-markdown", "x.md", "--", "true", "--", "true"],
+            ["compare", "--export-md", "x.md", "--", "true", "--", "true"],
+            "--export-md",
             "--export-markdown",
-            None,
         ),
         (["compare", "--seeed=3", "--", "true", "--", "true"], "--seeed", "--seed"),
     ],

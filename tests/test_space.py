@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import time
 import typing
 
 import numpy as np
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 
 from assay.designs.constraints import ConstraintError
 from assay.designs.samplers import SAMPLERS, make_sampler
-from assay.designs.space import Parameter, ParameterSpace, SpaceError
+from assay.designs.space import MAX_CELLS, Parameter, ParameterSpace, SpaceError
 from assay.spec import SpecError, SweepSampler, parse_spec_text
 from assay.studies.sweep import space_from_spec
 
@@ -265,3 +266,41 @@ def test_space_from_spec_without_sweep() -> None:
         "{journal}", "1"), source="s.toml")  # fmt: skip
     with pytest.raises(SpaceError, match="no \\[sweep\\] section"):
         space_from_spec(spec)
+
+
+def test_a_grid_too_large_to_enumerate_is_refused_at_once_with_its_size() -> None:
+    # 24 two-valued parameters: 16.8 million settings, under MAX_GRID, but 6.4 GB and a
+    # MemoryError when enumerated; the refusal comes from the value counts alone
+    space = ParameterSpace.from_mapping({f"p{i}": [0, 1] for i in range(24)})
+    start = time.perf_counter()
+    for enumerate_it in (space.check_enumerable, space.settings, space.codes):
+        with pytest.raises(SpaceError, match=r"16,777,216 settings of 24 parameters"):
+            enumerate_it()
+    assert time.perf_counter() - start < 1.0
+    assert space.grid_size == 2**24  # the size itself is known without enumerating
+    assert "16,777,216" in space.describe()
+
+
+def test_the_limit_counts_values_not_settings() -> None:
+    # 2**20 settings of 20 parameters (21 million values: 237 s and 1.4 GB in a sweep)
+    wide = ParameterSpace.from_mapping({f"p{i}": [0, 1] for i in range(20)})
+    with pytest.raises(SpaceError, match=r"about [0-9.]+ GB"):
+        wide.check_enumerable()
+    # a grid just under the limit is enumerated as before
+    ok = ParameterSpace.from_mapping({f"p{i}": [0, 1] for i in range(12)})
+    ok.check_enumerable()
+    assert len(ok.settings()) == 2**12
+    assert 2**12 * 12 <= MAX_CELLS < 2**20 * 20
+
+
+def test_a_sweep_study_file_with_such_a_grid_is_refused_naming_the_file_and_field() -> None:
+    params = "\n".join(f"p{i} = [1, 2]" for i in range(24))
+    words = ", ".join(f'"{{p{i}}}"' for i in range(24))
+    text = (
+        f'[study]\nname = "big"\n[benchmark]\ncommand = ["echo", {words}]\n'
+        f"[sweep.params]\n{params}\n"
+    )
+    with pytest.raises(
+        SpecError, match=r"(?s)big\.toml: .*sweep\.params: the full grid has 16,777,216"
+    ):
+        parse_spec_text(text, source="big.toml")

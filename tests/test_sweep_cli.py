@@ -83,13 +83,13 @@ def test_a_budget_then_a_larger_one_resumes_without_repeating(tmp_path: Path) ->
     first = CliRunner().invoke(
         main, ["sweep", str(study), "-q", "--no-monitor", "--max-settings", "8"]
     )
-    assert first.exit_code == 0, first.output
+    assert first.exit_code == 5, first.output
     assert "budget spent: 8 of 72 settings" in first.output
     assert len(_stored_trials(tmp_path / "sweep.assay.db")) == 16
     second = CliRunner().invoke(
         main, ["sweep", str(study), "-q", "--no-monitor", "--max-settings", "16"]
     )
-    assert second.exit_code == 0, second.output
+    assert second.exit_code == 5, second.output
     trials = _stored_trials(tmp_path / "sweep.assay.db")
     assert len(trials) == 32
     keys = [(t["w"], t["c"], t["v"], t["repetition"]) for t in trials]

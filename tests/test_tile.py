@@ -8,6 +8,7 @@ import struct
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import matplotlib
 import numpy as np
 import pandas as pd
 import pytest
@@ -188,3 +189,24 @@ def test_empty_metric_still_draws(tmp_path: Path) -> None:
     lay: TileLayout = tile_layout(df, "tps")
     assert np.isnan(lay.matrix).all()
     png_size(draw_tiles(lay, tmp_path / "t.png"))
+
+
+@pytest.mark.parametrize("fmt", ["png", "svg"])
+def test_labels_are_literal_text_not_tex(tmp_path: Path, fmt: str) -> None:
+    # matplotlib parses text between two '$' as TeX: '$\foo$' raised its parse error
+    df = pd.DataFrame(
+        {
+            "$a$": ["$\\foo$", "x$y$", "$\\foo$", "x$y$", "$\\foo$", "x$y$"],
+            "b": [1, 1, 2, 2, 3, 3],
+            "$c$": ["$\\bar{$", "$\\bar{$", "$\\bar{$", "$\\bar{$", "$\\bar{$", "$\\bar{$"],
+            "$m$": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+        }
+    )
+    # svg.fonttype 'none' writes text as text, so the SVG shows what was drawn
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        out = tile_plot(df, "$m$", tmp_path / f"t.{fmt}", title="$\\oops$", unit="$\\mu$s")
+    assert out.stat().st_size > 0
+    if fmt == "svg":
+        text = out.read_text()
+        for label in ("$\\foo$", "x$y$", "$c$=$\\bar{$", "$\\oops$", "$m$ ($\\mu$s)"):
+            assert label in text, label

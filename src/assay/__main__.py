@@ -10,9 +10,13 @@ import sys
 
 
 def main() -> None:
+    from assay.execute.interrupts import install
+
+    install()  # SIGTERM and SIGHUP end assay as Ctrl-C does: every finally-block runs
     try:
         from assay.cli import main as cli_main
     except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
         sys.exit(130)
     cli_main()
 

@@ -25,12 +25,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import os
+import re
 import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from assay.store import NAME_MAX
 from assay.template import placeholders
 
 if TYPE_CHECKING:
@@ -39,6 +43,10 @@ if TYPE_CHECKING:
 
 class SpecError(ValueError):
     """A study file is invalid; the message names the file, the field and what was expected."""
+
+
+#: Longest timeout a study may ask for (s); a timer much longer overflows the clock.
+MAX_TIMEOUT = 1e9
 
 
 class _Model(BaseModel):
@@ -100,12 +108,13 @@ def _check_reader_fields(
 
 
 def _check_regex(pattern: str) -> None:
-    import re
-
     try:
         compiled = re.compile(pattern)
     except re.error as exc:
         raise ValueError(f"'pattern' is not a valid regular expression: {exc}") from None
+    except (OverflowError, RecursionError) as exc:  # x{99999999999}; thousands of groups
+        what = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise ValueError(f"'pattern' is not a valid regular expression: {what}") from None
     if compiled.groups < 1:
         raise ValueError(
             "'pattern' needs one capturing group around the number, e.g. 'tps=([0-9.]+)'"
@@ -138,7 +147,9 @@ class BenchmarkSpec(_Model):
     setup: list[str] | None = None
     reset: list[str] | None = None
     teardown: list[str] | None = None
-    timeout: Annotated[float, Field(gt=0)] = 600.0
+    # at most ~31 years: a timer of 1e308 s is beyond what the platform's clock holds
+    timeout: Annotated[float, Field(gt=0, le=MAX_TIMEOUT)] = 600.0
+    ignore_failure: bool = False  # a non-zero exit status still counts as a measured trial
     work: WorkSpec | None = None
     git_repo: str | None = None
     # the component the benchmark means to stress (Pilot's component under test): the
@@ -151,6 +162,18 @@ class BenchmarkSpec(_Model):
     def _no_empty_argv0(cls, v: list[str] | None) -> list[str] | None:
         if v is not None and (not v or not v[0].strip()):
             raise ValueError("the first element (the program) must not be empty")
+        return v
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, v: dict[str, str]) -> dict[str, str]:
+        return _check_env_names(v)
+
+    @field_validator("cwd", "git_repo")
+    @classmethod
+    def _expandable(cls, v: str | None) -> str | None:
+        if v is not None:
+            expand_user(v)
         return v
 
 
@@ -172,6 +195,11 @@ class VariantSpec(_Model):
         if v is not None and not v[0].strip():
             raise ValueError("the first element (the program) must not be empty")
         return v
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, v: dict[str, str]) -> dict[str, str]:
+        return _check_env_names(v)
 
 
 class OrderTestSpec(VariantSpec):
@@ -233,6 +261,8 @@ class KnobSpec(_Model):
             raise ValueError(f"a {self.type} knob takes 'min' and 'max', not 'values'")
         if self.min is None or self.max is None:
             raise ValueError(f"a {self.type} knob needs 'min' and 'max'")
+        if not (math.isfinite(self.min) and math.isfinite(self.max)):
+            raise ValueError(f"'min' and 'max' must be finite numbers, got {self.min}, {self.max}")
         if not self.min < self.max:
             raise ValueError(f"'min' ({self.min:g}) must be less than 'max' ({self.max:g})")
         if self.log and self.min <= 0:
@@ -384,6 +414,21 @@ class StudyMeta(_Model):
     description: str = ""
     store: str | None = None
 
+    @field_validator("store")
+    @classmethod
+    def _store_file(cls, v: str | None) -> str | None:
+        if not v:
+            return v
+        name = Path(expand_user(v)).name
+        if v.endswith(("/", os.sep)) or name in ("", ".", ".."):
+            raise ValueError("expected the path of a file for the results store, not a folder")
+        size = len(os.fsencode(name))
+        if size > NAME_MAX:
+            raise ValueError(
+                f"the file name is {size} bytes long, more than the {NAME_MAX} a file name may have"
+            )
+        return v
+
 
 class Spec(_Model):
     """A validated study file."""
@@ -411,15 +456,19 @@ class Spec(_Model):
         names = [p.name for p in self.pis]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
-            raise ValueError(f"PI names must be unique; repeated: {', '.join(dupes)}")
+            raise ValueError(f"pi: PI names must be unique; repeated: {', '.join(dupes)}")
         if not self.pis:
-            raise ValueError("at least one [[pi]] is needed")
+            raise ValueError("pi: at least one [[pi]] is needed")
         known = set(self.params)
+        for step in ("setup", "reset", "teardown"):
+            # rendered with [params] alone, once per study (a KeyError when it started)
+            _check_placeholders(f"benchmark.{step}", getattr(self.benchmark, step) or [], known)
         if self.benchmark.work is not None:
             known.add(self.benchmark.work.placeholder)
             if self.benchmark.work.placeholder in self.params:
                 raise ValueError(
-                    f"'{self.benchmark.work.placeholder}' is both a parameter and the work "
+                    f"benchmark.work.placeholder: '{self.benchmark.work.placeholder}' is both "
+                    "a parameter and the work "
                     "placeholder; rename one"
                 )
         if self.sweep is not None:
@@ -440,6 +489,7 @@ class Spec(_Model):
 
     def _check_sweep(self, known: set[str]) -> None:
         from assay.designs.constraints import ConstraintError
+        from assay.designs.space import SpaceError
 
         assert self.sweep is not None
         both = sorted(set(self.sweep.params) & known)
@@ -453,9 +503,15 @@ class Spec(_Model):
             known_pis = ", ".join(p.name for p in self.pis)
             raise ValueError(f"sweep.metric: {metric!r} is not a [[pi]] (known: {known_pis})")
         try:
-            self.sweep.space()
+            space = self.sweep.space()
         except ConstraintError as exc:
             raise ValueError(str(exc)) from None
+        except RecursionError:
+            raise ValueError("sweep.constraints: an expression nested too deeply") from None
+        try:
+            space.check_enumerable()  # before a sweep tries: 24 two-valued params were 6.4 GB
+        except SpaceError as exc:
+            raise ValueError(f"sweep.params: {exc}") from None
 
     def _check_variants(self, known: set[str]) -> None:
         if len(self.variants) < 2:
@@ -580,7 +636,13 @@ class Spec(_Model):
         """Hash of everything that changes what a trial measures (not the stopping rule)."""
         payload: dict[str, Any] = {
             # under_test changes what is watched, not what is measured: old hashes stay
-            "benchmark": self.benchmark.model_dump(mode="json", exclude={"under_test"}),
+            "benchmark": self.benchmark.model_dump(
+                mode="json", exclude={"under_test", "ignore_failure"}
+            ),
+        }
+        if self.benchmark.ignore_failure:  # only then: older hashes stay as they were
+            payload["benchmark"]["ignore_failure"] = True
+        payload |= {
             "params": self.params,
             "pis": [p.model_dump(mode="json") for p in self.pis],
         }
@@ -597,7 +659,10 @@ class Spec(_Model):
         """Where this study's SQLite store lives (beside the study file by default)."""
         base = Path(self.source_path).parent if self.source_path else (default_dir or Path.cwd())
         if self.study.store:
-            p = Path(self.study.store).expanduser()
+            try:
+                p = Path(expand_user(self.study.store))
+            except ValueError as exc:  # checked when the file was read; HOME may differ now
+                raise SpecError(f"{self.source_path}: study.store: {exc}") from None
             return p if p.is_absolute() else base / p
         stem = Path(self.source_path).stem if self.source_path else slug(self.study.name)
         return base / f"{stem}.assay.db"
@@ -627,14 +692,55 @@ def slug(text: str) -> str:
     return out.strip("-")[:60] or "study"
 
 
+def expand_user(path: str) -> str:
+    """``~`` and ``~user`` expanded; ValueError naming the user where there is none
+    (``Path.expanduser`` raises RuntimeError there; ``./~x`` names a folder ``~x``).
+
+    >>> expand_user("data/s.db")
+    'data/s.db'
+    >>> expand_user("~nosuchuser/s.db")
+    Traceback (most recent call last):
+    ValueError: '~nosuchuser/s.db': cannot expand '~nosuchuser': no such user
+    """
+    out = os.path.expanduser(path)
+    if out.startswith("~"):  # left as it was: no such user, or no home folder
+        user = path.split("/", 1)[0]
+        why = "no such user" if user != "~" else "no home folder ($HOME is not set)"
+        raise ValueError(f"{path[:80]!r}: cannot expand {user[:40]!r}: {why}")
+    return out
+
+
+def _check_env_names(env: dict[str, str]) -> dict[str, str]:
+    for name in env:
+        if not name or "=" in name:
+            raise ValueError(f"{name!r} is not an environment variable name (empty or with '=')")
+    return env
+
+
 def _format_loc(loc: tuple[int | str, ...], data: dict[str, Any]) -> str:
     parts: list[str] = []
     for item in loc:
         if isinstance(item, int):
             parts[-1] = f"{parts[-1]}[{item}]" if parts else f"[{item}]"
         else:
-            parts.append(str(item))
+            parts.append(_key_text(str(item)))
     return ".".join(parts)
+
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]{1,60}")
+
+
+def _key_text(key: str) -> str:
+    """A key as TOML writes it: bare, or quoted (with escapes) when it holds anything
+    else, so a key with a newline or 5000 characters keeps the message on one line.
+
+    >>> print(_key_text("rows"), _key_text("a b"), _key_text(chr(10)))
+    rows "a b" "\\n"
+    """
+    if _BARE_KEY.fullmatch(key):
+        return key
+    quoted = json.dumps(key[:60])
+    return quoted if len(key) <= 60 else quoted[:-1] + '..."'
 
 
 def _friendly(err: dict[str, Any], data: dict[str, Any]) -> str:
@@ -649,7 +755,8 @@ def _friendly(err: dict[str, Any], data: dict[str, Any]) -> str:
         msg = "required field is missing"
     given = err.get("input")
     if kind not in ("missing", "extra_forbidden") and not isinstance(given, dict | list):
-        msg += f" (got {given!r})"
+        shown = repr(given)
+        msg += f" (got {shown if len(shown) <= 80 else shown[:76] + ' ...'})"
     return f"{where}: {msg}" if where else msg
 
 
@@ -669,7 +776,53 @@ def parse_spec_text(text: str, source: str = "<study>") -> Spec:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{source}: not valid TOML: {exc}") from None
+    except ValueError:  # an integer of more than 4300 digits, which int() refuses
+        long = re.search(r"\d{4000,}", text)
+        line = f"line {text.count(chr(10), 0, long.start()) + 1}: " if long else ""
+        raise SpecError(
+            f"{source}: not valid TOML: {line}an integer of thousands of digits "
+            "(TOML integers are 64-bit)"
+        ) from None
+    except RecursionError:
+        raise SpecError(f"{source}: not valid TOML: arrays or tables nested too deeply") from None
+    _check_values(data, source)
     return parse_spec_data(data, source)
+
+
+#: Deepest nesting of tables and arrays a study file has any use for.
+MAX_DEPTH = 16
+
+#: TOML integers are 64-bit; tomllib reads longer ones, which NumPy cannot hold.
+_INT_RANGE = range(-(2**63), 2**63)
+
+
+def _check_values(data: dict[str, Any], source: str) -> None:
+    """Refuse what no field takes and what would break later, naming the field: a NUL
+    (no path, argument or environment holds one), NaN, an integer beyond 64 bits, or
+    nesting deeper than :data:`MAX_DEPTH`.  Iterative: no recursion limit to hit."""
+    stack: list[tuple[str, Any, int]] = [("", data, 0)]
+    while stack:
+        where, value, depth = stack.pop()
+        problem = None
+        if depth > MAX_DEPTH:
+            problem = f"nested more than {MAX_DEPTH} levels deep"
+        elif isinstance(value, str) and "\x00" in value:
+            problem = "contains a NUL character"
+        elif isinstance(value, float) and math.isnan(value):
+            problem = "is NaN, not a number"
+        elif isinstance(value, int) and not isinstance(value, bool) and value not in _INT_RANGE:
+            problem = "is an integer beyond 64 bits"
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                path = f"{where}.{_key_text(key)}" if where else _key_text(key)
+                if "\x00" in key:
+                    where, problem = path, "its name contains a NUL character"
+                    break
+                stack.append((path, item, depth + 1))
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{i}]", item, depth + 1) for i, item in enumerate(value))
+        if problem is not None:
+            raise SpecError(f"{source}: invalid study file:\n  {where or 'the file'}: {problem}")
 
 
 def load_spec(path: str | Path) -> Spec:

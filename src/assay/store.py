@@ -16,6 +16,7 @@ the same study again returns its finished trials, which is how a study resumes.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
@@ -131,14 +132,32 @@ def study_key(name: str) -> str:
     return hashlib.sha256(name.encode()).hexdigest()[:12]
 
 
+#: Bytes in one file name (Linux filesystems); a study's files must fit with ``.tmp``.
+NAME_MAX = 255
+_TMP = ".tmp"  # what assay.execute.leftovers adds while it writes the running note
+
+
 def study_file(store: str | Path, name: str, suffix: str) -> Path:
     """A file beside the store that belongs to one study: ``<store>.<key><suffix>``.
 
+    Where that name would be too long for the filesystem (a store named with 240
+    characters), the store's name is shortened to its head and a hash of the whole:
+    the lock and the running note must exist, or two sessions would run one study
+    unguarded.
+
     >>> study_file("/data/s.assay.db", "demo", ".lock").name
     's.assay.db.2a97516c354b.lock'
+    >>> study_file("/data/" + "s" * 240 + ".db", "demo", ".lock").name
+    'ssssssssssssssssssssssssssssssss~72c4e4960e7b.2a97516c354b.lock'
     """
     p = Path(store)
-    return p.with_name(f"{p.name}.{study_key(name)}{suffix}")
+    if p.name in ("", ".", ".."):
+        raise StoreError(f"{store}: not the name of a results store file")
+    full = f"{p.name}.{study_key(name)}{suffix}"
+    if len(os.fsencode(full + _TMP)) <= NAME_MAX:
+        return p.with_name(full)
+    short = hashlib.sha256(os.fsencode(p.name)).hexdigest()[:12]
+    return p.with_name(f"{p.name[:32]}~{short}.{study_key(name)}{suffix}")
 
 
 class _StudyLock:
@@ -160,10 +179,12 @@ class _StudyLock:
         for _ in range(100):
             try:
                 fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            except OSError:
-                # a read-only folder: this process cannot write the store either, and
-                # the store says so (with its hint) at the first write
-                return None
+            except OSError as exc:
+                # never run unlocked: a second session could add trials to the study
+                raise StoreError(
+                    f"{path}: cannot create the lock file of study '{name}': "
+                    f"{exc.strerror or exc}{os_error_hint(exc, path.parent)}"
+                ) from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -281,6 +302,8 @@ class Store:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._locks: dict[str, _StudyLock | None] = {}
+        if "\x00" in str(self.path):  # no file has such a name; os calls raise ValueError
+            raise StoreError(f"{str(self.path)!r}: a results store's path cannot hold a NUL")
         try:
             if str(self.path) != ":memory:":
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -301,6 +324,8 @@ class Store:
                 hint = " (its folder is read-only: fix the permissions or name another --store)"
             elif not hint and _read_only_fs(folder):
                 hint = " (it is on a read-only filesystem: name another --store)"
+            elif not hint and _no_space(folder):  # SQLite says "disk I/O error" then
+                hint = " (the disk is full: free space and run the same command again)"
             raise StoreError(f"{self.path}: cannot open the results store: {exc}{hint}") from None
 
     def _add_missing_columns(self) -> None:
@@ -600,6 +625,25 @@ def _sigint_held() -> Iterator[None]:
                 previous(signal.SIGINT, None)  # default_int_handler: KeyboardInterrupt
             elif previous == signal.SIG_DFL:
                 signal.raise_signal(signal.SIGINT)
+
+
+def os_error_hint(exc: OSError, folder: Path) -> str:
+    """What to do about an OSError on a file beside the store, or ''."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return " (the disk is full: free space and run the same command again to resume)"
+    if exc.errno == errno.EROFS or _read_only_fs(folder):
+        return " (it is on a read-only filesystem: name another --store)"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return " (its folder is not writable: fix the permissions or name another --store)"
+    return ""
+
+
+def _no_space(folder: Path) -> bool:
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return False
+    return st.f_bavail == 0 or (st.f_files > 0 and st.f_favail == 0)
 
 
 def _read_only_fs(folder: Path) -> bool:

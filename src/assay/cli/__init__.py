@@ -7,6 +7,9 @@ Heavy imports (NumPy, SciPy, pandas) happen inside the commands, so ``--help`` a
 
 from __future__ import annotations
 
+import sys
+from typing import Any
+
 import click
 
 from assay import __version__
@@ -19,7 +22,20 @@ from assay.cli.sweep import sweep
 __all__ = ["main"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class AssayGroup(click.Group):
+    """The command group; a Ctrl-C before a study is under way (while parsing, importing
+    or opening the store) ends like one during it: "interrupted", exit 130, not click's
+    "Aborted!" with exit 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("\ninterrupted", err=True)
+            sys.exit(130)
+
+
+@click.group(cls=AssayGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="assay")
 def main() -> None:
     """Assay runs performance experiments the right way and says what the numbers mean.

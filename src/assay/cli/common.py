@@ -1,58 +1,42 @@
 """What every subcommand shares: consoles, error exits, the stopping-rule options and
 turning a study file or a quick-mode command line into a study.
 
-Exit statuses: 0 done; 2 a usage error or a bad study file (the message names the
-file and field); 3 the store or the study cannot go on; 130 interrupted (Ctrl-C).
+Exit statuses: :mod:`assay.cli.exits`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import difflib
+import hashlib
+import json
 import os
+import shlex
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import click
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
+from assay.cli import exits
+from assay.cli.fractions import SHARE, WIDTH
 from assay.errors import StudyError
+from assay.report.safe import SafeConsole, plain
 from assay.spec import Spec, SpecError, StopSpec, load_spec, parse_spec_data, slug
 from assay.store import StoreError
 
 
 def err_console() -> Console:
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+    """Progress, notes and errors: stderr, outside text never markup nor escapes."""
+    return SafeConsole(stderr=True, soft_wrap=True)
 
 
-def parse_width(_ctx: click.Context, _param: click.Parameter, value: str | None) -> float | None:
-    if value is None:
-        return None
-    text = value.strip()
-    try:
-        x = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        raise click.BadParameter(
-            f"{value!r}: expected a fraction like 0.05 or a percent like 5%"
-        ) from None
-    if not 0 < x < 10:
-        raise click.BadParameter(f"{value!r}: the relative half-width must be > 0")
-    return x
-
-
-def out_console(width: int) -> Console:
-    """The report's console: pipes and CI logs get ``width`` columns instead of rich's
-    80-column default."""
-    return Console(highlight=False, width=None if sys.stdout.isatty() else width)
-
-
-def fail(err: Console, exc: Exception | str, status: int = 2) -> NoReturn:
+def fail(err: Console, exc: Exception | str, status: int = exits.USAGE) -> NoReturn:
     """Print one error line (escaped: outside text is never markup) and exit."""
-    err.print(f"[red]error:[/] {escape(str(exc))}")
+    err.print(Text.assemble(("error:", "red"), f" {exc}"))
     sys.exit(status)
 
 
@@ -67,13 +51,15 @@ def study_errors(err: Console, store_path: Path | str, resume: str) -> Iterator[
         yield
     except KeyboardInterrupt:
         err.print(
-            f"\n[yellow]interrupted.[/] Every finished trial is in {store_path}. {resume}",
+            Text.assemble(
+                ("\ninterrupted.", "yellow"), f" Every finished trial is in {store_path}. {resume}"
+            ),
             soft_wrap=True,  # no hard line breaks inside the store path or resume command
         )
-        sys.exit(130)
+        sys.exit(exits.INTERRUPTED)
     except (StoreError, StudyError) as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}")
-        sys.exit(3)
+        err.print(Text.assemble(("error:", "red"), f" {exc}"))
+        sys.exit(exits.STUDY)
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -84,14 +70,15 @@ def stop_options(f: F) -> F:
     options = [
         click.option(
             "--ci-width",
-            callback=parse_width,
+            type=WIDTH,
             metavar="W",
-            help="Target relative CI half-width, e.g. 0.05 or 5% (default 5%).",
+            help="Target relative CI half-width, e.g. 5% or 0.05 (default 5%).",
         ),
         click.option(
             "--confidence",
-            type=click.FloatRange(0, 1, min_open=True, max_open=True),
-            help="Confidence level (default 0.95).",
+            type=SHARE,
+            metavar="C",
+            help="Confidence level, e.g. 95% or 0.95 (default 95%).",
         ),
         click.option(
             "--max-time",
@@ -103,7 +90,26 @@ def stop_options(f: F) -> F:
             type=click.IntRange(min=2),
             help="Samples (after subsession merging) needed before stopping (default 10).",
         ),
-        click.option("--warmup", type=click.IntRange(min=0), help="Discard the first N rounds."),
+        click.option(
+            "-w", "--warmup", type=click.IntRange(min=0), help="Discard the first N rounds."
+        ),
+        click.option(
+            "--prepare",
+            metavar="CMD",
+            help="Quick mode: a shell command run before every trial, unmeasured (a reset: "
+            "e.g. 'sync; echo 3 > /proc/sys/vm/drop_caches').",
+        ),
+        click.option(
+            "-i",
+            "--ignore-failure",
+            is_flag=True,
+            help="Quick mode: a non-zero exit status is measured like any other.",
+        ),
+        click.option(
+            "--show-output",
+            is_flag=True,
+            help="Print each trial's output (its stored head and tail) to stderr.",
+        ),
         click.option(
             "--timeout",
             type=click.FloatRange(min=0, min_open=True),
@@ -120,6 +126,12 @@ def stop_options(f: F) -> F:
         ),
         click.option(
             "--json", "json_out", metavar="PATH", help="Write the result as JSON ('-' = stdout)."
+        ),
+        click.option(
+            "--export-markdown",
+            "markdown_out",
+            metavar="PATH",
+            help="Write the result as a Markdown table ('-' = stdout).",
         ),
         click.option("--no-overhead", is_flag=True, help="Skip the launch-overhead measurement."),
         click.option(
@@ -181,17 +193,83 @@ def spec_from_target(target: tuple[str, ...], opts: dict[str, Any]) -> tuple[Spe
 def quick_spec(
     target: tuple[str, ...], opts: dict[str, Any], overrides: dict[str, Any]
 ) -> tuple[Spec, Path]:
-    argv = [a for a in target]
-    if argv and argv[0] == "--":
-        argv = argv[1:]
-    if not argv:
-        raise SpecError("no command given: use 'assay run -- CMD ARGS...' or 'assay run FILE.toml'")
-    name = opts["name"] or f"quick {time.strftime('%Y%m%d-%H%M%S')} {slug(' '.join(argv))[:40]}"
+    argv = command_words(list(target), shell=bool(opts["shell"]))
     bench: dict[str, Any] = {"command": argv, "shell": bool(opts["shell"])}
     if opts["timeout"] is not None:
         bench["timeout"] = opts["timeout"]
+    if opts.get("prepare"):
+        bench["reset"] = ["/bin/sh", "-c", opts["prepare"]]
+    if opts.get("ignore_failure"):
+        bench["ignore_failure"] = True
+    name = opts["name"] or quick_name("quick", shlex.join(argv), bench)
     data = {"study": {"name": name}, "benchmark": bench, "stop": overrides}
     return quick_store(parse_spec_data(data, source="command line"), opts)
+
+
+# characters that mean something to /bin/sh but not to Assay's word splitting
+SHELL_SYNTAX = set("|&;<>()$`*?[]{}~!")
+
+
+def command_words(args: list[str], *, shell: bool) -> list[str]:
+    """The argv of one quick-mode command, as typed after ``--``.
+
+    One quoted string (``assay run "sleep 0.01"``, as hyperfine users write it) is
+    split into words; if it holds shell syntax it needs ``--shell``.  A second ``--``
+    means two commands: ``assay compare`` measures those.
+
+    >>> command_words(["sleep 0.01"], shell=False)
+    ['sleep', '0.01']
+    """
+    if args and args[0] == "--":
+        args = args[1:]
+    if not args:
+        raise SpecError("no command given: use 'assay run -- CMD ARGS...' or 'assay run FILE.toml'")
+    if shell:
+        return args
+    if "--" in args:
+        raise SpecError(
+            f"'--' inside the command ({shlex.join(args)}): assay run measures one command; "
+            "to compare commands use 'assay compare -- CMD_A -- CMD_B' (if '--' is an "
+            "argument of your command, add --shell and quote the command)"
+        )
+    if len(args) == 1 and any(c.isspace() for c in args[0]):
+        if SHELL_SYNTAX & set(args[0]):
+            raise SpecError(
+                f"{args[0]!r} is one string with shell syntax: add --shell to run it with "
+                "/bin/sh -c, or give the words after '--' (assay run -- CMD ARGS...)"
+            )
+        try:
+            words = shlex.split(args[0])
+        except ValueError as exc:
+            raise SpecError(f"{args[0]!r}: {exc}") from None
+        if words:
+            return words
+    return args
+
+
+def split_notes(target: tuple[str, ...], opts: dict[str, Any]) -> list[str]:
+    """What :func:`command_words` did to commands given as one string each (said, so
+    the user sees what is measured)."""
+    if opts.get("shell") or is_study_file(target):
+        return []
+    singles = [a for a in target if a != "--" and any(c.isspace() for c in a)]
+    if len([a for a in target if a != "--"]) != len(singles):
+        return []  # words given one by one: nothing was split
+    return [
+        f"note: {a!r} is run as the words {shlex.split(a)} (add --shell for shell syntax)"
+        for a in singles
+        if not SHELL_SYNTAX & set(a)
+    ]
+
+
+def quick_name(kind: str, command: str, measurement: dict[str, Any]) -> str:
+    """A quick study's name: from what it measures, so the same command line resumes it.
+
+    >>> quick_name("quick", "sleep 0.01", {"command": ["sleep", "0.01"]})
+    'quick sleep-0-01 fefca889'
+    """
+    digest = hashlib.sha256(json.dumps(measurement, sort_keys=True).encode()).hexdigest()
+    return f"{kind} {slug(command)[:40]} {digest[:8]}"
 
 
 def quick_store(spec: Spec, opts: dict[str, Any]) -> tuple[Spec, Path]:
@@ -281,3 +359,38 @@ def refuse_unknown_option(target: tuple[str, ...]) -> None:
     name = first.split("=", 1)[0]
     known = sorted({o for p in ctx.command.params for o in p.opts if o.startswith("--")})
     raise click.NoSuchOption(name, possibilities=difflib.get_close_matches(name, known), ctx=ctx)
+
+
+def refuse_quick_only(target: tuple[str, ...], opts: dict[str, Any]) -> None:
+    """Options that build a quick-mode study, given with a study file (exit 2): the file
+    says the same in ``[benchmark]``, where it is part of what the study measures."""
+    if not is_study_file(target):
+        return
+    fields = {"prepare": "reset", "ignore_failure": "ignore_failure", "shell": "shell"}
+    given = [k for k in fields if opts.get(k)]
+    if given:
+        flags = ", ".join("--" + k.replace("_", "-") for k in given)
+        keys = ", ".join(fields[k] for k in given)
+        raise SpecError(f"{flags}: quick mode only; in a study file set [benchmark] {keys}")
+
+
+def trial_output_printer(err: Console) -> Callable[[Any], None]:
+    """``--show-output``: each trial's stored output (head and tail), made safe to print."""
+
+    def show(record: Any) -> None:
+        err.print(f"── trial {record.seq} ({record.status}) ──", style="dim")
+        for stream in (record.stdout, record.stderr):
+            text = plain(stream.decode("utf-8", "replace")).rstrip("\n")
+            if text:
+                err.print(text, soft_wrap=True)
+
+    return show
+
+
+def write_outputs(opts: dict[str, Any], makers: dict[str, Callable[[], str]]) -> None:
+    """Write each requested output (option key -> its text), files replaced atomically."""
+    from assay.report.export import write_text
+
+    for key, make in makers.items():
+        if opts.get(key):
+            write_text(opts[key], make())

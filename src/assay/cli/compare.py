@@ -3,28 +3,37 @@
 from __future__ import annotations
 
 import shlex
-import time
+import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
+from assay.cli import exits
 from assay.cli.common import (
     cluster_options,
+    command_words,
     err_console,
     fail,
     is_study_file,
-    out_console,
+    quick_name,
     quick_store,
     refuse_cluster_with_from,
+    refuse_quick_only,
     refuse_unknown_option,
     running_study,
     spec_from_target,
+    split_notes,
     stop_options,
     stop_overrides,
+    trial_output_printer,
     with_under_test,
+    write_outputs,
 )
-from assay.spec import Spec, SpecError, parse_spec_data, slug
+from assay.cli.fractions import SHARE
+from assay.cli.outputs import check_outputs, report_console
+from assay.cli.sections import SectionedCommand
+from assay.spec import Spec, SpecError, parse_spec_data
 
 COMPARE_FILE_HELP = """
 \b
@@ -37,7 +46,7 @@ Study file: as for 'assay run' (see 'assay run --help'), plus two or more varian
 """
 
 
-def _split_commands(target: tuple[str, ...]) -> list[list[str]]:
+def _split_commands(target: tuple[str, ...], *, shell: bool = False) -> list[list[str]]:
     """``CMD_A ... -- CMD_B ...`` (the first ``--`` is consumed by the parser) -> argvs."""
     args = list(target)
     if args and args[0] == "--":
@@ -50,6 +59,10 @@ def _split_commands(target: tuple[str, ...]) -> list[list[str]]:
             groups[-1].append(a)
     if any(not g for g in groups):
         raise SpecError("an empty command between '--' separators: give each variant a command")
+    one_per_string = len(groups) == 1 and len(groups[0]) >= 2
+    if one_per_string and not shell and all(any(c.isspace() for c in g) for g in groups[0]):
+        groups = [[g] for g in groups[0]]  # hyperfine's habit: each command one string
+    groups = [command_words(g, shell=shell) for g in groups]
     if len(groups) < 2:
         raise SpecError(
             "assay compare needs at least two commands, each after its own '--': "
@@ -89,26 +102,27 @@ def _compare_spec(target: tuple[str, ...], opts: dict[str, Any]) -> tuple[Spec, 
                 "[[variant]] entries (see 'assay compare --help')"
             )
         return spec, store
-    groups = _split_commands(target)
+    groups = _split_commands(target, shell=bool(opts["shell"]))
     names = _variant_names(groups, opts["name"])
-    study = opts["study"] or (
-        f"compare {time.strftime('%Y%m%d-%H%M%S')} {slug(' vs '.join(names))[:40]}"
-    )
     bench: dict[str, Any] = {"command": groups[0], "shell": bool(opts["shell"])}
     if opts["timeout"] is not None:
         bench["timeout"] = opts["timeout"]
-    data = {
-        "study": {"name": study},
-        "benchmark": bench,
-        "variant": [{"name": n, "command": g} for n, g in zip(names, groups, strict=True)],
-        "stop": overrides,
-    }
+    if opts["prepare"]:
+        bench["reset"] = ["/bin/sh", "-c", opts["prepare"]]
+    if opts["ignore_failure"]:
+        bench["ignore_failure"] = True
+    variants = [{"name": n, "command": g} for n, g in zip(names, groups, strict=True)]
+    study = opts["study"] or quick_name(
+        "compare", " vs ".join(names), {"benchmark": bench, "variants": variants}
+    )
+    data = {"study": {"name": study}, "benchmark": bench, "variant": variants, "stop": overrides}
     return quick_store(parse_spec_data(data, source="command line"), opts)
 
 
 @click.command(
+    cls=SectionedCommand,
     context_settings={"ignore_unknown_options": True},
-    epilog=COMPARE_FILE_HELP,
+    epilog=COMPARE_FILE_HELP + exits.HELP,
 )
 @click.argument("target", nargs=-1, type=click.UNPROCESSED, required=True)
 @click.option(
@@ -118,17 +132,18 @@ def _compare_spec(target: tuple[str, ...], opts: dict[str, Any]) -> tuple[Spec, 
     help="Compare existing results: TARGET is hyperfine/pyperf/Assay JSON files.",
 )
 @click.option("--name", multiple=True, help="Quick mode: name the variants, once per command.")
-@click.option("--study", help="Quick mode: the study name (default: from the commands and time).")
+@click.option("--study", help="Quick mode: the study name (default: from the commands).")
 @click.option("--pi", help="The PI that decides (default: the study's first).")
 @click.option(
+    "-r",
     "--max-rounds",
     type=click.IntRange(min=1),
     help="Stop after this many cycles (each variant once per cycle; default 1000).",
 )
 @click.option(
     "--alpha",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    help="Welch's threshold for a significant difference (default 0.01).",
+    type=SHARE,
+    help="Welch's threshold for a significant difference, e.g. 1% or 0.01 (default 1%).",
 )
 @click.option(
     "--require-ci-width/--no-require-ci-width",
@@ -161,6 +176,8 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
       assay compare examples/compare-sqlite-sync.toml
     Existing results (hyperfine --export-json, pyperf JSON, assay --json):
       assay compare --from old.json new.json
+    As hyperfine users write it (each command one string; --shell for shell syntax):
+      assay compare "sleep 0.01" "sleep 0.02"
 
     Rounds are interleaved (A0 B0 A1 B1 ...), in a fresh seeded random order per cycle.
     After each cycle the variants are ranked on the deciding PI; it stops when every
@@ -170,11 +187,16 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
     """
     refuse_unknown_option(target)
     from assay.report.compare import CSV_FIELDS, CompareProgressView, csv_rows, render_comparison
-    from assay.report.export import rows_to_csv, to_json, write_text
+    from assay.report.export import rows_to_csv, to_json
+    from assay.report.markdown import compare_markdown
     from assay.studies.compare import CompareResult, CompareRunner, compare_files
 
-    console = out_console(130)
+    console = report_console(opts, 130)
     err = err_console()
+    try:
+        check_outputs(opts)
+    except SpecError as exc:
+        fail(err, exc)
     result: CompareResult
     if opts["from_files"]:
         refuse_cluster_with_from(opts, err)
@@ -189,6 +211,7 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
             fail(err, exc)
     else:
         try:
+            refuse_quick_only(target, opts)
             spec, store_path = _compare_spec(target, opts)
             pis = [p.name for p in spec.pis]
             if opts["pi"] is not None and opts["pi"] not in pis:
@@ -197,13 +220,11 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
                 )
         except SpecError as exc:
             fail(err, exc)
+        for note in split_notes(target, opts):
+            err.print(note, markup=False)
         spec = with_under_test(spec, opts)
         progress = CompareProgressView(err)
-        how = (
-            "Run the same command again to resume."
-            if spec.source_path and spec.source_path.endswith(".toml")
-            else f"Resume with: assay compare --store {store_path} --study '{spec.study.name}' -- …"
-        )
+        how = "Run the same command again to resume."
         with running_study(err, store_path, how, opts, spec, progress) as executor:
             runner = CompareRunner(
                 spec,
@@ -216,9 +237,18 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
                 executor=executor,
                 on_compare_progress=None if opts["quiet"] else progress.update,
             )
+            if opts["show_output"]:
+                runner.on_trial = trial_output_printer(err)
             result = runner.run()
     render_comparison(result, console)
-    if opts["json_out"]:
-        write_text(opts["json_out"], to_json(result.as_dict()))
-    if opts["csv_out"]:
-        write_text(opts["csv_out"], rows_to_csv(CSV_FIELDS, csv_rows(result)))
+    write_outputs(
+        opts,
+        {
+            "json_out": lambda: to_json(result.as_dict()),
+            "csv_out": lambda: rows_to_csv(CSV_FIELDS, csv_rows(result)),
+            "markdown_out": lambda: compare_markdown(
+                result.study, result.decision.reason, csv_rows(result)
+            ),
+        },
+    )
+    sys.exit(exits.compare_status(result))

@@ -3,21 +3,24 @@ random-forest importance, Kanellis et al.), from a study file or measured settin
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.console import Console
-from rich.markup import escape
 
+from assay.cli import exits
 from assay.cli.common import (
     cluster_options,
     err_console,
     fail,
-    out_console,
     refuse_cluster_with_from,
     running_study,
+    write_outputs,
 )
+from assay.cli.outputs import check_outputs, report_console
+from assay.cli.sections import SectionedCommand
 from assay.spec import SpecError
 
 KNOBS_FILE_HELP = """
@@ -42,7 +45,7 @@ Study file: as for 'assay run', plus the knobs (their values fill {name} placeho
 """
 
 
-@click.command(epilog=KNOBS_FILE_HELP)
+@click.command(cls=SectionedCommand, epilog=KNOBS_FILE_HELP + exits.HELP)
 @click.argument("study", required=False)
 @click.option("--from", "from_csv", metavar="CSV", help="Rank knobs of measured settings.")
 @click.option(
@@ -87,8 +90,12 @@ def knobs(study: str | None, **opts: Any) -> None:
     importance; the top-k models' out-of-bag R², the stability of the top-k on subsets of
     the samples, the validation (only the top-k varied) and tuning (Optuna) follow.
     """
-    console = out_console(130)
+    console = report_console(opts, 130)
     err = err_console()
+    try:
+        check_outputs(opts, plot_suffixes=(".png", ".svg", ".pdf"))
+    except SpecError as exc:
+        fail(err, exc)
     if (study is None) == (opts["from_csv"] is None):
         fail(
             err,
@@ -97,6 +104,7 @@ def knobs(study: str | None, **opts: Any) -> None:
         )
     result = _offline(opts, err) if study is None else _live(study, opts, err)
     _report(result, console, opts)
+    sys.exit(exits.knobs_status(result))
 
 
 def _offline(opts: dict[str, Any], err: Console) -> Any:
@@ -119,9 +127,9 @@ def _offline(opts: dict[str, Any], err: Console) -> Any:
     trees = opts["trees"] or 300
     if not opts["quiet"]:
         err.print(
-            f"[dim]{escape(str(len(samples.settings)))} settings · knobs: "
-            f"{escape(', '.join(samples.space.names))} · {trees} trees · "
-            f"{n_jobs(opts['jobs'])} job(s)[/]"
+            f"{len(samples.settings)} settings · knobs: "
+            f"{', '.join(samples.space.names)} · {trees} trees · {n_jobs(opts['jobs'])} job(s)",
+            style="dim",
         )
     try:
         result = rank_samples(
@@ -138,7 +146,7 @@ def _offline(opts: dict[str, Any], err: Console) -> Any:
     except ValueError as exc:
         fail(err, f"{path}: {exc}")
     for warning in result.warnings:
-        err.print(f"[yellow]warning:[/] {escape(warning)}")
+        err.print(f"warning: {warning}", style="yellow")
     return result
 
 
@@ -187,23 +195,28 @@ def _live(study: str, opts: dict[str, Any], err: Console) -> Any:
 
 
 def _report(result: Any, console: Console, opts: dict[str, Any]) -> None:
-    from assay.report.export import rows_to_csv, to_json, write_text
+    from assay.report.export import rows_to_csv, to_json
     from assay.report.knobs import CSV_FIELDS, csv_rows, plot_importance, render_knobs
 
     render_knobs(result.analysis, console, tune=result.tune, cost=result.cost)
     if result.cost is not None and not result.tuned_on_model:
         console.print(
-            "[dim]the tuning cost (top-k vs all knobs) is estimated on the random-forest "
-            "model of the samples, without measuring[/]"
+            "the tuning cost (top-k vs all knobs) is estimated on the random-forest "
+            "model of the samples, without measuring",
+            style="dim",
         )
     if result.tune is not None and result.tuned_on_model:
         console.print(
-            "[dim]tuning ran on the random-forest model of the samples, not on the system: "
-            "measure the best configuration before trusting it[/]"
+            "tuning ran on the random-forest model of the samples, not on the system: "
+            "measure the best configuration before trusting it",
+            style="dim",
         )
-    if opts["json_out"]:
-        write_text(opts["json_out"], to_json(result.as_dict()))
-    if opts["csv_out"]:
-        write_text(opts["csv_out"], rows_to_csv(CSV_FIELDS, csv_rows(result.analysis)))
+    write_outputs(
+        opts,
+        {
+            "json_out": lambda: to_json(result.as_dict()),
+            "csv_out": lambda: rows_to_csv(CSV_FIELDS, csv_rows(result.analysis)),
+        },
+    )
     if opts["plot"]:
         plot_importance(result.analysis, opts["plot"])

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
+from assay.cli import exits
 from assay.cli.common import (
     cluster_options,
     err_console,
     fail,
-    out_console,
     refuse_cluster_with_from,
     running_study,
+    write_outputs,
 )
+from assay.cli.fractions import SHARE
+from assay.cli.outputs import check_outputs, report_console
+from assay.cli.sections import SectionedCommand
 from assay.spec import SpecError, load_spec
 
 ORDER_FILE_HELP = """
@@ -34,7 +39,7 @@ Study file: as for 'assay run' (see 'assay run --help'), plus two or more tests:
 """
 
 
-@click.command(epilog=ORDER_FILE_HELP)
+@click.command(cls=SectionedCommand, epilog=ORDER_FILE_HELP + exits.HELP)
 @click.argument("target")
 @click.option(
     "--from",
@@ -57,8 +62,8 @@ Study file: as for 'assay run' (see 'assay run --help'), plus two or more tests:
 )
 @click.option(
     "--alpha",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    help="Experiment-wide significance level, Bonferroni-corrected (default 0.05).",
+    type=SHARE,
+    help="Experiment-wide significance level, Bonferroni-corrected, e.g. 5% or 0.05 (default 5%).",
 )
 @click.option("--pi", help="The PI analysed (default: the study's first).")
 @click.option("--unit", help="--from: the unit of the values (e.g. s, ms, MB/s).")
@@ -93,7 +98,7 @@ def order(target: str, **opts: Any) -> None:
     each test's result with its position in the run. Resumes if interrupted.
     """
     from assay.importers.order import OrderDataError
-    from assay.report.export import rows_to_csv, to_json, write_text
+    from assay.report.export import rows_to_csv, to_json
     from assay.report.order import (
         CSV_FIELDS,
         OrderProgressView,
@@ -104,13 +109,12 @@ def order(target: str, **opts: Any) -> None:
     )
     from assay.studies.order import OrderResult, OrderRunner, order_from_csv
 
-    console = out_console(130)
+    console = report_console(opts, 130)
     err = err_console()
     plot = opts["plot"]
     result: OrderResult
     try:
-        if plot is not None and Path(plot).suffix.lower() not in (".png", ".svg"):
-            raise SpecError(f"--plot {plot}: expected a file name ending in .png or .svg")
+        check_outputs(opts, plot_suffixes=(".png", ".svg"))
         if opts["from_file"]:
             refuse_cluster_with_from(opts, err)
             given = [f"--{k}" for k in ("runs", "repetitions", "seed", "pi", "store") if opts[k]]
@@ -155,11 +159,14 @@ def order(target: str, **opts: Any) -> None:
             )
             result = runner.run()
     render_order(result, console)
-    if opts["json_out"]:
-        write_text(opts["json_out"], to_json(result.as_dict()))
-    if opts["csv_out"]:
-        write_text(opts["csv_out"], rows_to_csv(CSV_FIELDS, csv_rows(result)))
-    if opts["trials_out"]:
-        write_text(opts["trials_out"], trials_csv(result.table))
+    write_outputs(
+        opts,
+        {
+            "json_out": lambda: to_json(result.as_dict()),
+            "csv_out": lambda: rows_to_csv(CSV_FIELDS, csv_rows(result)),
+            "trials_out": lambda: trials_csv(result.table),
+        },
+    )
     if plot is not None:
         plot_order(result, plot)
+    sys.exit(exits.order_status(result))

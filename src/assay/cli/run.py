@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import click
 
+from assay.cli import exits
 from assay.cli.common import (
     cluster_options,
     err_console,
     fail,
-    out_console,
+    refuse_quick_only,
     refuse_unknown_option,
     running_study,
     spec_from_target,
+    split_notes,
     stop_options,
+    trial_output_printer,
     with_under_test,
+    write_outputs,
 )
+from assay.cli.outputs import check_outputs, report_console
+from assay.cli.sections import SectionedCommand
 from assay.spec import SpecError
 
 STUDY_FILE_HELP = """
@@ -25,6 +32,7 @@ Study file (TOML):
   [study]      name = "..."  store = "x.assay.db" (default: beside the file)
   [benchmark]  command = ["prog", "--rows", "{rows}"]  shell = false
                setup / reset / teardown = [argv]  timeout = 600  env = {K = "{p}"}
+               ignore_failure = false  (true: a non-zero exit is measured too)
                work = {min = 1000, max = 100000}  (adjustable work: {work} placeholder,
                enables the work-per-second regression)
   [params]     rows = 1000
@@ -46,12 +54,13 @@ Study file (TOML):
 
 
 @click.command(
+    cls=SectionedCommand,
     context_settings={"ignore_unknown_options": True},
-    epilog=STUDY_FILE_HELP,
+    epilog=STUDY_FILE_HELP + exits.HELP,
 )
 @click.argument("target", nargs=-1, type=click.UNPROCESSED, required=True)
-@click.option("--max-rounds", type=click.IntRange(min=1), help="Stop after this many trials.")
-@click.option("--name", help="Quick mode: the study name (default: from the command and time).")
+@click.option("-r", "--max-rounds", type=click.IntRange(min=1), help="Stop after this many trials.")
+@click.option("--name", help="Quick mode: the study name (default: from the command).")
 @click.option("--csv", "csv_out", metavar="PATH", help="Write one CSV row per PI ('-' = stdout).")
 @stop_options
 @cluster_options
@@ -60,24 +69,29 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
 
     \b
     Quick mode, like hyperfine but with a stopping rule:
-      assay run -- python -c "sum(range(10**6))"
+      assay run -- python3 -c "sum(range(10**6))"
+      assay run "sleep 0.01"     (one string is split into words; --shell for pipes etc.)
     Study mode, from a study file (resumes if interrupted):
       assay run examples/run-sqlite-insert.toml
+    Pipes: assay run --json - -- true | jq .   (the report goes to stderr)
 
     Each PI is reported as mean ± CI half-width with the number of samples, the
     subsession size (adjacent samples merged until |lag-1 autocorrelation| <= 0.1),
     the warm-up removed (E-Divisive with Medians on unit readings) and the method.
+    The same quick command line resumes its study; --fresh starts it again.
     """
     refuse_unknown_option(target)
-    # pipes and CI logs get a readable width instead of rich's 80-column default
     # heavy imports (NumPy, SciPy, pandas) only once a command runs: --help stays fast
-    from assay.report.export import to_csv, to_json, write_text
+    from assay.report.export import to_csv, to_json
+    from assay.report.markdown import run_markdown
     from assay.report.terminal import ProgressView, render_result
     from assay.studies.run import Runner
 
-    console = out_console(110)
+    console = report_console(opts, 110)
     err = err_console()
     try:
+        check_outputs(opts)
+        refuse_quick_only(target, opts)
         spec, store_path = spec_from_target(target, opts)
         if spec.variants:
             raise SpecError(
@@ -101,13 +115,11 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
             )
     except SpecError as exc:
         fail(err, exc)
+    for note in split_notes(target, opts):
+        err.print(note, markup=False)
     spec = with_under_test(spec, opts)
     progress = ProgressView(err, spec.stop.ci_width)
-    resume = (
-        "Run the same command again to resume."
-        if spec.source_path and spec.source_path.endswith(".toml")
-        else f"Resume with: assay run --store {store_path} --name '{spec.study.name}' -- …"
-    )
+    resume = "Run the same command again to resume."
     with running_study(err, store_path, resume, opts, spec, progress) as executor:
         runner = Runner(
             spec,
@@ -117,10 +129,17 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
             executor=executor,
             on_progress=None if opts["quiet"] else progress.update,
         )
+        if opts["show_output"]:
+            runner.on_trial = trial_output_printer(err)
         result = runner.run()
     render_result(result, console)
     data = result.as_dict()
-    if opts["json_out"]:
-        write_text(opts["json_out"], to_json(data))
-    if opts["csv_out"]:
-        write_text(opts["csv_out"], to_csv(result.study, data["pis"]))
+    write_outputs(
+        opts,
+        {
+            "json_out": lambda: to_json(data),
+            "csv_out": lambda: to_csv(result.study, data["pis"]),
+            "markdown_out": lambda: run_markdown(result.study, data["pis"]),
+        },
+    )
+    sys.exit(exits.run_status(result))

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import click
-from rich.markup import escape
 
+from assay.cli import exits
 from assay.cli.common import (
     cluster_options,
     err_console,
     fail,
-    out_console,
     refuse_cluster_with_from,
     running_study,
+    write_outputs,
 )
+from assay.cli.fractions import WIDTH
+from assay.cli.outputs import check_outputs, report_console
+from assay.cli.sections import SectionedCommand
 from assay.spec import SpecError, load_spec
 
 SWEEP_FILE_HELP = """
@@ -48,7 +52,7 @@ def _overrides(spec: Any, opts: dict[str, Any]) -> Any:
     return spec.model_copy(update={"sweep": sweep})
 
 
-@click.command(epilog=SWEEP_FILE_HELP)
+@click.command(cls=SectionedCommand, epilog=SWEEP_FILE_HELP + exits.HELP)
 @click.argument("target")
 @click.option(
     "--from",
@@ -69,8 +73,8 @@ def _overrides(spec: Any, opts: dict[str, Any]) -> Any:
     help="How new settings are picked (default: random, as in the paper).",
 )
 @click.option("--model", type=click.Choice(["anova", "mlp", "linear"]), help="Default: anova.")
-@click.option("--start", type=click.FloatRange(0, 1, min_open=True), help="Initial rate (0.05).")
-@click.option("--step", type=click.FloatRange(0, 1, min_open=True), help="Added rate (0.05).")
+@click.option("--start", type=WIDTH, help="Initial sampling rate, e.g. 5% or 0.05 (5%).")
+@click.option("--step", type=WIDTH, help="Rate added per step, e.g. 5% or 0.05 (5%).")
 @click.option("--r2", type=click.FloatRange(0, 1, min_open=True), help="R² target (0.9).")
 @click.option(
     "--log",
@@ -103,16 +107,15 @@ def sweep(target: str, **opts: Any) -> None:
     the significant parameters with their share of variance and their knee and
     turning points, and where results should be reported. Resumes if interrupted.
     """
-    from assay.report.export import rows_to_csv, to_json, write_text
+    from assay.report.export import rows_to_csv, to_json
     from assay.report.sweep import SweepProgressView, measured_csv_rows, render_sweep
     from assay.studies.sweep import SweepRunner, sweep_from_csv
 
-    console = out_console(130)
+    console = report_console(opts, 130)
     err = err_console()
     plot = opts["plot"]
     try:
-        if plot is not None and Path(plot).suffix.lower() not in (".png", ".svg"):
-            raise SpecError(f"--plot {plot}: expected a file name ending in .png or .svg")
+        check_outputs(opts, plot_suffixes=(".png", ".svg"))
         if opts["from_file"]:
             refuse_cluster_with_from(opts, err)
             if not opts["params"] or not opts["metric"]:
@@ -159,17 +162,17 @@ def sweep(target: str, **opts: Any) -> None:
                     executor=executor,
                     on_progress=None if opts["quiet"] else progress.update,
                 )
-                if not opts["quiet"]:
-                    err.print(escape(runner.space.describe()), style="dim")
                 result = runner.run()
         except ValueError as exc:  # the space or the data cannot be analysed as asked
             fail(err, exc)
     render_sweep(result, console)
-    if opts["json_out"]:
-        write_text(opts["json_out"], to_json(result.as_dict()))
-    if opts["csv_out"]:
-        fields, rows = measured_csv_rows(result)
-        write_text(opts["csv_out"], rows_to_csv(fields, rows))
+    write_outputs(
+        opts,
+        {
+            "json_out": lambda: to_json(result.as_dict()),
+            "csv_out": lambda: rows_to_csv(*measured_csv_rows(result)),
+        },
+    )
     if plot is not None and len(result.measured):
         from assay.report.tile import tile_plot
 
@@ -183,3 +186,4 @@ def sweep(target: str, **opts: Any) -> None:
             unit=result.pi.unit,
         )
         err.print(f"tile plot written to {plot}")
+    sys.exit(exits.sweep_status(result))

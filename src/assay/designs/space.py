@@ -37,10 +37,19 @@ from assay.designs.constraints import (
     parse_constraint,
 )
 
-__all__ = ["MAX_GRID", "Parameter", "ParameterSpace", "SpaceError"]
+__all__ = ["MAX_CELLS", "MAX_GRID", "Parameter", "ParameterSpace", "SpaceError"]
 
 #: Largest full grid that :meth:`ParameterSpace.settings` will enumerate.
 MAX_GRID = 50_000_000
+
+#: Largest grid, in values (settings × parameters), that it will enumerate: each
+#: value takes about 34 bytes on the way (codes, their int64 copy, the data frame),
+#: and a sweep keeps a key and a row per setting besides.  24 two-valued parameters
+#: (16.8 million settings, under MAX_GRID) reached 6.4 GB and a MemoryError.
+MAX_CELLS = 10_000_000
+
+#: Bytes per enumerated value, for the size given in the refusal.
+_BYTES_PER_CELL = 34
 
 Kind = Literal["numeric", "categorical"]
 Value = str | int | float | bool
@@ -218,14 +227,35 @@ class ParameterSpace:
         """Valid settings: those that satisfy every constraint."""
         return len(self.settings())
 
+    def check_enumerable(self) -> None:
+        """Refuse, before allocating anything, a grid too large to enumerate.
+
+        The size comes from the product of the value counts, so a grid of 2**24
+        settings is refused in microseconds.  The message gives the grid's size and
+        the memory its enumeration would take.
+
+        >>> big = ParameterSpace.from_mapping({f"p{i}": [0, 1] for i in range(24)})
+        >>> big.check_enumerable()  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        assay.designs.space.SpaceError: the full grid has 16,777,216 settings of 24 ...
+        """
+        grid = self.grid_size
+        cells = grid * len(self.parameters)
+        if grid <= MAX_GRID and cells <= MAX_CELLS:
+            return
+        n = len(self.parameters)
+        gb = cells * _BYTES_PER_CELL / 1e9
+        raise SpaceError(
+            f"the full grid has {grid:,} settings of {n} parameter{'s' if n != 1 else ''} "
+            f"({cells:,} values, about {gb:,.1f} GB to enumerate), more than the "
+            f"{MAX_CELLS:,} values Assay enumerates; use fewer parameters "
+            "or fewer values each, or fix some parameters in [params]"
+        )
+
     def codes(self) -> npt.NDArray[np.int64]:
         """Value indices of the valid settings, one column per parameter (grid order)."""
+        self.check_enumerable()
         grid = self.grid_size
-        if grid > MAX_GRID:
-            raise SpaceError(
-                f"the full grid has {grid:,} settings, more than the {MAX_GRID:,} that can "
-                "be enumerated; use fewer parameters or values"
-            )
         cards = [len(p) for p in self.parameters]
         dtype = np.int16 if max(cards) < 2**15 else np.int64
         # grid order: the last parameter changes fastest, as in itertools.product
@@ -295,7 +325,7 @@ class ParameterSpace:
         grid = self.grid_size
         if self.constraints:
             k = len(self.constraints)
-            if grid > MAX_GRID:
+            if grid > MAX_GRID or grid * n > MAX_CELLS:
                 lines.append(f"full grid: {grid:,} settings (too many to apply constraints)")
                 return "\n".join(lines)
             size = self.size

@@ -4,21 +4,25 @@ Before each trial the executor writes the benchmark's command line, its own pid 
 random marker to a per-study file beside the store, and starts the benchmark with the
 marker in its environment (``ASSAY_TRIAL``); after the trial it removes the file.  When
 the next session of the study finds the file and its writer is gone (SIGKILL, power
-cut), it kills the process groups that run exactly that command line AND carry that
-marker: never another study's benchmark that happens to run the same command.
+cut), it kills every process that carries that marker, and all below them: the
+benchmark and the children it put in sessions of their own, never another study's
+benchmark that happens to run the same command.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import secrets
 from collections.abc import Sequence
 from pathlib import Path
 
 import psutil
 
-from assay.execute.command import exec_argv, kill_leftovers
+from assay.errors import StudyError
+from assay.execute.command import exec_argv
+from assay.execute.proctree import kill_marked
+from assay.store import os_error_hint
 
 
 def _alive(pid: object) -> bool:
@@ -31,15 +35,6 @@ def _alive(pid: object) -> bool:
         return False
 
 
-#: The environment variable that marks a benchmark as this trial's.
-MARKER = "ASSAY_TRIAL"
-
-
-def new_marker() -> str:
-    """A marker no other trial has."""
-    return secrets.token_hex(12)
-
-
 def note_running(path: Path, argv: Sequence[str], shell: bool, marker: str) -> None:
     """Note the benchmark about to run (started with ``ASSAY_TRIAL=marker``), so a later
     session can stop it if we are killed.
@@ -48,13 +43,24 @@ def note_running(path: Path, argv: Sequence[str], shell: bool, marker: str) -> N
     """
     tmp = path.with_name(path.name + ".tmp")
     note = {"cmdline": exec_argv(argv, shell), "pid": os.getpid(), "marker": marker}
-    tmp.write_text(json.dumps(note))
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(note))
+        os.replace(tmp, path)
+    except OSError as exc:  # a full disk, a read-only folder: no benchmark unaccounted for
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise StudyError(
+            f"{path}: cannot note the benchmark about to run: {exc.strerror or exc}"
+            f"{os_error_hint(exc, path.parent)}"
+        ) from None
 
 
 def clear_running(path: Path) -> None:
-    """The benchmark ended: forget it."""
-    path.unlink(missing_ok=True)
+    """The benchmark ended: forget it.  A note that cannot be removed (the folder went
+    read-only) stays for the next session, which finds its writer gone and its
+    benchmark ended: it must not hide how the trial ended."""
+    with contextlib.suppress(OSError):
+        path.unlink(missing_ok=True)
 
 
 def stop_leftover(path: Path) -> str | None:
@@ -70,7 +76,7 @@ def stop_leftover(path: Path) -> str | None:
     marker = info.get("marker")
     if not isinstance(marker, str) or not marker:
         return None  # a note without a marker: argv alone could name another's benchmark
-    killed = kill_leftovers(list(info["cmdline"]), f"{MARKER}={marker}")
+    killed = kill_marked(marker)
     if killed:
         return (
             "stopped a benchmark left running by an interrupted session "

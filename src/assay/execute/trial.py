@@ -22,8 +22,9 @@ from pathlib import Path
 
 from assay.errors import StudyError
 from assay.execute.command import run_command
-from assay.execute.leftovers import MARKER, clear_running, new_marker, note_running
+from assay.execute.leftovers import clear_running, note_running
 from assay.execute.monitor import ResourceMonitor
+from assay.execute.proctree import MARKER, new_marker
 from assay.execute.readers import ReadError, read_reading, read_unit_readings
 from assay.spec import PISpec
 from assay.store import TrialRecord
@@ -51,6 +52,7 @@ class TrialJob:
     reset: Step | None = None  # run before every trial
     # where the running benchmark is noted (a killed session's leftover is stopped)
     running_file: Path | None = None
+    ignore_failure: bool = False  # a non-zero exit status is not a failure (hyperfine's -i)
 
 
 @dataclass(frozen=True)
@@ -71,9 +73,16 @@ class TrialRequest:
 def run_step(job: TrialJob, step: Step) -> None:
     """Run a setup, reset or teardown step; :class:`StudyError` (with the tail of its
     stderr) when it fails: the study cannot go on without it."""
+    # a setup step may start a server that must outlive it
     res = run_command(
-        list(step.argv), timeout=job.timeout, env=step.env, cwd=job.cwd, shell=job.shell
+        list(step.argv),
+        timeout=job.timeout,
+        env=step.env,
+        cwd=job.cwd,
+        shell=job.shell,
+        keep_descendants=True,
     )
+    res.close()
     if res.status != "ok":
         tail = res.stderr.decode(errors="replace").strip()[-500:]
         raise StudyError(
@@ -103,9 +112,11 @@ def run_trial(
         resources = monitor.stop().series if monitor is not None else {}
         if job.running_file is not None:
             clear_running(job.running_file)
+    # with ignore_failure a non-zero exit is still measured (its readings are read)
+    status = "ok" if job.ignore_failure and res.status == "failed" else res.status
     rec = TrialRecord(
         seq=request.seq,
-        status=res.status,
+        status=status,
         run=request.run,
         setting=dict(request.setting),
         argv=list(request.argv),
@@ -122,7 +133,8 @@ def run_trial(
         resources=resources,
         host=platform.node(),
     )
-    if res.status != "ok":
+    if status != "ok":
+        res.close()
         return rec
     try:
         for pi in job.pis:
@@ -134,4 +146,6 @@ def run_trial(
         rec.error = str(exc)
         rec.readings.clear()
         rec.unit_readings.clear()
+    finally:
+        res.close()  # the whole stdout, spooled for the readers
     return rec

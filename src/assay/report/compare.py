@@ -9,11 +9,13 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from assay.report.fit import fitted
 from assay.report.format import format_duration, format_estimate, format_percent
+from assay.report.safe import plain
 from assay.report.terminal import LiveLine, footer_lines
 from assay.studies.compare import variant_rows
 
@@ -77,18 +79,22 @@ def csv_rows(res: CompareResult) -> list[dict[str, Any]]:
 
 
 _VERDICT_STYLE = {
-    "best": "[bold green]best[/]",
-    "separated": "[green]separated[/]",
-    "significant": "[green]significant[/]",
-    "undecided": "[yellow]undecided[/]",
+    "best": "bold green",
+    "separated": "green",
+    "significant": "green",
+    "undecided": "yellow",
 }
+
+
+# the columns a narrow terminal leaves out, least important first
+COMPARE_DROP_ORDER = ("MW p", "Hedges g", "n × subsession", "Welch p", "#")
 
 
 def _table(c: PIComparison, title: str) -> Table:
     arrow = "↓" if c.direction == "lower" else "↑"
-    table = Table(title=Text(title), title_justify="left", show_edge=False)
+    table = Table(title=Text(plain(title)), title_justify="left", show_edge=False)
     table.add_column("#", justify="right")
-    table.add_column("variant")
+    table.add_column("variant", overflow="fold")
     table.add_column(f"{c.name} {arrow} mean ± CI", justify="right")
     table.add_column("n × subsession", justify="right")
     table.add_column("vs best [CI]", justify="right")
@@ -112,7 +118,7 @@ def _table(c: PIComparison, title: str) -> Table:
         g = row.get("vs_previous_hedges_g")
         table.add_row(
             str(row["rank"]),
-            Text(row["variant"]),  # a name is text, never markup
+            Text(plain(row["variant"])),  # a name is text, never markup
             est,
             nq,
             rel,
@@ -121,17 +127,17 @@ def _table(c: PIComparison, title: str) -> Table:
             if "vs_previous_mann_whitney_p" in row
             else "",
             f"{g:.2f}" if g is not None and math.isfinite(g) else "",
-            _VERDICT_STYLE.get(row["verdict"], row["verdict"]),
+            Text(row["verdict"], style=_VERDICT_STYLE.get(row["verdict"], "")),
         )
     return table
 
 
 def render_comparison(res: CompareResult, console: Console) -> None:
     """The ranked table per PI (the deciding PI first), the decision and the footer."""
-    lines: list[Text | Table] = []
+    lines: list[RenderableType] = []
     for i, c in enumerate(res.comparisons):
         title = res.study if i == 0 else f"{res.study}: {c.name} (not deciding)"
-        lines.append(_table(c, title))
+        lines.extend(fitted(_table(c, title), console, COMPARE_DROP_ORDER, label="variant"))
         conf = f"{c.ranking.confidence:.0%}"
         lines.append(
             Text(

@@ -13,11 +13,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from assay.report.fit import fitted
 from assay.report.format import format_estimate
+from assay.report.safe import plain
 from assay.report.terminal import LiveLine
 from assay.stats.importance import KnobImportance, PIRanking, ValidationRow
 
@@ -74,7 +76,9 @@ def importance_cells(k: KnobImportance, *, unsafe: bool = False) -> list[str]:
 
 def _ranking_table(r: PIRanking, unsafe: set[str], title: str, limit: int | None) -> Table:
     arrow = "↑" if r.direction == "higher" else "↓"
-    table = Table(title=f"{title}: {r.pi} {arrow}", title_justify="left", show_edge=False)
+    table = Table(
+        title=Text(plain(f"{title}: {r.pi} {arrow}")), title_justify="left", show_edge=False
+    )
     for name, just in (
         ("#", "right"),
         ("knob", "left"),
@@ -89,7 +93,7 @@ def _ranking_table(r: PIRanking, unsafe: set[str], title: str, limit: int | None
     for k in r.knobs[: limit or len(r.knobs)]:
         cells = importance_cells(k, unsafe=k.knob in unsafe)
         style = "bold" if k.knob in top else None
-        table.add_row(*cells, style=style)
+        table.add_row(*(Text(plain(c)) for c in cells), style=style)  # names are never markup
     return table
 
 
@@ -233,9 +237,10 @@ def render_knobs(
     """Every ranking (impurity and permutation importance side by side), the top-k R²
     curve, the stability table, the validation result and the tuner's result."""
     unsafe = {k.name for k in analysis.space.knobs if k.unsafe}
-    lines: list[Text | Table] = []
+    lines: list[RenderableType] = []
     for r in analysis.rankings:
-        lines.append(_ranking_table(r, unsafe, title, limit))
+        ranking = _ranking_table(r, unsafe, title, limit)
+        lines.extend(fitted(ranking, console, ("distinct", "rank", "rank"), label="knob"))
         top = ", ".join(f"{n} ⚠" if n in unsafe else n for n in r.top)
         lines.append(Text(f"top {r.top_k} by {r.by} importance: {top}", style="bold"))
         if r.disagreement:
@@ -346,11 +351,12 @@ def plot_importance(analysis: KnobAnalysis, path: str | Path, *, limit: int = 15
             label="permutation (share of total ΔR²)",
         )
         ax.set_yticks(list(ys))
-        ax.set_yticklabels(
-            [f"{k.knob} ⚠" if analysis.space[k.knob].unsafe else k.knob for k in shown]
+        ax.set_yticklabels(  # names are literal text, never TeX ($...$)
+            [f"{k.knob} ⚠" if analysis.space[k.knob].unsafe else k.knob for k in shown],
+            parse_math=False,
         )
         ax.set_xlabel("relative importance")
-        ax.set_title(f"{r.pi} (n={r.n_samples}, OOB R²={_num(r.r2_oob, 2)})")
+        ax.set_title(f"{r.pi} (n={r.n_samples}, OOB R²={_num(r.r2_oob, 2)})", parse_math=False)
         ax.legend(loc="lower right", fontsize="small")
     fig.tight_layout()
     fig.savefig(out)

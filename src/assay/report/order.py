@@ -12,13 +12,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from assay.report.compare import format_p
 from assay.report.export import rows_to_csv
+from assay.report.fit import fitted
 from assay.report.format import _decimals, _scale_time, format_duration
+from assay.report.safe import plain
 from assay.report.terminal import LiveLine, footer_lines
 from assay.stats.order import ORDER_COLUMNS, MedianCI
 from assay.studies.order import method_text, order_row
@@ -99,13 +101,17 @@ def format_median(ci: MedianCI, unit: str) -> str:
     return f"{med} [{ci.low / scale:.{d}f}, {ci.high / scale:.{d}f}]"
 
 
+# the columns a narrow terminal leaves out, least important first
+ORDER_DROP_ORDER = ("drift ρ (p)", "MWU p", "n (f/r)", "Δ% means")
+
+
 def _table(res: OrderResult) -> Table:
     a = res.analysis
     arrow = "↓" if res.direction == "lower" else "↑"
     conf = f"{a.confidence:.0%}"
     title = f"{res.study}: {res.pi} {arrow}" + (f" ({res.unit})" if res.unit else "")
-    table = Table(title=title, title_justify="left", show_edge=False)
-    table.add_column("test", no_wrap=True)
+    table = Table(title=Text(plain(title)), title_justify="left", show_edge=False)
+    table.add_column("test")
     table.add_column("n (f/r)", justify="right", no_wrap=True)
     table.add_column(f"fixed median [{conf} CI]", justify="right", no_wrap=True)
     table.add_column(f"random median [{conf} CI]", justify="right", no_wrap=True)
@@ -119,12 +125,22 @@ def _table(res: OrderResult) -> Table:
         d = r.drift_random
         drift = "n/a" if not math.isfinite(d.rho) else f"{d.rho:+.2f} ({format_p(d.p_value)})"
         if c is None:
-            table.add_row(r.test, "", "", "", "", "", "", drift, "[yellow]not tested[/]")
+            table.add_row(
+                Text(plain(r.test)),
+                "",
+                "",
+                "",
+                "",
+                "",
+                "",
+                drift,
+                Text("not tested", style="yellow"),
+            )
             continue
         delta = f"{c.delta_percent:+.1f}%" if math.isfinite(c.delta_percent) else "n/a"
-        verdict = "[bold red]matters[/]" if r.significant else "[green]same[/]"
+        verdict = Text("matters", "bold red") if r.significant else Text("same", "green")
         table.add_row(
-            r.test,
+            Text(plain(r.test)),
             f"{c.n_fixed}/{c.n_random}",
             format_median(c.median_fixed, res.unit),
             format_median(c.median_random, res.unit),
@@ -162,7 +178,9 @@ def schedule_text(res: OrderResult) -> str:
 def render_order(res: OrderResult, console: Console) -> None:
     """The per-test table, the method, the verdict, drift, the schedule and the footer."""
     a = res.analysis
-    lines: list[Text | Table] = [_table(res), Text(f"method: {method_text(res)}", style="dim")]
+    table = _table(res)
+    lines: list[RenderableType] = fitted(table, console, ORDER_DROP_ORDER, label="test")
+    lines.append(Text(f"method: {method_text(res)}", style="dim"))
     lines.append(Text(a.verdict(), style="bold red" if a.order_matters else "bold green"))
     drift = a.drift_line()
     if drift:
@@ -209,7 +227,7 @@ def plot_order(res: OrderResult, path: str | Path) -> None:
         ax.set_xlim(-0.6, 1.6)
         ax.set_xticks([0, 1], ["fixed", "random"])
         if c is None:
-            ax.set_title(f"{r.test}\n(not tested)", fontsize=9)
+            ax.set_title(f"{r.test}\n(not tested)", fontsize=9, parse_math=False)
             continue
         for x, ci, color in ((0, c.median_fixed, "tab:blue"), (1, c.median_random, "tab:orange")):
             if ci.available:
@@ -218,12 +236,14 @@ def plot_order(res: OrderResult, path: str | Path) -> None:
             else:
                 ax.plot([x], [ci.median], "o", color=color, mfc="none")
         flag = "order matters" if r.significant else "same"
-        ax.set_title(f"{r.test}\n{flag}, p = {format_p(r.p_value)}", fontsize=9)
+        # names are literal text, never TeX ($...$)
+        ax.set_title(f"{r.test}\n{flag}, p = {format_p(r.p_value)}", fontsize=9, parse_math=False)
         ax.tick_params(labelsize=8)
     for ax in list(axes.flat)[len(results) :]:
         ax.axis("off")
-    axes[0][0].set_ylabel(f"{res.pi}{unit}", fontsize=9)
-    fig.suptitle(f"{res.study}: medians with {conf} order-statistic CIs", fontsize=10)
+    axes[0][0].set_ylabel(f"{res.pi}{unit}", fontsize=9, parse_math=False)
+    title = f"{res.study}: medians with {conf} order-statistic CIs"
+    fig.suptitle(title, fontsize=10, parse_math=False)
     fig.tight_layout()
     fig.savefig(out, format=fmt, dpi=120)
     plt.close(fig)

@@ -7,14 +7,16 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Self
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
 from assay.execute.executor import ExecutorStatus
 from assay.execute.overhead import LaunchOverhead
+from assay.report.fit import fitted
 from assay.report.format import format_duration, format_estimate, format_percent
+from assay.report.safe import plain
 from assay.studies.run import Progress, StudyResult
 
 
@@ -56,6 +58,7 @@ class LiveLine:
         status = self.status() if self.status is not None else None
         if status is not None:
             line = f"{line} · {status_text(status)}"
+        line = plain(line)  # names and hosts come from outside
         if self.live is not None:
             self.live.update(Text(line))
         elif time.monotonic() - self.last_plain >= 10 or final:
@@ -90,7 +93,7 @@ class ProgressView(LiveLine):
 
 def render_result(res: StudyResult, console: Console) -> None:
     """The final summary a reader can trust: every number with its CI, n and method."""
-    table = Table(title=f"{res.study}", title_justify="left", show_edge=False)
+    table = Table(title=Text(plain(res.study)), title_justify="left", show_edge=False)
     table.add_column("PI")
     table.add_column("mean ± CI half-width", justify="right")
     table.add_column("CI", justify="right")
@@ -100,14 +103,15 @@ def render_result(res: StudyResult, console: Console) -> None:
     for r in res.results:
         better = "↓" if r.direction == "lower" else "↑"
         table.add_row(
-            f"{r.name} {better}",
-            format_estimate(r.mean, r.half_width, r.unit),
+            Text(plain(f"{r.name} {better}")),
+            Text(plain(format_estimate(r.mean, r.half_width, r.unit))),
             f"{format_percent(r.relative_half_width)} @ {r.confidence:.0%}",
             f"{r.n_samples} × {r.subsession_size}" if r.subsession_size else str(r.n_samples),
             str(r.warmup_removed),
-            "[green]yes[/]" if r.met else "[yellow]no[/]",
+            Text("yes", "green") if r.met else Text("no", "yellow"),
         )
-    lines: list[Text | Table] = [table]
+    drop = ("warm-up removed", "met", "n (subsession)")
+    lines: list[RenderableType] = fitted(table, console, drop, label="PI")
     methods = sorted({f"{r.name}: {r.method}" for r in res.results})
     lines.append(Text("method: " + "; ".join(methods), style="dim"))
     by = ", ".join(f"{n} {s}" for s, n in sorted(res.trials_by_status.items()))
@@ -232,17 +236,28 @@ def footer_lines(
     if over:
         lines.append(Text("overhead: " + "; ".join(over), style="dim"))
     for w in warnings:
-        lines.append(Text(f"warning: {w}", style="yellow"))
+        lines.append(Text(plain(f"warning: {w}"), style="yellow"))
+    shown_tails: set[tuple[str, ...]] = set()
     for f in failures[:5]:
         setting = f.get("setting") or {}
         where = (
             f" ({setting['variant']}, cycle {setting.get('cycle')})" if "variant" in setting else ""
         )
-        lines.append(Text(f"trial {f['seq']}{where}: {f['status']}: {f['error']}", style="red"))
+        line = f"trial {f['seq']}{where}: {f['status']}: {f['error']}"
+        lines.append(Text(plain(line), style="red"))
+        # why it failed: the end of what the command said, once for each different ending
+        tails = tuple(
+            f"    {name}: {plain(tail)}"
+            for name in ("stderr", "stdout")
+            for tail in f.get(f"{name}_tail") or []
+        )
+        if tails not in shown_tails:
+            shown_tails.add(tails)
+            lines.extend(Text(t, style="dim") for t in tails)
     if len(failures) > 5:
         lines.append(
             Text(f"… and {len(failures) - 5} more failed trials (see --json)", style="red")
         )
     if store:
-        lines.append(Text(f"store: {store}", style="dim"))
+        lines.append(Text(plain(f"store: {store}"), style="dim"))
     return lines

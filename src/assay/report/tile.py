@@ -32,6 +32,9 @@ from assay.values import short as _fmt
 
 __all__ = ["TileLayout", "draw_tiles", "tile_layout", "tile_plot"]
 
+#: Every text of the plot is literal: a value or name like ``$\foo$`` is not TeX to parse.
+_LITERAL: dict[str, Any] = {"parse_math": False}
+
 #: Blank cells between neighbouring tiles, and between neighbouring super-tiles.
 TILE_GAP = 1
 SUPER_GAP = 2
@@ -245,7 +248,8 @@ def draw_tiles(
         interpolation="nearest", extent=(-0.5, width - 0.5, -0.5, height - 0.5),
     )  # fmt: skip
     label = layout.metric + (f" ({unit})" if unit else "")
-    fig.colorbar(image, ax=ax, label=label, shrink=0.8)
+    bar = fig.colorbar(image, ax=ax, shrink=0.8)
+    bar.set_label(label, **_LITERAL)
     for key in layout.tiles:
         r, c, h, w = layout.tile_rect(key)
         ax.add_patch(
@@ -257,11 +261,13 @@ def draw_tiles(
     tiles_y = sorted({r for r, _ in layout.tiles.values()})
     small = 7 if max(len(xs) * len(tiles_x), len(ys) * len(tiles_y)) <= 60 else 5
     ax.set_xticks([c + i for c in tiles_x for i in range(len(xs))])
-    ax.set_xticklabels([_fmt(v) for _ in tiles_x for v in xs], fontsize=small, rotation=90)
+    ax.set_xticklabels(
+        [_fmt(v) for _ in tiles_x for v in xs], fontsize=small, rotation=90, **_LITERAL
+    )
     ax.set_yticks([r + i for r in tiles_y for i in range(len(ys))])
-    ax.set_yticklabels([_fmt(v) for _ in tiles_y for v in ys], fontsize=small)
-    ax.set_xlabel(_axis_label(layout.x_params))
-    ax.set_ylabel(_axis_label(layout.y_params))
+    ax.set_yticklabels([_fmt(v) for _ in tiles_y for v in ys], fontsize=small, **_LITERAL)
+    ax.set_xlabel(_axis_label(layout.x_params), **_LITERAL)
+    ax.set_ylabel(_axis_label(layout.y_params), **_LITERAL)
     ax.tick_params(length=2)
     for side in ("top", "right", "bottom", "left"):
         ax.spines[side].set_visible(False)
@@ -269,7 +275,7 @@ def draw_tiles(
     ax.set_xlim(-0.5, width - 0.5)
     ax.set_ylim(-0.5, height - 0.5)
     if title:
-        fig.suptitle(title)
+        fig.suptitle(title, **_LITERAL)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, format=fmt, dpi=120)
     return out
@@ -292,7 +298,7 @@ def _outer_labels(ax: Any, layout: TileLayout, height: int, width: int) -> None:
                     x = base + i * layout.col_stride[level] + span / 2 - 0.5
                     ax.text(
                         x, height - 0.5 + 0.4 + 1.1 * (level - 1), f"{p}={_fmt(v)}",
-                        ha="center", va="bottom", fontsize=7, clip_on=False,
+                        ha="center", va="bottom", fontsize=7, clip_on=False, **_LITERAL,
                     )  # fmt: skip
         if level < len(layout.y_params):
             p = layout.y_params[level]
@@ -304,6 +310,7 @@ def _outer_labels(ax: Any, layout: TileLayout, height: int, width: int) -> None:
                     ax.text(
                         width - 0.5 + 0.4 + 2.2 * (level - 1), y, f"{p}={_fmt(v)}",
                         ha="left", va="center", fontsize=7, rotation=270, clip_on=False,
+                        **_LITERAL,
                     )  # fmt: skip
 
 

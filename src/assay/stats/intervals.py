@@ -17,7 +17,18 @@ from scipy import stats
 
 from assay.stats._arrays import finite_1d as _finite_1d
 
-__all__ = ["MeanCI", "harmonic_t_interval", "required_sample_size", "t_interval"]
+__all__ = [
+    "UNREACHABLE_SAMPLE_SIZE",
+    "MeanCI",
+    "harmonic_t_interval",
+    "required_sample_size",
+    "t_interval",
+]
+
+#: What :func:`required_sample_size` answers for a width no study can reach (an
+#: infinite std, or more samples than this): a count, so that callers that plan
+#: rounds with it keep working, and more than any study will ever take.
+UNREACHABLE_SAMPLE_SIZE = 2**62
 
 
 @dataclass(frozen=True)
@@ -131,6 +142,29 @@ def residual_autocorrelation_factor(r1: float) -> float:
     return math.sqrt((1.0 + r) / (1.0 - r))
 
 
+def _ldexp(m: float, e: int) -> float:
+    """``m * 2**e``, ``±inf`` where that is beyond float's range."""
+    try:
+        return math.ldexp(m, e)
+    except OverflowError:
+        return math.copysign(math.inf, m)
+
+
+def _mean_std(x: np.ndarray) -> tuple[float, float]:
+    """Mean and sample std (``ddof=1``) of finite ``x``, free of spurious overflow.
+
+    The samples are scaled by a power of two so their largest magnitude is below 1:
+    exact, so ordinary samples give the very numbers ``np.mean`` and ``np.std`` give,
+    while readings of 1e200 (whose squares overflow) or 1e-300 (whose squared
+    deviations underflow to a zero std) keep a true std.  The std is ``inf`` only
+    where it is beyond float's range itself.
+    """
+    top = float(np.max(np.abs(x)))
+    e = math.frexp(top)[1] if top > 0.0 else 0
+    y = np.ldexp(x, -e)
+    return _ldexp(float(np.mean(y)), e), _ldexp(float(np.std(y, ddof=1)), e)
+
+
 def t_interval(samples: ArrayLike, confidence: float = 0.95) -> MeanCI:
     """Student-t confidence interval for the mean of i.i.d. samples.
 
@@ -145,7 +179,9 @@ def t_interval(samples: ArrayLike, confidence: float = 0.95) -> MeanCI:
     -------
     MeanCI
         ``mean ± t_{(1+c)/2, n-1} * s / sqrt(n)``; with a single sample the
-        half-width is ``inf`` and the std ``nan``.
+        half-width is ``inf`` and the std ``nan``.  Samples so spread that their
+        std is beyond float's range (``±1e308``) give no valid interval either:
+        half-width ``inf``, std ``nan``, rather than an error.
 
     Raises
     ------
@@ -164,10 +200,11 @@ def t_interval(samples: ArrayLike, confidence: float = 0.95) -> MeanCI:
     n = int(x.size)
     if n == 0:
         raise ValueError("t_interval needs at least one sample, got an empty array")
-    mean = float(np.mean(x))
     if n < 2:
+        return MeanCI(mean=float(x[0]), half_width=math.inf, n=n, std=math.nan, confidence=c)
+    mean, std = _mean_std(x)
+    if not math.isfinite(std):  # no valid interval: callers see an unmet, infinite width
         return MeanCI(mean=mean, half_width=math.inf, n=n, std=math.nan, confidence=c)
-    std = float(np.std(x, ddof=1))
     half = _t_quantile(c, n - 1) * std / math.sqrt(n)
     return MeanCI(mean=mean, half_width=half, n=n, std=std, confidence=c)
 
@@ -264,7 +301,9 @@ def required_sample_size(
     Returns
     -------
     int
-        The required number of (independent) samples, at least 2.
+        The required number of (independent) samples, at least 2;
+        :data:`UNREACHABLE_SAMPLE_SIZE` when the std is ``inf`` (readings so
+        spread that it overflowed) or the answer would be larger still.
 
     Raises
     ------
@@ -276,13 +315,15 @@ def required_sample_size(
     --------
     >>> required_sample_size(std=1.0, mean=10.0, relative_half_width=0.05)
     18
+    >>> required_sample_size(std=1e300, mean=1e-300, relative_half_width=0.05) == 2**62
+    True
     """
     c = _check_confidence(confidence)
     std = float(std)
     mean = float(mean)
     rel = float(relative_half_width)
-    if not (math.isfinite(std) and std >= 0.0):
-        raise ValueError(f"std must be finite and >= 0, got {std!r}")
+    if not std >= 0.0:  # NaN included
+        raise ValueError(f"std must be >= 0, got {std!r}")
     if not math.isfinite(mean):
         raise ValueError(f"mean must be finite, got {mean!r}")
     if not (math.isfinite(rel) and rel > 0.0):
@@ -292,14 +333,17 @@ def required_sample_size(
     target = rel * abs(mean)
     if target == 0.0:
         raise ValueError("mean must be non-zero: a relative half-width of a zero mean is undefined")
+    if std == math.inf:
+        return UNREACHABLE_SAMPLE_SIZE
 
     def ok(n: int) -> bool:
         return _t_quantile(c, n - 1) * std / math.sqrt(n) <= target
 
     z = float(stats.norm.ppf((1.0 + c) / 2.0))
-    n_normal = (z * std / target) ** 2
-    if not math.isfinite(n_normal) or n_normal > 1e300:
-        raise ValueError("required sample size is too large to represent")
+    ratio = z * std / target  # inf when std / target overflows
+    if not ratio < math.sqrt(UNREACHABLE_SAMPLE_SIZE):
+        return UNREACHABLE_SAMPLE_SIZE
+    n_normal = ratio**2
     # Every n < n_normal fails (t quantile > z quantile), so start there.
     lo = max(1, math.floor(n_normal))  # invariant: ok(lo) is False or lo == 1
     hi = max(2, lo)

@@ -95,12 +95,31 @@ def execution_dict(res: Executed) -> dict[str, Any]:
 
 
 def trial_failures(trials: list[TrialRecord]) -> list[dict[str, Any]]:
-    """The failed trials, as reports list them."""
+    """The failed trials, as reports list them, with what explains each: the last lines
+    of stderr of a failed command, the end of the output a reader searched in vain."""
     return [
-        {"seq": t.seq, "status": t.status, "error": t.error, "setting": t.setting}
+        {
+            "seq": t.seq,
+            "status": t.status,
+            "error": t.error,
+            "setting": t.setting,
+            "stderr_tail": last_lines(t.stderr),
+            "stdout_tail": last_lines(t.stdout) if t.status == "parse_error" else [],
+        }
         for t in trials
         if not t.ok
     ]
+
+
+def last_lines(output: bytes, lines: int = 3, width: int = 200) -> list[str]:
+    """The last non-blank ``lines`` of ``output``, each cut to ``width`` characters.
+
+    >>> last_lines(b"a\\n\\nfatal: config not found\\n")
+    ['a', 'fatal: config not found']
+    """
+    text = output[-8192:].decode("utf-8", "replace")
+    kept = [line.rstrip() for line in text.splitlines() if line.strip()][-lines:]
+    return [line if len(line) <= width else line[: width - 1] + "…" for line in kept]
 
 
 def bookkeeping_per_trial(trials: list[TrialRecord]) -> float | None:
@@ -202,6 +221,8 @@ class Study:
             executor if executor is not None else LocalExecutor(monitor=monitor)
         )
         self.cwd = self._cwd()
+        # called with each trial as it is stored (e.g. to show its output)
+        self.on_trial: Callable[[TrialRecord], None] | None = None
 
     def _cwd(self) -> str | None:
         cwd = self.spec.benchmark.cwd
@@ -237,6 +258,7 @@ class Study:
             cwd=self.cwd,
             reset=self._step(b.reset, "reset"),
             running_file=self.running_file,
+            ignore_failure=b.ignore_failure,
         )
 
     @property
@@ -323,6 +345,8 @@ class Study:
                 for record in records:
                     st.store.add_trial(st.study_id, record, st.session)
                     st.trials.append(record)
+                    if self.on_trial is not None:
+                        self.on_trial(record)
                     yield record
         finally:
             # trials on a cluster end in any order: keep the store's order (run, seq)

@@ -1,0 +1,76 @@
+"""Exit statuses: what a script or CI job can tell from ``$?`` alone.
+
+0 means the study did what was asked; a study that ran but fell short says how with its
+own status, so ``assay run -- ./bench || …`` catches a benchmark that never worked.
+Status 1 is left to Python's own crashes (and, later, to a regression gate).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+OK = 0
+USAGE = 2  # a usage error or a bad study file: the message names the file and field
+STUDY = 3  # the store or the study cannot go on (locked, changed, disk full, ...)
+NO_RESULT = 4  # nothing valid was measured: every trial failed, or too many did
+SHORT = 5  # the budget (or the data given) ran out before the target was reached
+INTERRUPTED = 130  # Ctrl-C / SIGTERM: the finished trials are kept
+
+HELP = """
+\b
+Exit status:
+  0    done: the target was reached (or every planned trial measured)
+  2    usage error or bad study file     3  the store or study cannot go on
+  4    no valid result (every trial failed, or too many: the report says why)
+  5    the budget ran out before the target (CI width, decision, R²)
+  130  interrupted (Ctrl-C, SIGTERM); run the same command again to resume
+"""
+
+
+def _ok_trials(by_status: Mapping[str, int]) -> int:
+    return int(by_status.get("ok", 0))
+
+
+def run_status(result: Any) -> int:
+    """``assay run``: every CI within its width, or why not."""
+    if _ok_trials(result.trials_by_status) == 0 or result.decision.reason.startswith(
+        "stopped early"
+    ):
+        return NO_RESULT
+    if not any(math.isfinite(r.mean) for r in result.results):
+        return NO_RESULT
+    return OK if result.decision.target_met else SHORT
+
+
+def compare_status(result: Any) -> int:
+    """``assay compare``: a decided ranking, or why not."""
+    if result.decision.reason.startswith("stopped early"):
+        return NO_RESULT
+    if _ok_trials(result.trials_by_status) == 0 and not result.sources:
+        return NO_RESULT
+    failed: dict[str, int] = {}
+    for f in result.failures:
+        variant = str((f.get("setting") or {}).get("variant", ""))
+        failed[variant] = failed.get(variant, 0) + 1
+    if result.cycles and any(n >= result.cycles for v, n in failed.items() if v):
+        return NO_RESULT  # a variant without one valid trial: nothing to rank it by
+    return OK if getattr(result.decision, "decided", False) else SHORT
+
+
+def order_status(result: Any) -> int:
+    """``assay order``: every planned run measured and analysed."""
+    return NO_RESULT if len(result.table) == 0 else OK
+
+
+def sweep_status(result: Any) -> int:
+    """``assay sweep``: the R² target met, or the whole space measured."""
+    if len(result.measured) == 0 or not result.steps:
+        return NO_RESULT
+    return OK if result.steps[-1].reason in ("r2", "exhausted") else SHORT
+
+
+def knobs_status(result: Any) -> int:
+    """``assay knobs``: a ranking was made (it raises when too few samples are valid)."""
+    return OK

@@ -1,0 +1,88 @@
+"""``--help`` with the options grouped by what they are for, as long option lists read
+better in sections (measurement, budget, output, store, cluster)."""
+
+from __future__ import annotations
+
+import click
+
+SECTIONS = ("Measurement", "Stopping rule and budget", "Output", "Store", "Where trials run")
+SECTION_OF = {
+    **dict.fromkeys(
+        (
+            "shell",
+            "timeout",
+            "prepare",
+            "ignore_failure",
+            "show_output",
+            "warmup",
+            "under_test",
+            "no_overhead",
+            "no_monitor",
+            "pi",
+            "seed",
+            "fixed_order",
+            "runs",
+            "repetitions",
+            "sampler",
+            "model",
+            "log",
+            "samples",
+            "trees",
+            "top",
+            "objective",
+            "rank_by",
+            "metrics",
+            "knob_columns",
+            "unsafe",
+            "tune",
+            "allow_unsafe",
+            "jobs",
+            "from_file",
+            "from_files",
+            "from_csv",
+            "params",
+            "metric",
+            "unit",
+            "lower_is_better",
+            "against",
+        ),
+        "Measurement",
+    ),
+    **dict.fromkeys(
+        (
+            "ci_width",
+            "confidence",
+            "max_rounds",
+            "max_time",
+            "min_samples",
+            "alpha",
+            "require_ci_width",
+            "start",
+            "step",
+            "r2",
+            "max_settings",
+        ),
+        "Stopping rule and budget",
+    ),
+    **dict.fromkeys(
+        ("json_out", "csv_out", "trials_out", "markdown_out", "plot", "quiet"), "Output"
+    ),
+    **dict.fromkeys(("store", "fresh", "name", "study"), "Store"),
+    **dict.fromkeys(("workers", "cluster"), "Where trials run"),
+}
+
+
+class SectionedCommand(click.Command):
+    """A command whose ``--help`` lists its options under :data:`SECTIONS`."""
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        groups: dict[str, list[tuple[str, str]]] = {}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is not None:
+                section = SECTION_OF.get(param.name or "", "Other options")
+                groups.setdefault(section, []).append(record)
+        for title in (*SECTIONS, "Other options"):
+            if title in groups:
+                with formatter.section(title):
+                    formatter.write_dl(groups[title])

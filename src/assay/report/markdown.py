@@ -1,0 +1,79 @@
+"""Markdown tables of results (``--export-markdown``), for a README, a PR comment or
+``$GITHUB_STEP_SUMMARY``: every estimate with its CI, as in the terminal.
+
+>>> print(markdown_table(["a", "b"], [["x|y", "1"]]), end="")
+| a | b |
+|---|---|
+| x\\|y | 1 |
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from assay.report.format import format_estimate, format_percent
+from assay.report.safe import plain
+
+
+def _cell(value: object) -> str:
+    # a cell is one line; '|' would end it; HTML in a benchmark's name stays text
+    text = plain(str(value)).replace("\n", " ").replace("\\", "\\\\").replace("|", "\\|")
+    return text.replace("<", "&lt;").replace(">", "&gt;")
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    lines = ["| " + " | ".join(_cell(h) for h in header) + " |"]
+    lines.append("|" + "|".join("---" for _ in header) + "|")
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _estimate(row: Mapping[str, Any]) -> str:
+    return format_estimate(row["mean"], row["half_width"], row.get("unit", ""))
+
+
+def run_markdown(study: str, pis: Sequence[Mapping[str, Any]]) -> str:
+    """``assay run``: one row per PI."""
+    rows = [
+        [
+            p["name"],
+            _estimate(p),
+            format_percent(p["relative_half_width"]),
+            f"{p['confidence']:.0%}",
+            p["n_samples"],
+            p["method"],
+        ]
+        for p in pis
+    ]
+    header = ["PI", "mean ± CI half-width", "relative", "confidence", "n", "method"]
+    return f"### {_cell(study)}\n\n" + markdown_table(header, rows)
+
+
+def compare_markdown(study: str, reason: str, rows: Sequence[Mapping[str, Any]]) -> str:
+    """``assay compare``: one row per variant and PI, best first."""
+
+    def relative(r: Mapping[str, Any]) -> str:
+        x = r.get("relative_to_best")
+        if x is None or not math.isfinite(x) or r.get("rank") == 1:
+            return "best" if r.get("rank") == 1 else "n/a"
+        low, high = r.get("relative_to_best_low"), r.get("relative_to_best_high")
+        finite = all(isinstance(b, float) and math.isfinite(b) for b in (low, high))
+        ci = f" ({low:+.1%} … {high:+.1%})" if finite else ""
+        return f"{x:+.1%}{ci}"
+
+    table = [
+        [
+            r["pi"],
+            r["rank"],
+            r["variant"],
+            _estimate(r) if r.get("mean") is not None else "n/a",
+            relative(r),
+            r.get("n_samples", ""),
+            r.get("verdict", ""),
+        ]
+        for r in rows
+    ]
+    header = ["PI", "rank", "variant", "mean ± CI half-width", "vs best (CI)", "n", "verdict"]
+    return f"### {_cell(study)}\n\n{_cell(reason)}\n\n" + markdown_table(header, table)

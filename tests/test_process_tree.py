@@ -1,0 +1,400 @@
+"""Issue #13, items 5 and 11: a trial's process tree ends with the trial, and its output
+is streamed.
+
+Every benchmark here runs ``sleep`` with a unique duration (``300.<random>``): a
+process that survived is found by that argv in /proc, whatever session, group or
+environment it ended up in.  Each test runs with both ways of holding the tree: a
+cgroup v2 (skipped where none is writable) and the subreaper + /proc scan fallback.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from assay.execute import output, proctree
+from assay.execute.command import run_command
+from assay.execute.readers import read_reading, read_unit_readings
+from assay.spec import PISpec, UnitsSpec
+from assay.store import OUTPUT_CAP
+
+
+def _cgroup_available() -> bool:
+    saved = os.environ.pop("ASSAY_PROCESS_TREE", None)
+    try:
+        return proctree._find_base() is not None
+    finally:
+        if saved is not None:
+            os.environ["ASSAY_PROCESS_TREE"] = saved
+
+
+MECHANISMS = [
+    pytest.param(
+        "cgroup",
+        marks=pytest.mark.skipif(not _cgroup_available(), reason="no writable cgroup v2"),
+    ),
+    "scan",
+]
+
+
+@pytest.fixture(params=MECHANISMS)
+def mechanism(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    if request.param == "scan":
+        monkeypatch.setenv("ASSAY_PROCESS_TREE", "scan")
+    else:
+        monkeypatch.delenv("ASSAY_PROCESS_TREE", raising=False)
+    monkeypatch.setattr(proctree, "_base", {})  # found again under this setting
+    yield request.param
+
+
+@pytest.fixture
+def tag() -> Iterator[str]:
+    """A unique sleep duration; whatever still runs with it is killed after the test."""
+    t = f"300.{random.randrange(10**8, 10**9)}"
+    yield t
+    for pid in _running(t):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _running(tag: str) -> list[int]:
+    """Live processes (not zombies) with ``tag`` in their argv."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            args = Path(f"/proc/{name}/cmdline").read_bytes().split(b"\0")
+            state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if tag.encode() in args and state not in ("Z", "X"):
+            found.append(int(name))
+    return found
+
+
+def _wait_for(tag: str, n: int = 1, within: float = 10.0) -> None:
+    deadline = time.monotonic() + within
+    while len(_running(tag)) < n:
+        assert time.monotonic() < deadline, f"{n} processes with {tag} never started"
+        time.sleep(0.02)
+
+
+def _none_left(tag: str) -> bool:
+    deadline = time.monotonic() + 2.0  # SIGKILLed processes take a moment to go
+    while _running(tag):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+# the benchmarks of the issue; {t} is the unique sleep
+TIMEOUT_CASES = {
+    # a grandchild in a session of its own, and the leader sleeping
+    "setsid grandchild": "setsid sleep {t} & sleep {t}",
+    # a child that closes stdout and stderr, then sleeps
+    "child closes stdout": "(exec >/dev/null 2>&1; sleep {t}) & sleep {t}",
+    # a grandchild in a new session keeps stdout open; its environment scrubbed too
+    "new session keeps stdout": "setsid env -i sleep {t} & sleep {t}",
+    # a double fork: the grandchild is orphaned while the trial runs
+    "orphaned grandchild": "(setsid sleep {t} &) ; sleep {t}",
+}
+
+
+@pytest.mark.parametrize("case", list(TIMEOUT_CASES))
+def test_a_timeout_bounds_the_trial_and_kills_every_descendant(
+    case: str, mechanism: str, tag: str
+) -> None:
+    script = TIMEOUT_CASES[case].format(t=tag)
+    t0 = time.monotonic()
+    res = run_command(["sh", "-c", script], timeout=1)
+    took = time.monotonic() - t0
+    assert res.status == "timeout", res.error
+    assert took < 5, f"a timeout=1 trial took {took:.1f} s"
+    assert 1 <= res.duration < 5
+    assert _none_left(tag), f"survivors: {_running(tag)}"
+
+
+LEFT_BEHIND = {
+    # the old executor waited for these until the timeout (stdout held open), then left
+    # the setsid one running
+    "setsid keeps stdout": "setsid sleep {t} & echo done",
+    "env scrubbed, new session": "setsid env -i sleep {t} & echo done",
+    # the old executor returned at once and left it running (3 per 3 trials)
+    "closes stdout": "sleep {t} >/dev/null 2>&1 & echo done",
+    "orphaned": "(setsid sleep {t} >/dev/null 2>&1 &) ; echo done",
+}
+
+
+@pytest.mark.parametrize("case", list(LEFT_BEHIND))
+def test_what_a_trial_leaves_running_ends_with_it(case: str, mechanism: str, tag: str) -> None:
+    script = LEFT_BEHIND[case].format(t=tag)
+    t0 = time.monotonic()
+    res = run_command(["sh", "-c", script], timeout=30)
+    assert time.monotonic() - t0 < 5
+    assert res.status == "ok", res.error
+    assert res.stdout == b"done\n"
+    assert res.duration < 5
+    assert _none_left(tag), f"survivors: {_running(tag)}"
+
+
+def test_a_setup_step_may_leave_a_server_running(mechanism: str, tag: str) -> None:
+    """``keep_descendants`` (setup, reset): a daemon that left the step's pipes lives on;
+    at the timeout it is killed with the rest."""
+    res = run_command(
+        ["sh", "-c", f"setsid sleep {tag} >/dev/null 2>&1 & echo up"],
+        timeout=30,
+        keep_descendants=True,
+    )
+    assert res.status == "ok" and res.stdout == b"up\n"
+    assert len(_running(tag)) == 1
+    tag2 = tag + "1"
+    try:
+        res = run_command(
+            ["sh", "-c", f"setsid sleep {tag2} & echo up"], timeout=1, keep_descendants=True
+        )
+        assert res.status == "timeout"  # it kept the step's stdout open past the timeout
+        assert _none_left(tag2)
+    finally:
+        for pid in _running(tag2):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_the_mechanism_is_the_one_asked_for(mechanism: str) -> None:
+    tree = proctree.ProcessTree(proctree.new_marker())
+    try:
+        assert tree.mechanism == mechanism
+    finally:
+        tree.close()
+
+
+def test_no_cgroup_is_left_behind(mechanism: str, tag: str) -> None:
+    base = proctree._cgroup_base()
+    run_command(["sh", "-c", f"setsid sleep {tag} & echo x"], timeout=10)
+    run_command(["sh", "-c", f"sleep {tag}"], timeout=0.5)
+    if base is not None:
+        mine = [p for p in base.iterdir() if p.name.startswith(f"assay-{os.getpid()}-")]
+        assert mine == []
+    assert _none_left(tag)
+
+
+def test_interrupting_the_command_kills_its_tree(mechanism: str, tag: str) -> None:
+    """Ctrl-C (and SIGTERM, which assay turns into the same) while a trial runs."""
+    script = f"setsid sleep {tag} & sleep {tag}"
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.5)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_command(["sh", "-c", script], timeout=60)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert _none_left(tag)
+
+
+# --- SIGTERM / SIGHUP to `assay run` -------------------------------------------------
+
+
+def test_sigterm_and_sighup_end_assay_like_ctrl_c() -> None:
+    """They raise KeyboardInterrupt (so every finally-block runs); during a clean-up
+    they wait for its end."""
+    code = (
+        "import os, signal, time\n"
+        "from assay.execute.interrupts import deferred, install\n"
+        "install()\n"
+        "try:\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    time.sleep(5)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted')\n"
+        "order = []\n"
+        "try:\n"
+        "    with deferred():\n"
+        "        os.kill(os.getpid(), signal.SIGHUP)\n"
+        "        time.sleep(0.1)\n"
+        "        order.append('clean-up done')\n"
+        "except KeyboardInterrupt:\n"
+        "    order.append('then interrupted')\n"
+        "print(order)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert res.stdout.splitlines() == ["interrupted", "['clean-up done', 'then interrupted']"]
+
+
+def _study(write_study, tag: str) -> Path:  # type: ignore[no-untyped-def]
+    script = f"setsid sleep {tag} & (exec >/dev/null; sleep {tag}) & sleep {tag}"
+    return write_study(
+        f"""
+[study]
+name = "tree"
+[benchmark]
+command = ["sh", "-c", {json.dumps(script)}]
+timeout = 600
+[stop]
+max_rounds = 1
+"""
+    )
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_sigterm_to_assay_leaves_no_benchmark_and_no_notes(
+    sig: signal.Signals, mechanism: str, tag: str, write_study, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    study = _study(write_study, tag)
+    assay = subprocess.Popen(
+        [sys.executable, "-m", "assay", "run", str(study), "-q", "--no-overhead"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        _wait_for(tag, 3, within=60)
+        notes = [p.name for p in tmp_path.iterdir() if p.suffix in (".lock", ".running")]
+        assert len(notes) == 2, notes  # both exist while the trial runs
+        assay.send_signal(sig)
+        _, err = assay.communicate(timeout=30)
+    finally:
+        if assay.poll() is None:
+            assay.kill()
+            assay.wait()
+    assert assay.returncode == 130, err.decode(errors="replace")
+    assert _none_left(tag), f"survivors: {_running(tag)}"
+    left = [p.name for p in tmp_path.iterdir() if p.suffix in (".lock", ".running")]
+    assert left == []
+
+
+def test_a_resume_stops_the_whole_tree_a_killed_assay_left(
+    mechanism: str, tag: str, write_study, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """SIGKILL cannot be caught: the next session kills what carries the trial's marker,
+    in any session (the old resume killed the leader's group only)."""
+    study = _study(write_study, tag)
+    assay = subprocess.Popen(
+        [sys.executable, "-m", "assay", "run", str(study), "-q", "--no-overhead"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    _wait_for(tag, 3, within=60)
+    assay.kill()
+    assay.wait()
+    assert len(_running(tag)) == 3  # SIGKILL: they outlive assay...
+    from assay.execute.leftovers import stop_leftover
+    from assay.store import study_file
+
+    note = study_file(tmp_path / "study.assay.db", "tree", ".running")
+    assert note.exists()
+    assert stop_leftover(note) is not None
+    assert _none_left(tag), f"survivors: {_running(tag)}"  # ...until the study resumes
+
+
+# --- output: streamed, capped, searched ----------------------------------------------
+
+
+def test_long_output_is_capped_and_read_whole(tmp_path: Path) -> None:
+    """stdout of 20 MB: the result keeps the store's head and tail, the readers find
+    numbers anywhere in it."""
+    script = (
+        "import sys\n"
+        "w = sys.stdout.write\n"
+        "w('first=1.5\\n')\n"
+        "for i in range(200000): w('lat=%d filler filler filler filler filler filler\\n' % i)\n"
+        "w('tps = 123.25\\n')\n"
+    )
+    res = run_command([sys.executable, "-c", script], timeout=60)
+    try:
+        assert res.status == "ok"
+        assert res.output is not None and res.output.size > 10_000_000
+        assert len(res.stdout) <= OUTPUT_CAP
+        assert res.stdout.startswith(b"first=1.5\n") and res.stdout.endswith(b"tps = 123.25\n")
+        cut = int(re.search(rb"\[\.\.\. (\d+) bytes cut by assay", res.stdout).group(1))  # type: ignore[union-attr]
+        assert cut == res.output.size - len(res.stdout) + len(
+            re.search(rb"\n\[\.\.\. \d+ bytes cut by assay \.\.\.\]\n", res.stdout).group(0)  # type: ignore[union-attr]
+        )
+        tps = PISpec(name="tps", source="regex", pattern=r"tps = ([0-9.]+)")
+        assert read_reading(tps, res) == 123.25
+        units = read_unit_readings(UnitsSpec(source="regex", pattern=r"lat=(\d+) "), "x", res)
+        assert units.tolist() == [float(i) for i in range(200000)]
+    finally:
+        res.close()
+
+
+def test_memory_does_not_grow_with_the_output() -> None:
+    """200 MB of stdout, a regex PI read from its last line: the process running the
+    trial stays far below the output's size (the old executor peaked at 620 MiB)."""
+    code = (
+        "from assay.execute.trial import TrialJob, TrialRequest, run_trial\n"
+        "from assay.spec import PISpec\n"
+        "pi = PISpec(name='tps', source='regex', pattern=r'tps = ([0-9.]+)')\n"
+        "script = \"yes 'lat=1.5 filler' | head -c 200000000; echo; echo 'tps = 42.5'\"\n"
+        "rec = run_trial(TrialJob(pis=(pi,), timeout=120), TrialRequest(0, ['sh', '-c', script]))\n"
+        # VmHWM: this process's own peak (ru_maxrss keeps the forking parent's peak
+        # across exec, so a large pytest process would show through)
+        "status = open('/proc/self/status').read().splitlines()\n"
+        "peak = int(next(l.split()[1] for l in status if l.startswith('VmHWM')))\n"
+        "print(rec.status, rec.readings['tps'], peak)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    status, tps, rss_kib = res.stdout.split()
+    assert (status, tps) == ("ok", "42.5"), res.stderr
+    assert int(rss_kib) < 150 * 1024
+
+
+def test_stderr_keeps_its_head_and_tail() -> None:
+    res = run_command(
+        ["sh", "-c", "echo start >&2; head -c 300000 /dev/zero | tr '\\0' x >&2; echo end >&2"],
+        timeout=30,
+    )
+    assert res.status == "ok"
+    assert len(res.stderr) <= OUTPUT_CAP
+    assert res.stderr.startswith(b"start\n") and res.stderr.endswith(b"xxend\n")
+
+
+def test_a_spool_that_cannot_be_written_is_a_read_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from assay.execute import readers
+
+    def full(*_a: object, **_k: object) -> object:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(output, "SPILL", 10)
+    monkeypatch.setattr(output.tempfile, "TemporaryFile", full)
+    res = run_command(["sh", "-c", "echo 'tps = 5'; echo more"], timeout=10)
+    assert res.status == "ok" and res.stdout.startswith(b"tps = 5")  # the head is kept
+    pi = PISpec(name="tps", source="regex", pattern=r"tps = (\d+)")
+    with pytest.raises(readers.ReadError, match="No space left"):
+        read_reading(pi, res)
+
+
+_TOKENS = st.sampled_from(["x=1", "x=22", "x=333", "y", "abc", "\n", " ", "\r\n", "é", "x="])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(_TOKENS, max_size=60), st.sampled_from([r"x=(\d+)", r"^x=(\d+)", r"(\d)$", r"y\s*(a)"])
+)
+def test_windowed_search_finds_what_finditer_finds(tokens: list[str], pattern: str) -> None:
+    """Windows far smaller than a real one (7 characters read, 9 held back) cut through
+    every match somewhere."""
+    text = "".join(tokens)
+    old = (output._CHUNK, output._WINDOW, output._CONTEXT)
+    output._CHUNK, output._WINDOW, output._CONTEXT = 7, 9, 3
+    try:
+        got = [m.group(0, 1) for m in output.iter_matches(pattern, io.StringIO(text))]
+    finally:
+        output._CHUNK, output._WINDOW, output._CONTEXT = old
+    assert got == [m.group(0, 1) for m in re.finditer(pattern, text, re.MULTILINE)]
