@@ -2,7 +2,8 @@
 # Install the programs behind Assay's server and storage targets (Debian/Ubuntu):
 #   postgresql (initdb, pg_ctl, postgres, pgbench), redis-server, redis-tools
 #   (redis-benchmark, redis-cli), fio, and openssh-server (sshd: the SSH-cluster tests
-#   start a private one on a free loopback port). SQLite needs nothing: it is in Python.
+#   start a private one on a free loopback port), and chromium (the HTML report's
+#   browser tests drive it through Playwright). SQLite needs nothing: it is in Python.
 #
 # Idempotent: when every program is already there it does nothing (no apt-get at all).
 # Needs root (or passwordless sudo) only when something is missing.
@@ -21,9 +22,10 @@ command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v redis-benchmark >/dev/null 2>&1 || missing+=(redis-tools)
 command -v fio >/dev/null 2>&1 || missing+=(fio)
 [[ -x /usr/sbin/sshd ]] || missing+=(openssh-server)
+[[ -x /usr/bin/chromium ]] || missing+=(chromium)
 
 if [[ ${#missing[@]} -eq 0 ]]; then
-    echo "install-targets: postgresql, redis, fio and sshd are installed; nothing to do"
+    echo "install-targets: postgresql, redis, fio, sshd and chromium are installed; nothing to do"
     exit 0
 fi
 

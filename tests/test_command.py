@@ -147,6 +147,7 @@ def test_a_resume_never_stops_another_studys_benchmark(
     write_study,
     py: str,
     tmp_path: Path,  # type: ignore[no-untyped-def]
+    sigint: None,
 ) -> None:
     """Issue #13, item 4: a leftover was found by its command line alone, so resuming
     study B killed study A's running trial when both ran the same command."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from pathlib import Path
@@ -307,3 +308,27 @@ def test_variant_spec_validation() -> None:
         assert "bad.toml" in str(e.value) and message in str(e.value), str(e.value)
     with pytest.raises(SpecError, match=r"stop\.alpha"):
         parse_spec_text(base + "[stop]\nalpha = 2\n", "bad.toml")
+
+
+def test_a_resume_mid_cycle_neither_overruns_the_budget_nor_skips_a_decision(
+    tmp_path: Path,
+) -> None:
+    """Kill campaign (issue #13): a study killed in the middle of a cycle ran that cycle
+    and a new one in one batch on resume, so it skipped the decision after the
+    unfinished cycle and, killed in its last cycle, measured one cycle past max_rounds
+    (45 trials for a 14-cycle budget of 3 variants)."""
+    store = tmp_path / "q.db"
+    args = ["--store", str(store), "--no-overhead", "--no-monitor", "-q", "--max-rounds", "3"]
+    args += ["--seed", "1", "--study", "mid", "--", "true", "--", "true"]
+    res = _invoke(args)
+    assert res.exit_code in (0, 5), res.output
+    with contextlib.closing(sqlite3.connect(store)) as db, db:
+        db.execute("PRAGMA foreign_keys=ON")
+        (last,) = db.execute("SELECT id FROM trials ORDER BY seq DESC LIMIT 1").fetchone()
+        db.execute("DELETE FROM readings WHERE trial_id = ?", (last,))
+        db.execute("DELETE FROM trials WHERE id = ?", (last,))  # as if killed mid-cycle 2
+    res = _invoke(args)
+    assert res.exit_code in (0, 5), res.output
+    with contextlib.closing(sqlite3.connect(store)) as db:
+        seqs = [s for (s,) in db.execute("SELECT seq FROM trials ORDER BY seq")]
+    assert seqs == list(range(6))  # cycle 2 finished, no cycle 3

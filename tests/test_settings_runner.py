@@ -76,3 +76,40 @@ def test_pending_trials_treat_equal_numbers_as_one_setting() -> None:
     import numpy as np
 
     assert pending_trials([{"a": np.int64(4)}], 1, [{"a": 4.0, "repetition": 0}]) == []
+
+
+def test_a_resumed_batch_runs_its_missing_trials_in_the_uninterrupted_order(
+    tmp_path: Path,
+) -> None:
+    """Issue #13 kill campaign: the missing trials of a resumed batch were reshuffled with
+    a seed drawn from the progress made, so on a drifting system a resumed sweep measured
+    other settings at each moment than an uninterrupted one and its analysis differed."""
+    settings = [{"a": a, "b": b} for a in (1, 2, 3) for b in ("x", "y")]
+
+    def order(store_dir: Path, stop_after: int | None) -> list[tuple[int, str, int]]:
+        spec = _spec(store_dir)
+
+        def body(s: SettingsSession) -> None:
+            def maybe_stop(p: object) -> None:
+                if stop_after is not None and getattr(p, "done", 0) >= stop_after:
+                    raise KeyboardInterrupt  # as a Ctrl-C between two trials
+
+            s.measure(settings, 2, on_progress=maybe_stop)
+
+        runner = SettingsRunner(spec, spec.store_path(), seed=3, monitor=False)
+        try:
+            runner.session(body)
+        except KeyboardInterrupt:
+            SettingsRunner(spec, spec.store_path(), seed=3, monitor=False).session(
+                lambda s: s.measure(settings, 2)
+            )
+        with Store(spec.store_path()) as store:
+            found = store.find_study("settings")
+            assert found is not None
+            trials = sorted(store.trials(found[0]), key=lambda t: t.seq)
+        return [(t.setting["a"], t.setting["b"], t.setting["repetition"]) for t in trials]
+
+    uninterrupted = order(tmp_path / "a", None)
+    assert len(uninterrupted) == 12
+    for k in (1, 5, 11):
+        assert order(tmp_path / f"k{k}", k) == uninterrupted

@@ -21,6 +21,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import signal
 import sqlite3
 import sys
@@ -287,6 +288,45 @@ class TrialRecord:
         return self.status == "ok"
 
 
+@dataclass(frozen=True)
+class StudyOverview:
+    """One study as :meth:`Store.overview` reads it (times are Unix seconds)."""
+
+    id: int
+    name: str
+    spec: dict[str, Any]  # the study file as stored (Spec.model_dump)
+    created: float
+    trials_by_status: dict[str, int]
+    first_trial: float | None  # the earliest trial's start; None: no trial yet
+    last_trial: float | None  # the latest trial's start
+    sessions: int
+    last_ended: float | None  # when the newest session ended; None: running or killed
+    last_result: dict[str, Any] | None  # what the newest session stored when it ended
+
+
+#: What :meth:`Store.archive_study` puts between a study's name and its archive stamp
+#: (``NAME@archived-YYYYMMDDTHHMMSS-ID``).
+ARCHIVED = "@archived-"
+
+
+def is_archived(name: str) -> bool:
+    """Was the study of this name set aside by ``--fresh`` (:meth:`Store.archive_study`)?
+
+    >>> is_archived("demo@archived-20260101T120000-3"), is_archived("demo")
+    (True, False)
+    """
+    return re.search(re.escape(ARCHIVED) + r"\d{8}T\d{6}-\d+\Z", name) is not None
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    """A stored JSON object; anything else (a store edited by hand) reads as empty."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 def cap_output(data: bytes, cap: int = OUTPUT_CAP) -> bytes:
     """Keep the head and tail of long output, with a marker of what was cut."""
     if len(data) <= cap:
@@ -299,11 +339,18 @@ def cap_output(data: bytes, cap: int = OUTPUT_CAP) -> bytes:
 class Store:
     """A SQLite results store. Use as a context manager."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
+        """Open (creating and migrating) the store at ``path``; with ``read_only`` open
+        an existing store to read it, changing nothing (no schema, no migration), which
+        works beside a study that is running."""
         self.path = Path(path)
         self._locks: dict[str, _StudyLock | None] = {}
+        self.read_only = read_only
         if "\x00" in str(self.path):  # no file has such a name; os calls raise ValueError
             raise StoreError(f"{str(self.path)!r}: a results store's path cannot hold a NUL")
+        if read_only:
+            self._open_read_only()
+            return
         try:
             if str(self.path) != ":memory:":
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -327,6 +374,16 @@ class Store:
             elif not hint and _no_space(folder):  # SQLite says "disk I/O error" then
                 hint = " (the disk is full: free space and run the same command again)"
             raise StoreError(f"{self.path}: cannot open the results store: {exc}{hint}") from None
+
+    def _open_read_only(self) -> None:
+        if not self.path.is_file():
+            raise StoreError(f"{self.path}: no such results store")
+        uri = self.path.resolve().as_uri() + "?mode=ro"
+        try:
+            self._db = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
+            self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: not a results store Assay can read: {exc}") from None
 
     def _add_missing_columns(self) -> None:
         """Columns added since a store was made (its trials keep their default)."""
@@ -440,6 +497,67 @@ class Store:
         self._write("UPDATE studies SET name = ? WHERE id = ?", (new, found[0]), "archive")
         return new
 
+    def overview(self) -> list[StudyOverview]:
+        """Every study of the store with its trial counts, trial times and sessions: what
+        ``assay ls`` lists. Reads only (it works on a store opened ``read_only``)."""
+        with self.reading("list the studies"):
+            studies = self._db.execute(
+                "SELECT id, name, spec_json, created FROM studies ORDER BY id"
+            ).fetchall()
+            counts: dict[int, dict[str, int]] = {}
+            for sid, status, n in self._db.execute(
+                "SELECT study_id, status, COUNT(*) FROM trials GROUP BY study_id, status"
+                " ORDER BY study_id, status"
+            ):
+                counts.setdefault(int(sid), {})[str(status)] = int(n)
+            times = {
+                int(r[0]): (r[1], r[2])
+                for r in self._db.execute(
+                    "SELECT study_id, MIN(started), MAX(started) FROM trials GROUP BY study_id"
+                )
+            }
+            sessions = {
+                int(r[0]): int(r[1])
+                for r in self._db.execute(
+                    "SELECT study_id, COUNT(*) FROM sessions GROUP BY study_id"
+                )
+            }
+            last = {  # the newest session of each study: did it end, and with what result
+                int(r[0]): (r[1], r[2])
+                for r in self._db.execute(
+                    "SELECT study_id, ended, result_json FROM sessions WHERE id IN"
+                    " (SELECT MAX(id) FROM sessions GROUP BY study_id)"
+                )
+            }
+        out = []
+        for sid, name, spec_json, created in studies:
+            ended, result = last.get(int(sid), (None, None))
+            first, latest = times.get(int(sid), (None, None))
+            out.append(
+                StudyOverview(
+                    id=int(sid),
+                    name=str(name),
+                    spec=_json_object(spec_json),
+                    created=float(created),
+                    trials_by_status=counts.get(int(sid), {}),
+                    first_trial=first,
+                    last_trial=latest,
+                    sessions=sessions.get(int(sid), 0),
+                    last_ended=ended,
+                    last_result=None if result is None else _json_object(result),
+                )
+            )
+        return out
+
+    @contextlib.contextmanager
+    def reading(self, what: str) -> Iterator[None]:
+        """Queries (this store's reads) whose sqlite errors become a StoreError naming the
+        store and ``what`` could not be done: a damaged or much older store."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: cannot {what}: {exc}{_hint(exc)}") from None
+
     def study_value(self, study_id: int, key: str) -> Any:
         """A value recorded for the study (e.g. a comparison's seed); ``None`` if absent."""
         row = self._db.execute(
@@ -475,6 +593,35 @@ class Store:
             "SELECT environment_json FROM sessions WHERE study_id = ? ORDER BY id", (study_id,)
         ).fetchall()
         return [json.loads(r[0]) for r in rows]
+
+    def study_names(self) -> list[str]:
+        """Every study's name, oldest first (archived ones included: ``NAME@archived-...``)."""
+        return [str(r[0]) for r in self._db.execute("SELECT name FROM studies ORDER BY id")]
+
+    def study_spec(self, study_id: int) -> dict[str, Any]:
+        """The study file as stored when the study was created (``Spec.model_dump``)."""
+        row = self._db.execute("SELECT spec_json FROM studies WHERE id = ?", (study_id,)).fetchone()
+        return {} if row is None else dict(json.loads(row[0]))
+
+    def study_sessions(self, study_id: int) -> list[dict[str, Any]]:
+        """The study's sessions, oldest first: ``id``, ``started``, ``ended`` (None: it
+        did not end: interrupted, or still running) and ``result`` (its result's JSON)."""
+        rows = self._db.execute(
+            "SELECT id, started, ended, result_json FROM sessions WHERE study_id = ? ORDER BY id",
+            (study_id,),
+        ).fetchall()
+        return [
+            {"id": int(r[0]), "started": r[1], "ended": r[2], "result": json.loads(r[3] or "null")}
+            for r in rows
+        ]
+
+    def trials_by_session(self, study_id: int) -> dict[int | None, int]:
+        """How many of the study's trials each session stored (None: no session)."""
+        rows = self._db.execute(
+            "SELECT session_id, COUNT(*) FROM trials WHERE study_id = ? GROUP BY session_id",
+            (study_id,),
+        ).fetchall()
+        return {None if r[0] is None else int(r[0]): int(r[1]) for r in rows}
 
     # trials ------------------------------------------------------------------
     def next_seq(self, study_id: int, run: int = 0) -> int:

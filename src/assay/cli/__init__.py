@@ -14,9 +14,13 @@ import click
 
 from assay import __version__
 from assay.cli.compare import compare
+from assay.cli.export import export
 from assay.cli.knobs import knobs
+from assay.cli.ls import ls
 from assay.cli.order import order
+from assay.cli.report import report
 from assay.cli.run import run
+from assay.cli.show import show
 from assay.cli.sweep import sweep
 
 __all__ = ["main"]
@@ -44,5 +48,7 @@ def main() -> None:
     """
 
 
-for command in (run, compare, order, sweep, knobs):
+for command in (run, compare, order, sweep, knobs, ls, export):
     main.add_command(command)
+main.add_command(show)
+main.add_command(report)

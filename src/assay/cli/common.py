@@ -274,12 +274,13 @@ def quick_name(kind: str, command: str, measurement: dict[str, Any]) -> str:
 
 def quick_store(spec: Spec, opts: dict[str, Any]) -> tuple[Spec, Path]:
     spec = spec.model_copy(update={"source_path": None})
-    if opts["store"]:
-        store = Path(opts["store"])
-    else:
-        cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "assay"
-        store = cache / "quick.assay.db"
-    return spec, store
+    return spec, Path(opts["store"]) if opts["store"] else quick_store_path()
+
+
+def quick_store_path() -> Path:
+    """Where quick-mode studies are stored: ``$XDG_CACHE_HOME/assay/quick.assay.db``."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return cache / "assay" / "quick.assay.db"
 
 
 def cluster_options(f: F) -> F:

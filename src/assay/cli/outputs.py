@@ -23,6 +23,7 @@ OUTPUTS = {
     "trials_out": "--trials-csv",
     "markdown_out": "--export-markdown",
     "plot": "--plot",
+    "html_out": "--output",
 }
 NOT_TO_STDOUT = {"plot"}  # binary or several files: a name is needed
 
@@ -53,12 +54,12 @@ def check_outputs(opts: Mapping[str, Any], plot_suffixes: tuple[str, ...] = ()) 
             raise SpecError(
                 f"{flag} {value}: expected a file name ending in {' or '.join(plot_suffixes)}"
             )
-        problem = _unwritable(Path(value))
+        problem = unwritable(Path(value))
         if problem:
             raise SpecError(f"{flag} {value}: {problem}")
 
 
-def _unwritable(path: Path) -> str | None:
+def unwritable(path: Path) -> str | None:
     """Why ``path`` cannot be created or replaced, or None."""
     if path.is_dir():
         return "is a directory; give a file name"

@@ -65,8 +65,10 @@ SECTION_OF = {
         "Stopping rule and budget",
     ),
     **dict.fromkeys(
-        ("json_out", "csv_out", "trials_out", "markdown_out", "plot", "quiet"), "Output"
+        ("json_out", "csv_out", "trials_out", "markdown_out", "plot", "quiet", "summary"),
+        "Output",
     ),
+    **dict.fromkeys(("html_out", "plots_dir"), "Output"),  # assay report
     **dict.fromkeys(("store", "fresh", "name", "study"), "Store"),
     **dict.fromkeys(("workers", "cluster"), "Where trials run"),
 }

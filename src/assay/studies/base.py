@@ -11,8 +11,9 @@ a crash or a kill loses nothing finished and the next session resumes.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections import Counter
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypedDict, TypeVar
@@ -30,20 +31,34 @@ from assay.store import Store, TrialRecord, study_file
 from assay.template import render
 
 __all__ = [
+    "NO_SESSION",
+    "SPEC_KEY",
     "Executed",
     "OpenStudy",
+    "StoredStudy",
     "Study",
     "StudyError",
     "StudyOptions",
     "bookkeeping_per_trial",
     "execution_dict",
     "execution_fields",
+    "find_stored",
     "host_warnings",
+    "open_stored",
     "trial_failures",
     "watch_report",
 ]
 
 D = TypeVar("D")
+
+#: The session of an :class:`OpenStudy` read from the store by ``assay show``: none was
+#: started (SQLite's row ids start at 1).
+NO_SESSION = 0
+#: The key under which each session records the study file it ran with: the stopping
+#: rule (not part of the measurement hash) can change between sessions, and the
+#: ``studies`` table keeps the first session's.  Recorded as JSON text, as study values
+#: are stored with their keys sorted and the order of ``[sweep.params]`` matters.
+SPEC_KEY = "session_spec"
 
 
 @dataclass
@@ -311,6 +326,7 @@ class Study:
         study_id = store.open_study(
             spec.study.name, spec.measurement_hash(), spec.model_dump(mode="json")
         )
+        store.set_study_value(study_id, SPEC_KEY, spec.model_dump_json())
         trials = store.trials(study_id)
         env = collect_environment(spec.benchmark.git_repo)
         session = store.start_session(study_id, env)
@@ -351,3 +367,95 @@ class Study:
         finally:
             # trials on a cluster end in any order: keep the store's order (run, seq)
             st.trials.sort(key=lambda t: (t.run, t.seq))
+
+
+#: The kinds of study, by the section of the study file that makes them.
+KINDS = ("run", "compare", "order", "sweep", "knobs")
+
+
+def study_kind(spec: Spec | Mapping[str, Any]) -> str:
+    """Which command runs ``spec`` (a Spec, or its stored JSON, read as it is so that a
+    file an older Assay stored cannot stop a listing): ``compare`` ([[variant]]),
+    ``order`` ([[test]]), ``sweep`` ([sweep]), ``knobs`` ([[knob]]) or ``run``.  A file
+    with [[variant]]s (or [[test]]s) and a [sweep] is the variants' (or tests').
+
+    >>> study_kind({"variants": [{"name": "a"}, {"name": "b"}], "tests": []})
+    'compare'
+    """
+    data = spec.model_dump() if isinstance(spec, Spec) else spec
+    if data.get("variants"):
+        return "compare"
+    if data.get("tests"):
+        return "order"
+    if data.get("sweep"):
+        return "sweep"
+    if data.get("knob_specs") or data.get("knobs_options"):
+        return "knobs"
+    return "run"
+
+
+def stored_spec(data: dict[str, Any], name: str) -> Spec:
+    """The study file rebuilt from its stored JSON (``Spec.model_dump``), named ``name``
+    (an archived study keeps its name in the store).
+
+    The default PI is left out as if it had not been given: a study with a work amount
+    analyses the default wall time only when the file named it (see
+    :func:`assay.studies.run.analyse`).
+    """
+    default = Spec.model_fields["pis"].get_default(call_default_factory=True)
+    if data.get("pis") == [p.model_dump(mode="json") for p in default]:
+        data = {k: v for k, v in data.items() if k != "pis"}
+    spec = Spec.model_validate(data)
+    return spec.model_copy(update={"study": spec.study.model_copy(update={"name": name})})
+
+
+@dataclass(frozen=True)
+class StoredStudy:
+    """A study as its store holds it (no study file needed): its spec as the last
+    session ran it, its kind and its sessions (see :meth:`Store.study_sessions`)."""
+
+    name: str
+    study_id: int
+    spec: Spec
+    kind: str
+    sessions: list[dict[str, Any]]
+
+    @property
+    def ended(self) -> bool:
+        """Whether the last session ended (else it was interrupted, or is running)."""
+        return bool(self.sessions) and self.sessions[-1]["ended"] is not None
+
+    @property
+    def last_result(self) -> dict[str, Any]:
+        """The result the last ended session recorded (``{}`` if none did)."""
+        ended = [s["result"] for s in self.sessions if s["ended"] is not None]
+        return dict(ended[-1] or {}) if ended else {}
+
+
+def find_stored(store: Store, name: str) -> StoredStudy:
+    """Study ``name`` of ``store``, without changing it; :class:`StudyError` names the
+    store's studies when it has no such study."""
+    found = store.find_study(name)
+    if found is None:
+        names = ", ".join(repr(n) for n in store.study_names()) or "none"
+        raise StudyError(f"{store.path}: no study named {name!r}; its studies: {names}")
+    sid = found[0]
+    text = store.study_value(sid, SPEC_KEY)
+    spec = stored_spec(json.loads(text) if text else store.study_spec(sid), name)
+    return StoredStudy(name, sid, spec, study_kind(spec), store.study_sessions(sid))
+
+
+def open_stored(store: Store, name: str) -> OpenStudy:
+    """Study ``name`` as a result is built from it, read without starting a session
+    (``session`` is :data:`NO_SESSION`): every stored trial, and the last session's
+    environment and resumed trials (those stored before it)."""
+    found = store.find_study(name)
+    if found is None:
+        raise StudyError(f"{store.path}: no study named {name!r}")
+    sid = found[0]
+    trials = store.trials(sid)
+    sessions = store.study_sessions(sid)
+    last = store.trials_by_session(sid).get(sessions[-1]["id"], 0) if sessions else 0
+    envs = store.environments(sid)
+    environment = envs[-1] if envs else {}
+    return OpenStudy(store, sid, NO_SESSION, trials, len(trials) - last, environment, None)

@@ -44,6 +44,7 @@ from assay.studies.base import (
     execution_dict,
     execution_fields,
     host_warnings,
+    open_stored,
     watch_report,
 )
 from assay.studies.run import Segments, round_data
@@ -220,6 +221,15 @@ def compare_trials(
     )
 
 
+def stored_cycles(trials: Sequence[TrialRecord], variants: int) -> tuple[dict[int, int], int]:
+    """How many trials of each cycle are stored (each cycle's first ones), and the
+    first cycle with none after the last stored one (the frontier)."""
+    stored: dict[int, int] = {}
+    for t in trials:
+        stored[t.seq // variants] = stored.get(t.seq // variants, 0) + 1
+    return stored, max(stored) + 1 if stored else 0
+
+
 def host_comparisons(spec: Spec, pi: PISpec, trials: list[TrialRecord]) -> dict[str, PIComparison]:
     """The variants ranked within each host that ran trials (each cycle runs on one
     host, so a host is a block of whole cycles); empty on one host."""
@@ -371,6 +381,32 @@ class CompareRunner(Study):
             store.end_session(st.session, result.as_dict())
             return result
 
+    def stored(self) -> CompareResult:
+        """The comparison as stored, ranked and decided as at the end of :meth:`run`
+        (its schedule from the store), without running anything or writing to the store."""
+        with Store(self.store_path, read_only=True) as store:
+            st = open_stored(store, self.spec.study.name)
+            schedule = store.study_value(st.study_id, SCHEDULE_KEY) or {}
+            seed, fixed = int(schedule.get("seed", 0)), bool(schedule.get("fixed_order"))
+            n = len(self.spec.variants)
+            stored, frontier = stored_cycles(st.trials, n)
+            complete = [c for c in range(frontier) if stored.get(c, 0) == n]
+            decision: Decision
+            if len(complete) == frontier > 0:
+                comp = compare_trials(self.spec, self.pi, st.trials)
+                decision = self._decide(comp, st.trials, frontier)
+            else:
+                decision = Decision(
+                    False, f"{len(complete)} of {frontier} cycles complete: not decided yet"
+                )
+            return self._compare_result(st, decision, seed, fixed)
+
+    def _decide(self, comp: PIComparison, trials: list[TrialRecord], cycles: int) -> Decision:
+        failed, elapsed = self._state(trials)
+        return decide_comparison(
+            comp, self.spec, cycles=cycles, trials=len(trials), failed=failed, elapsed=elapsed
+        )
+
     def _state(self, trials: list[TrialRecord]) -> tuple[int, float]:
         failed = sum(1 for t in trials if not t.ok)
         return failed, sum(t.duration or 0.0 for t in trials)
@@ -382,22 +418,11 @@ class CompareRunner(Study):
         n = len(names)
         segments: Segments = {}
         while True:
-            stored: dict[int, int] = {}  # cycle -> its trials stored (a prefix)
-            for t in st.trials:
-                stored[t.seq // n] = stored.get(t.seq // n, 0) + 1
-            frontier = max(stored) + 1 if stored else 0
-            complete = all(stored.get(c, 0) == n for c in range(frontier))
-            if complete and frontier > 0:
+            stored, frontier = stored_cycles(st.trials, n)
+            if all(stored.get(c, 0) == n for c in range(frontier)) and frontier > 0:
                 failed, elapsed = self._state(st.trials)
                 comp = compare_trials(spec, self.pi, st.trials, segments)
-                decision = decide_comparison(
-                    comp,
-                    spec,
-                    cycles=frontier,
-                    trials=len(st.trials),
-                    failed=failed,
-                    elapsed=elapsed,
-                )
+                decision = self._decide(comp, st.trials, frontier)
                 if self.on_compare_progress is not None:
                     self.on_compare_progress(
                         CompareProgress(
@@ -414,10 +439,15 @@ class CompareRunner(Study):
                     return decision
             # the cycles to run: unfinished ones first, then new ones, one per trial slot;
             # each cycle is a block (its variants in order on one host)
+            # (no new cycle beside an unfinished one on one slot: an uninterrupted study
+            # decides after each cycle, and the budget counts the unfinished ones too)
             unfinished = [c for c in range(frontier) if stored.get(c, 0) < n]
-            room = max(1, self.executor.slots() - len(unfinished))
-            room = min(room, max(1, spec.stop.max_rounds - frontier))
+            room = max(0 if unfinished else 1, self.executor.slots() - len(unfinished))
+            room = min(room, max(0, spec.stop.max_rounds - frontier))
             cycles = unfinished + list(range(frontier, frontier + room))
+            if not cycles:  # the budget is spent (the decision above said so)
+                comp = compare_trials(spec, self.pi, st.trials, segments)
+                return self._decide(comp, st.trials, frontier)
             batch = []
             for cycle in cycles:
                 order = cycle_order(names, seed, cycle, fixed)

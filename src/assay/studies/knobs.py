@@ -41,7 +41,8 @@ from assay.designs.knobs import (
 )
 from assay.spec import KnobsSpec, Spec
 from assay.stats.objective import Objective, composite_score, parse_objective
-from assay.studies.base import StudyError, StudyOptions
+from assay.store import Store
+from assay.studies.base import StudyError, StudyOptions, open_stored
 from assay.studies.settings import (
     SettingsProgress,
     SettingsRunner,
@@ -57,6 +58,8 @@ Direction = Literal["higher", "lower"]
 
 #: Trials of the tuner's best configuration measured again for its CI.
 CONFIRM_TRIALS = 10
+#: The key under which a knob study records the [knobs] settings it ran with.
+CONFIG_KEY = "knobs_config"
 
 
 class KnobsInputError(ValueError):
@@ -83,6 +86,7 @@ class KnobsResult:
     cost: TuningCost | None = None
     tuned_on_model: bool = True  # --from: the tuner ran on the forest model, not the system
     warnings: list[str] = field(default_factory=list)
+    not_measured: int = 0  # assay show: planned samples with no stored trial
 
     def as_dict(self) -> dict[str, Any]:
         """Everything, as plain data for ``--json``."""
@@ -298,18 +302,28 @@ class KnobsRunner:
                 self.on_progress(KnobsProgress(what, p.done, p.total, p.failed, measuring=True))
 
         session.measure(settings, 1, on_progress=progress)
+        return self._values(session, settings)
+
+    def _values(
+        self, session: SettingsSession, settings: list[dict[str, Any]]
+    ) -> tuple[list[dict[str, Any]], dict[str, np.ndarray]]:
+        """The settings whose stored trial succeeded, and their PI values."""
         by_key = {setting_key(t.setting): t for t in session.trials}
-        ok = [s for s in settings if by_key[session.key(s)].ok]
+        ok = [s for s in settings if (t := by_key.get(session.key(s))) is not None and t.ok]
         values = {
             pi.name: np.array([trial_value(pi, by_key[session.key(s)]) for s in ok])
             for pi in self.spec.pis
         }
         return ok, values
 
-    def _body(self, session: SettingsSession) -> KnobsResult:
+    def _samples(self) -> list[dict[str, Any]]:
+        return latin_hypercube(self.space, self.config.samples, seed=self.config.seed)
+
+    def _rank(
+        self, samples: list[dict[str, Any]], ok: list[dict[str, Any]], metrics: dict[str, Any]
+    ) -> KnobAnalysis:
+        """The random-forest ranking of the successful samples (at least 10)."""
         cfg = self.config
-        samples = latin_hypercube(self.space, cfg.samples, seed=cfg.seed)
-        ok, metrics = self._measured(session, samples, "all-knob LHS samples")
         if len(ok) < 10:
             raise StudyError(
                 f"only {len(ok)} of {len(samples)} samples succeeded; the ranking needs at "
@@ -317,7 +331,7 @@ class KnobsRunner:
             )
         # the forests take a while (a minute for 100 samples on 2 cores)
         self._stage(f"ranking the knobs: random forests on {len(ok)} samples…")
-        analysis = analyze_knobs(
+        return analyze_knobs(
             self.space,
             ok,
             metrics,
@@ -330,19 +344,53 @@ class KnobsRunner:
             n_jobs=n_jobs(self.jobs),
             sources=(str(self.store_path),),
         )
-        n_val = cfg.validation_samples or max(10, cfg.samples // 4)
-        val = validation_sample(self.space, list(analysis.primary.top), n_val, seed=cfg.seed + 1)
-        val_ok, val_metrics = self._measured(session, val, "top-k validation samples")
-        if val_ok:
-            from assay.stats.importance import validation_summary
 
-            analysis = analysis.with_validation(
-                validation_summary(metrics, val_metrics, self.directions)
-            )
+    def _validation(self, analysis: KnobAnalysis) -> list[dict[str, Any]]:
+        """The validation samples: only the top-k knobs varied."""
+        cfg = self.config
+        n_val = cfg.validation_samples or max(10, cfg.samples // 4)
+        return validation_sample(self.space, list(analysis.primary.top), n_val, seed=cfg.seed + 1)
+
+    def _validated(
+        self,
+        analysis: KnobAnalysis,
+        metrics: dict[str, Any],
+        val: tuple[list[dict[str, Any]], dict[str, np.ndarray]],
+    ) -> KnobAnalysis:
+        if not val[0]:
+            return analysis
+        from assay.stats.importance import validation_summary
+
+        return analysis.with_validation(validation_summary(metrics, val[1], self.directions))
+
+    def _body(self, session: SettingsSession) -> KnobsResult:
+        st = session.open_study
+        # what the ranking ran with (options may override the study file): for assay show
+        st.store.set_study_value(st.study_id, CONFIG_KEY, self.config.model_dump(mode="json"))
+        samples = self._samples()
+        ok, metrics = self._measured(session, samples, "all-knob LHS samples")
+        analysis = self._rank(samples, ok, metrics)
+        val = self._measured(session, self._validation(analysis), "top-k validation samples")
+        analysis = self._validated(analysis, metrics, val)
         result = KnobsResult(analysis, tuned_on_model=False)
         if self.tune:
             result.tune, result.cost = self._tune_live(session, analysis, ok, metrics)
         return result
+
+    def stored(self) -> KnobsResult:
+        """The ranking and validation of the stored samples, as at the end of :meth:`run`
+        (no tuning, no measurement, nothing written to the store)."""
+        with Store(self.store_path, read_only=True) as store:
+            st = open_stored(store, self.spec.study.name)
+            session = SettingsSession(self.runner, st, self.config.seed)
+            samples = self._samples()
+            ok, metrics = self._values(session, samples)
+            analysis = self._rank(samples, ok, metrics)
+            val_settings = self._validation(analysis)
+            analysis = self._validated(analysis, metrics, self._values(session, val_settings))
+            keys = {setting_key(t.setting) for t in st.trials}
+            missing = [s for s in [*samples, *val_settings] if session.key(s) not in keys]
+            return KnobsResult(analysis, tuned_on_model=False, not_measured=len(missing))
 
     def _tune_live(
         self,

@@ -45,6 +45,7 @@ from assay.studies.base import (
     execution_dict,
     execution_fields,
     host_warnings,
+    open_stored,
     watch_report,
 )
 
@@ -73,6 +74,23 @@ class OrderPlan:
             baseline="cycled" if self.baseline == "cycled" else "blocked",
         )
         return flat_schedule(runs)
+
+    def done_text(self) -> str:
+        """The reason of a finished schedule."""
+        runs = self.fixed_runs + self.random_runs
+        return f"done: {runs} runs ({self.fixed_runs} fixed, {self.random_runs} random)"
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> OrderPlan:
+        """The plan recorded in the store (:meth:`as_dict`)."""
+        return OrderPlan(
+            tests=tuple(d["tests"]),
+            fixed_runs=int(d["fixed_runs"]),
+            random_runs=int(d["random_runs"]),
+            repetitions=int(d["repetitions"]),
+            seed=int(d["seed"]),
+            baseline=str(d["baseline"]),
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -245,6 +263,16 @@ def analyse_table(table: pd.DataFrame, order: OrderSpec, tests: Sequence[str]) -
     )
 
 
+def failure_stop(trials: Sequence[TrialRecord], max_failures: float) -> str | None:
+    """Why an experiment stops early: more than ``max_failures`` of its (at least 5)
+    trials failed; None while it may go on."""
+    done = len(trials)
+    failed = sum(1 for t in trials if not t.ok)
+    if done >= 5 and failed / done > max_failures:
+        return f"stopped early: {failed} of {done} trials failed"
+    return None
+
+
 class OrderRunner(Study):
     """Runs an order experiment's schedule to its end: trial execution, store, setup,
     reset and teardown are :class:`~assay.studies.base.Study`'s; the schedule (one
@@ -300,14 +328,7 @@ class OrderRunner(Study):
             plan = self._requested(seed)
             st.store.set_study_value(st.study_id, SCHEDULE_KEY, plan.as_dict())
             return plan
-        old = OrderPlan(
-            tests=tuple(stored["tests"]),
-            fixed_runs=int(stored["fixed_runs"]),
-            random_runs=int(stored["random_runs"]),
-            repetitions=int(stored["repetitions"]),
-            seed=int(stored["seed"]),
-            baseline=str(stored["baseline"]),
-        )
+        old = OrderPlan.from_dict(stored)
         plan = self._requested(old.seed)
         clash = []
         if asked_seed is not None and asked_seed != old.seed:
@@ -375,14 +396,9 @@ class OrderRunner(Study):
         spec = self.spec
         by_name = {t.name: t for t in spec.tests}
         runs = plan.fixed_runs + plan.random_runs
-        max_failures = spec.stop.max_failures
 
         def too_many_failures() -> str | None:
-            done = len(st.trials)
-            failed = sum(1 for t in st.trials if not t.ok)
-            if done >= 5 and failed / done > max_failures:
-                return f"stopped early: {failed} of {done} trials failed"
-            return None
+            return failure_stop(st.trials, spec.stop.max_failures)
 
         stored = {(t.run, t.seq) for t in st.trials}
         todo = [pt for pt in flat if (pt.run, pt.position) not in stored]
@@ -423,7 +439,28 @@ class OrderRunner(Study):
                     )
                 if len(st.trials) < len(flat) and (stop := too_many_failures()) is not None:
                     return stop  # the trials not yet started are not run
-        return f"done: {runs} runs ({plan.fixed_runs} fixed, {plan.random_runs} random)"
+        return plan.done_text()
+
+    def stored(self) -> OrderResult:
+        """The experiment as stored, analysed as at the end of :meth:`run` (its schedule
+        from the store), without running anything or writing to the store."""
+        with Store(self.store_path, read_only=True) as store:
+            st = open_stored(store, self.spec.study.name)
+            recorded = store.study_value(st.study_id, SCHEDULE_KEY)
+            if recorded is None:
+                raise StudyError(
+                    f"{self.store_path}: study '{self.spec.study.name}' has no schedule"
+                )
+            plan = OrderPlan.from_dict(recorded)
+            planned = len(plan.flat())
+            stop = failure_stop(st.trials, self.spec.stop.max_failures)
+            if len(st.trials) >= planned:
+                reason = plan.done_text()
+            elif stop is not None:
+                reason = stop
+            else:
+                reason = f"not finished: {len(st.trials)} of {planned} planned trials"
+            return self._order_result(st, plan, planned, reason)
 
     def _order_result(
         self, st: OpenStudy, plan: OrderPlan, planned: int, reason: str

@@ -38,10 +38,20 @@ from assay.studies.base import (
     execution_dict,
     execution_fields,
     host_warnings,
+    open_stored,
     watch_report,
 )
 
-__all__ = ["Progress", "Runner", "StudyError", "StudyResult", "analyse", "round_data"]
+__all__ = [
+    "Progress",
+    "Runner",
+    "StudyError",
+    "StudyResult",
+    "analyse",
+    "decide_trials",
+    "round_data",
+    "stored_decision",
+]
 
 
 @dataclass
@@ -160,6 +170,35 @@ def _raw_per_round(spec: Spec, trials: list[TrialRecord]) -> dict[str, float]:
     return out
 
 
+def decide_trials(
+    spec: Spec, trials: list[TrialRecord], results: list[PIResult], streak: int
+) -> Decision:
+    """The stopping rule applied to ``trials`` (analysed as ``results``), after
+    ``streak`` analyses in a row that met the target."""
+    return decide(
+        results,
+        spec.pis,
+        spec.stop,
+        rounds_done=len(trials),
+        rounds_failed=sum(1 for t in trials if not t.ok),
+        elapsed=sum(t.duration or 0.0 for t in trials),
+        raw_per_round=_raw_per_round(spec, trials),
+        met_streak=streak,
+    )
+
+
+def stored_decision(spec: Spec, trials: list[TrialRecord], results: list[PIResult]) -> Decision:
+    """The decision the loop made after the last of ``trials``, from the trials alone:
+    the target streak is replayed on the analyses of the last ``confirm_rounds - 1``
+    shorter prefixes (the loop analyses after every round)."""
+    streak = 0
+    for k in range(min(spec.stop.confirm_rounds - 1, len(trials)), 0, -1):
+        prefix = trials[:-k]
+        met = decide_trials(spec, prefix, analyse(spec, prefix), streak).target_met
+        streak = streak + 1 if met else 0
+    return decide_trials(spec, trials, results, streak)
+
+
 class Runner(Study):
     """Runs one run-until-CI study to its stopping rule: one trial per round, analysed
     and decided after each (Pilot's method)."""
@@ -176,13 +215,11 @@ class Runner(Study):
         self.on_progress = on_progress
 
     def run(self) -> StudyResult:
-        spec = self.spec
         leftover = self._stop_leftover()
         with Store(self.store_path) as store:
             st = self._open(store)
             decision = self._with_setup(lambda: self._loop(st))
-            results = analyse(spec, st.trials)
-            result = self._result(st, results, decision)
+            result = self._result(st, analyse(self.spec, st.trials), decision)
             if leftover:
                 result.warnings.insert(0, leftover)
             store.end_session(st.session, result.as_dict())
@@ -197,26 +234,15 @@ class Runner(Study):
         streak = 0
         while True:
             results = analyse(spec, trials, segments)
-            failed = sum(1 for t in trials if not t.ok)
-            elapsed = sum(t.duration or 0.0 for t in trials)
-            decision = decide(
-                results,
-                spec.pis,
-                spec.stop,
-                rounds_done=len(trials),
-                rounds_failed=failed,
-                elapsed=elapsed,
-                raw_per_round=_raw_per_round(spec, trials),
-                met_streak=streak,
-            )
+            decision = decide_trials(spec, trials, results, streak)
             streak = streak + 1 if decision.target_met else 0
             if self.on_progress is not None:
                 ok = [t.duration or 0.0 for t in trials if t.ok]
                 self.on_progress(
                     Progress(
                         rounds=len(trials),
-                        failed=failed,
-                        elapsed=elapsed,
+                        failed=sum(1 for t in trials if not t.ok),
+                        elapsed=sum(t.duration or 0.0 for t in trials),
                         results=results,
                         decision=decision,
                         last_status=trials[-1].status if trials else "",
@@ -239,6 +265,14 @@ class Runner(Study):
             for _ in self.measure(st, batch):
                 pass
             seq += width
+
+    def stored(self) -> StudyResult:
+        """The result of the study as stored, analysed and decided as at the end of
+        :meth:`run`, without running anything or writing to the store."""
+        with Store(self.store_path, read_only=True) as store:
+            st = open_stored(store, self.spec.study.name)
+            results = analyse(self.spec, st.trials)
+            return self._result(st, results, stored_decision(self.spec, st.trials, results))
 
     def _result(self, st: OpenStudy, results: list[PIResult], decision: Decision) -> StudyResult:
         warnings: list[str] = []

@@ -13,6 +13,7 @@ drift of the machine is not confounded with any parameter (the ordering trap).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import math
 import random
@@ -66,6 +67,25 @@ def pending_trials(
         for r in range(repetitions)
         if (setting_key(s), r) not in have
     ]
+
+
+def run_order(
+    settings: Sequence[Mapping[str, Any]], repetitions: int, seed: int
+) -> list[tuple[int, int]]:
+    """Every (setting index, repetition) of a batch in a random order that depends only
+    on the seed and the batch: a resumed batch runs its missing trials in the order an
+    uninterrupted one would have (an order drawn from the progress made would not).
+
+    >>> sorted(run_order([{"a": 1}, {"a": 2}], 2, 0))
+    [(0, 0), (0, 1), (1, 0), (1, 1)]
+    >>> run_order([{"a": 1}, {"a": 2}], 2, 0) == run_order([{"a": 1}, {"a": 2}], 2, 0)
+    True
+    """
+    planned = [(i, r) for i in range(len(settings)) for r in range(repetitions)]
+    batch = json.dumps([setting_key(s) for s in settings])
+    digest = hashlib.sha256(batch.encode()).hexdigest()[:16]
+    random.Random(f"{seed}:{digest}").shuffle(planned)
+    return planned
 
 
 def trial_value(pi: PISpec, t: TrialRecord) -> float:
@@ -168,8 +188,9 @@ class SettingsSession:
         runner = self._runner
         # compared as stored: a study's fixed [params] are part of every stored setting
         full = [self.values(s) for s in settings]
-        todo = pending_trials(full, repetitions, (t.setting for t in st.trials))
-        random.Random(f"{self._seed}:{len(st.trials)}").shuffle(todo)
+        todo = run_order(full, repetitions, self._seed)
+        pending = set(pending_trials(full, repetitions, (t.setting for t in st.trials)))
+        todo = [p for p in todo if p in pending]
         seq = st.store.next_seq(st.study_id)
         batch = [
             runner.request(seq + n, full[i], setting={**full[i], REPETITION: rep})

@@ -36,8 +36,14 @@ from assay.designs.sweep import (
     summarise,
 )
 from assay.spec import PISpec, Spec, SweepSpec
-from assay.store import TrialRecord
-from assay.studies.base import StudyOptions, bookkeeping_per_trial, trial_failures, watch_report
+from assay.store import Store, TrialRecord
+from assay.studies.base import (
+    StudyOptions,
+    bookkeeping_per_trial,
+    open_stored,
+    trial_failures,
+    watch_report,
+)
 from assay.studies.settings import (
     SettingsProgress,
     SettingsRunner,
@@ -227,6 +233,11 @@ def stop_reason(step: StepResult | None, threshold: float, timed_out: bool) -> s
     return f"stopped: {where}; {r2}"
 
 
+def stored_steps(store: Store, study_id: int) -> list[StepResult]:
+    """The steps a sweep recorded in the store, every session's."""
+    return [StepResult.from_dict(dict(s)) for s in store.study_value(study_id, STEPS_KEY) or []]
+
+
 class SweepRunner:
     """Runs a study's ``[sweep]`` to its stopping rule (see the module docstring)."""
 
@@ -286,9 +297,8 @@ class SweepRunner:
 
     def _loop(self, session: SettingsSession) -> SweepResult:
         st = session.open_study
-        stored = st.store.study_value(st.study_id, STEPS_KEY) or []
         # the steps of earlier sessions too: the report shows the whole sweep
-        steps = [StepResult.from_dict(dict(s)) for s in stored]
+        steps = stored_steps(st.store, st.study_id)
         recorded = [s.to_dict() for s in steps]
         measured = measured_settings(session.trials, self.params, self.pi, self.keys)
         elapsed = sum(t.duration or 0.0 for t in session.trials)
@@ -307,15 +317,11 @@ class SweepRunner:
         batches: list[list[dict[str, Any]]] = [
             [dict(s) for s in b] for b in st.store.study_value(st.study_id, BATCHES_KEY) or []
         ]
-        unfinished = list(
-            {
-                setting_key(s): s
-                for s in [*(s for b in batches for s in b), *self._short_of_repetitions(session)]
-            }.values()
-        )
-        if unfinished and time.monotonic() < deadline:
-            session.measure(unfinished, reps, deadline=deadline, on_progress=progress)
-            measured = measured_settings(session.trials, self.params, self.pi, self.keys)
+        # batch by batch, as they were first measured: the same trials in the same order
+        for unfinished in [*batches, self._short_of_repetitions(session)]:
+            if unfinished and time.monotonic() < deadline:
+                session.measure(unfinished, reps, deadline=deadline, on_progress=progress)
+        measured = measured_settings(session.trials, self.params, self.pi, self.keys)
         while True:
             if len(measured):
                 step = self.design.evaluate(self._model_view(measured))
@@ -339,6 +345,22 @@ class SweepRunner:
             session.measure(settings, reps, deadline=deadline, on_progress=progress)
             measured = measured_settings(session.trials, self.params, self.pi, self.keys)
         return self._result(session.trials, steps, measured, timed_out, st.environment)
+
+    def stored(self) -> SweepResult:
+        """The sweep as stored: its recorded steps and the analysis of its measured
+        settings, as at the end of :meth:`run`, without running anything or writing to
+        the store."""
+        with Store(self.store_path, read_only=True) as store:
+            st = open_stored(store, self.spec.study.name)
+            steps = stored_steps(store, st.study_id)
+            measured = measured_settings(st.trials, self.params, self.pi, self.keys)
+            elapsed = sum(t.duration or 0.0 for t in st.trials)
+            limit = self.sweep.max_time
+            undecided = not steps or steps[-1].reason == ""
+            timed_out = undecided and limit is not None and elapsed >= limit
+            result = self._result(st.trials, steps, measured, timed_out, st.environment)
+            result.resumed_trials = st.resumed
+            return result
 
     def _short_of_repetitions(self, session: SettingsSession) -> list[dict[str, Any]]:
         """The space's settings with some but not all of their repetitions stored."""

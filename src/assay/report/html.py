@@ -1,0 +1,531 @@
+"""A stored study as one self-contained HTML page (``assay report``).
+
+The page needs no network: inline CSS, no script, plots as inline SVG whose text stays
+text (``svg.fonttype = "none"``: searchable, selectable).  Every string that comes from
+a benchmark, a study file or a host goes through :func:`html.escape` (matplotlib escapes
+the text it writes into SVG), and plot labels are literal (never TeX).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from assay import __version__
+from assay.stats.intervals import t_interval
+from assay.store import TrialRecord
+from assay.studies.base import StoredStudy
+
+#: The page's sections, in order (the browser tests look for each heading).
+SECTIONS = ("What was run", "Results", "Warnings", "Failures", "Plots")
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:2em auto;max-width:72em;padding:0 1em;
+color:#222;line-height:1.4}
+h1{font-size:1.6em;word-break:break-word}h2{border-bottom:1px solid #ccc;margin-top:2em}
+table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.9em;display:block;
+overflow-x:auto;max-width:100%}
+th,td{border:1px solid #ddd;padding:.25em .5em;text-align:left;vertical-align:top}
+th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
+code,pre{font-family:ui-monospace,monospace;font-size:.9em;white-space:pre-wrap;
+word-break:break-word}
+pre{background:#f7f7f7;padding:.5em;border:1px solid #eee}
+figure{margin:1em 0 2em}figure svg{max-width:100%;height:auto}
+figcaption{font-weight:600;margin-bottom:.3em}.muted{color:#666}
+"""
+
+
+@dataclass(frozen=True)
+class Plot:
+    """One plot of the report: a file stem, a caption, inline SVG and (if asked) PNG."""
+
+    name: str
+    title: str
+    svg: str
+    png: bytes | None = None
+
+
+# --- the page ----------------------------------------------------------------------------
+
+
+def html_report(
+    stored: StoredStudy, result: Any, trials: Sequence[TrialRecord], plots: Sequence[Plot]
+) -> str:
+    """The report page of a stored study's ``result`` (as its runner's ``stored()``
+    builds it) with its ``plots`` (see :func:`study_plots`)."""
+    doc = result.as_dict()
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        # no request may leave the file: nothing but inline styles and data
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'; img-src data:\">",
+        f"<title>{_e(stored.name)}: {_e(stored.kind)} study</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>{_e(stored.name)}</h1>",
+        f'<p class="muted">{_e(stored.kind)} study, reported by Assay {_e(__version__)} '
+        "from its store (nothing was run for this report)</p>",
+        _section("What was run", _what_was_run(stored, result, doc)),
+        _section("Results", _results(stored.kind, doc)),
+        _section("Warnings", _warnings(doc, result)),
+        _section("Failures", _failures(doc)),
+        _section("Plots", _plots(plots)),
+        "</body></html>",
+    ]
+    return "\n".join(parts) + "\n"
+
+
+def _e(value: Any) -> str:
+    """Any value as escaped HTML text."""
+    return escape(str(value), quote=True)
+
+
+def _section(title: str, body: str) -> str:
+    anchor = _e(title.lower().replace(" ", "-"))
+    return f'<section id="{anchor}"><h2>{_e(title)}</h2>\n{body}\n</section>'
+
+
+def _dl(rows: Iterable[tuple[str, Any]]) -> str:
+    """A two-column table of names and values."""
+    cells = "".join(f"<tr><th>{_e(k)}</th><td>{_cell(v)}</td></tr>" for k, v in rows)
+    return f"<table>{cells}</table>"
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return _e(_num(value))
+    if isinstance(value, dict):
+        return _dl(value.items()) if value else "—"
+    if isinstance(value, list) and any(isinstance(v, dict) for v in value):
+        return _records([v if isinstance(v, dict) else {"value": v} for v in value])
+    if isinstance(value, list):
+        return _e(", ".join(_plain(v) for v in value)) or "—"
+    return _e(value)
+
+
+def _plain(value: Any) -> str:
+    if value is None:
+        return "n/a"
+    return _num(value) if isinstance(value, float) else str(value)
+
+
+def _num(x: float) -> str:
+    return "n/a" if math.isnan(x) else f"{x:.4g}"
+
+
+def _records(rows: Sequence[Mapping[str, Any]], caption: str = "") -> str:
+    """A table of records: a row each, a column per key; with many keys, transposed
+    (a row per key, a column per record) so that nothing is cut off."""
+    if not rows:
+        return f'<p class="muted">{_e(caption or "none")}{": none" if caption else ""}</p>'
+    keys: list[str] = []
+    for row in rows:
+        keys.extend(k for k in row if k not in keys)
+    cap = f"<caption>{_e(caption)}</caption>" if caption else ""
+    if len(keys) > _WIDE:
+        body = "".join(
+            f"<tr><th>{_e(k)}</th>" + "".join(_td(row.get(k)) for row in rows) + "</tr>"
+            for k in keys
+        )
+        return f"<table>{cap}<tbody>{body}</tbody></table>"
+    head = "".join(f"<th>{_e(k)}</th>" for k in keys)
+    body = "".join("<tr>" + "".join(_td(row.get(k)) for k in keys) + "</tr>" for row in rows)
+    return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+_WIDE = 9  # columns beyond which a table is transposed
+
+
+def _td(value: Any) -> str:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return f'<td class="num">{_cell(value)}</td>' if number else f"<td>{_cell(value)}</td>"
+
+
+def _nested(v: Any) -> bool:
+    return isinstance(v, dict) or (isinstance(v, list) and any(isinstance(x, dict) for x in v))
+
+
+def _what_was_run(stored: StoredStudy, result: Any, doc: Mapping[str, Any]) -> str:
+    spec = stored.spec
+    bench = spec.benchmark
+    rows: list[tuple[str, Any]] = [
+        ("study", stored.name),
+        ("kind", stored.kind),
+        ("command", " ".join(bench.command) if bench.shell else json.dumps(bench.command)),
+        ("shell", bench.shell),
+        ("reason it stopped", doc.get("reason")),
+        ("sessions", len(stored.sessions)),
+        ("finished", stored.ended),
+        ("Assay version (this report)", __version__),
+    ]
+    out = [_dl(rows)]
+    if spec.params:
+        out.append("<h3>Parameters</h3>" + _dl(spec.params.items()))
+    if spec.variants:
+        variants = [{"variant": v.name, **v.model_dump(exclude={"name"})} for v in spec.variants]
+        out.append("<h3>Variants</h3>" + _records(variants))
+    if spec.tests:
+        tests = [{"test": t.name, **t.model_dump(exclude={"name"})} for t in spec.tests]
+        out.append("<h3>Tests</h3>" + _records(tests))
+    settings = spec.model_dump(
+        mode="json",
+        exclude={"study", "benchmark", "params", "variants", "tests", "cluster"},
+        by_alias=False,
+        exclude_none=True,
+    )
+    out.append("<h3>Settings</h3>" + _dl((k, v) for k, v in settings.items() if v not in ({}, [])))
+    env = getattr(result, "environment", None) or doc.get("environment") or {}
+    out.append(
+        "<h3>Environment</h3>" + (_dl(env.items()) if env else '<p class="muted">not recorded</p>')
+    )
+    return "\n".join(out)
+
+
+def _results(kind: str, doc: Mapping[str, Any]) -> str:
+    """Every PI's estimate with its CI, n and method, as the study's JSON has them."""
+    out: list[str] = []
+    if kind == "run":
+        out.append(_records(doc.get("pis", []), "each PI: mean with its CI, n and method"))
+    elif kind == "compare":
+        for c in doc.get("comparisons", []):
+            title = f"{c.get('pi')} ({c.get('unit') or 'no unit'}), {c.get('direction')} is better"
+            out.append(f"<h3>{_e(title)}</h3><p>method: {_e(c.get('method'))}</p>")
+            out.append(_records(c.get("variants", []), "ranking, best first"))
+            out.append(_records(c.get("pairs", []), "adjacent pairs"))
+    elif kind == "order":
+        out.append(
+            f"<p>verdict: {_e(doc.get('verdict'))}</p><p>method: {_e(doc.get('method'))}</p>"
+        )
+        out.append(_records(doc.get("tests", []), f"each test: {doc.get('pi')} fixed vs random"))
+    elif kind == "sweep":
+        summary = doc.get("summary") or {}
+        out.append(f"<pre>{_e(summary.get('text', ''))}</pre>")
+        out.append(_records(doc.get("steps", []), "steps (validation R² per split in the plot)"))
+        analysis = doc.get("analysis") or {}
+        anova = analysis.get("anova") or {}
+        out.append(_records(anova.get("terms", []), "ANOVA terms of the final model"))
+        out.append(_records(analysis.get("important_points", []), "important settings"))
+    elif kind == "knobs":
+        for r in doc.get("rankings", []):
+            out.append(f"<h3>{_e(r.get('pi'))}</h3><p>method: {_e(r.get('r2_method'))}</p>")
+            out.append(_dl((k, v) for k, v in r.items() if not _nested(v) and k != "pi"))
+            out.append(_records(r.get("knobs", []), "knob importance"))
+            out.append(_records(r.get("r2_curve", []), "R² of the top-k knobs"))
+        out.append(_records(doc.get("validation", []), "validation of the top knobs"))
+    trials = doc.get("trials")
+    if isinstance(trials, dict):
+        out.append(_dl([("trials", trials.get("total")), ("by status", trials.get("by_status"))]))
+    return "\n".join(out)
+
+
+def _warnings(doc: Mapping[str, Any], result: Any) -> str:
+    warnings = list(doc.get("warnings") or getattr(result, "warnings", None) or [])
+    if not warnings:
+        return '<p class="muted">none</p>'
+    return "<ul>" + "".join(f"<li>{_e(w)}</li>" for w in warnings) + "</ul>"
+
+
+def _failures(doc: Mapping[str, Any]) -> str:
+    failures = doc.get("failures") or []
+    if not failures:
+        return '<p class="muted">none</p>'
+    out = []
+    for f in failures:
+        head = f"trial {f.get('seq')}: {f.get('status')}"
+        out.append(
+            f"<h3>{_e(head)}</h3>" + _dl([("error", f.get("error")), ("setting", f.get("setting"))])
+        )
+        for label in ("stderr_tail", "stdout_tail"):
+            if f.get(label):
+                out.append(
+                    f"<p>{_e(label.replace('_', ' '))}:</p><pre>{_e(chr(10).join(f[label]))}</pre>"
+                )
+    return "\n".join(out)
+
+
+def _plots(plots: Sequence[Plot]) -> str:
+    if not plots:
+        return '<p class="muted">no plot for this study</p>'
+    return "\n".join(
+        f'<figure id="plot-{_e(p.name)}"><figcaption>{_e(p.title)}</figcaption>{p.svg}</figure>'
+        for p in plots
+    )
+
+
+# --- the plots -----------------------------------------------------------------------------
+
+
+def study_plots(
+    stored: StoredStudy, result: Any, trials: Sequence[TrialRecord], *, png: bool = False
+) -> list[Plot]:
+    """The plots of the study's design, as inline SVG (and PNG bytes with ``png``)."""
+    kind = stored.kind
+    makers: list[tuple[str, str, Callable[[Path], Any]]] = []
+    if kind == "run":
+        makers = _run_plots(stored, result, trials)
+    elif kind == "compare":
+        makers = [("ranking", "Ranking with confidence intervals",
+                   lambda p: _ranking(result, trials, p))]  # fmt: skip
+    elif kind == "order":
+        makers = [("order", "Medians with CIs, fixed vs random order", lambda p: _order(result, p))]
+    elif kind == "sweep":
+        makers = _sweep_plots(result)
+    elif kind == "knobs":
+        makers = _knobs_plots(result)
+    return [_render(name, title, draw, png) for name, title, draw in makers]
+
+
+def _render(name: str, title: str, draw: Callable[[Path], Any], png: bool) -> Plot:
+    """Draw into a scratch directory (the reused plotters write files) and read back."""
+    import matplotlib
+
+    # text as <text> (searchable); the salt keeps clip-path ids apart between plots
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": name}),
+    ):
+        svg_path = Path(tmp) / f"{name}.svg"
+        draw(svg_path)
+        svg = svg_path.read_text(encoding="utf-8")
+        data = None
+        if png:
+            png_path = Path(tmp) / f"{name}.png"
+            draw(png_path)
+            data = png_path.read_bytes()
+    # inline: no XML prolog; no metadata (a date, namespace URLs): the same store gives
+    # the same page
+    svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg[svg.index("<svg") :], flags=re.S)
+    return Plot(name, title, svg, data)
+
+
+def _save(fig: Any, path: Path) -> None:
+    fig.tight_layout()
+    fig.savefig(path, format=path.suffix.lstrip("."), dpi=110)
+
+
+def _figure(width: float, height: float, ncols: int = 1) -> tuple[Any, list[Any]]:
+    """A figure (no pyplot: no global state) with ``ncols`` axes side by side."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height))
+    return fig, list(fig.subplots(1, ncols, squeeze=False)[0])
+
+
+def _unit(unit: str) -> str:
+    return f" ({unit})" if unit else " (no unit)"
+
+
+def _run_plots(
+    stored: StoredStudy, result: Any, trials: Sequence[TrialRecord]
+) -> list[tuple[str, str, Callable[[Path], Any]]]:
+    from matplotlib.ticker import MaxNLocator
+
+    ok = [t for t in trials if t.ok]
+    series = []
+    for r in result.results:
+        pts = [(t.seq, t.readings[r.name]) for t in ok if r.name in t.readings]
+        series.append((r, [p[0] for p in pts], [p[1] for p in pts]))
+    target = stored.spec.stop.ci_width
+
+    def readings(path: Path) -> None:
+        fig, axes = _figure(6.5 * min(len(series), 2), 3.6, max(len(series), 1))
+        for ax, (r, xs, ys) in zip(axes, series, strict=False):
+            ax.plot(xs, ys, "o-", ms=3, lw=0.8, label="reading per round")
+            if math.isfinite(r.low) and math.isfinite(r.high):
+                ax.axhspan(r.low, r.high, color="tab:green", alpha=0.2,
+                           label=f"final {r.confidence:.0%} CI")  # fmt: skip
+            else:  # too few usable samples for a bounded interval
+                ax.plot([], [], " ", label="final CI: unbounded")
+            if math.isfinite(r.mean):
+                ax.axhline(r.mean, color="tab:green", lw=1, label="final mean")
+            one_per_round = r.n_raw + r.warmup_removed == len(ys)
+            if r.warmup_removed and one_per_round and len(xs) > r.warmup_removed:
+                cut = xs[r.warmup_removed] - 0.5
+                ax.axvline(cut, color="tab:red", ls="--",
+                           label=f"warm-up cut ({r.warmup_removed} removed)")  # fmt: skip
+            ax.set_xlabel("round (trial number)")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.set_ylabel(f"{r.name}{_unit(r.unit)}", parse_math=False)
+            ax.set_title(f"{r.name}: readings and the final CI", parse_math=False)
+            ax.legend(fontsize="small")
+        _save(fig, path)
+
+    def narrowing(path: Path) -> None:
+        fig, axes = _figure(6.5 * min(len(series), 2), 3.6, max(len(series), 1))
+        for ax, (r, xs, ys) in zip(axes, series, strict=False):
+            rel = []
+            for n in range(2, len(ys) + 1):
+                ci = t_interval(ys[:n], r.confidence)
+                rel.append(100 * ci.half_width / abs(ci.mean) if ci.mean else math.nan)
+            ax.plot(xs[1:], rel, "o-", ms=3, lw=0.8, label="first n readings (t-interval)")
+            ax.axhline(100 * target, color="tab:red", ls="--", label=f"target ±{target:.1%}")
+            ax.set_xlabel("round (trial number)")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.set_ylabel("CI half-width (% of the mean)")
+            ax.set_title(f"{r.name}: {r.confidence:.0%} CI narrowing over rounds",
+                         parse_math=False)  # fmt: skip
+            ax.legend(fontsize="small")
+        _save(fig, path)
+
+    if not any(ys for _, _, ys in series):
+        return []
+    return [
+        ("readings", "Readings per round, the final CI and the warm-up cut", readings),
+        ("ci-narrowing", "CI half-width narrowing over rounds", narrowing),
+    ]
+
+
+def _ranking(result: Any, trials: Sequence[TrialRecord], path: Path) -> None:
+    """Each PI's variants, best on top, with their CIs; a variant the comparison could
+    not estimate is drawn hollow, with the plain t-interval of its raw readings."""
+    comps = result.as_dict()["comparisons"]
+    most = max((len(c["variants"]) for c in comps), default=1)
+    fig, axes = _figure(6.5 * min(len(comps), 2), 0.45 * most + 2, max(len(comps), 1))
+    for ax, c in zip(axes, comps, strict=False):
+        rows = c["variants"][::-1]  # the best on top
+        ys = range(len(rows))
+        raw = False
+        for y, v in zip(ys, rows, strict=True):
+            mean, low, high = v.get("mean"), v.get("low"), v.get("high")
+            face = "tab:blue"
+            if mean is None:
+                values = [
+                    t.readings[c["pi"]]
+                    for t in trials
+                    if t.ok
+                    and t.setting.get("variant") == v.get("variant")
+                    and c["pi"] in t.readings
+                ]
+                if len(values) < 2:
+                    continue
+                ci = t_interval(values, c["confidence"])
+                mean, low, high, face, raw = ci.mean, ci.low, ci.high, "none", True
+            bounded = low is not None and high is not None and math.isfinite(high - low)
+            err = [[mean - low], [high - mean]] if bounded else None
+            ax.errorbar([mean], [y], xerr=err, fmt="o", capsize=5, color="tab:blue", mfc=face)
+        ax.set_yticks(list(ys))
+        ax.set_yticklabels([str(v.get("variant")) for v in rows], parse_math=False)
+        ax.set_ylim(-0.7, len(rows) - 0.3)
+        ax.set_xlabel(f"{c['pi']}{_unit(c['unit'])}, mean with {c['confidence']:.0%} CI",
+                      parse_math=False)  # fmt: skip
+        note = "\n(hollow: no estimate; t-interval of the raw readings)" if raw else ""
+        ax.set_title(f"{c['pi']}: {c['direction']} is better, best on top{note}",
+                     parse_math=False, fontsize=10)  # fmt: skip
+    _save(fig, path)
+
+
+def _order(result: Any, path: Path) -> None:
+    from assay.report.order import plot_order
+
+    plot_order(result, path)
+
+
+_R2_FLOOR = -1.0
+
+
+def _sweep_plots(result: Any) -> list[tuple[str, str, Callable[[Path], Any]]]:
+    out: list[tuple[str, str, Callable[[Path], Any]]] = []
+
+    def r2(path: Path) -> None:
+        fig, (ax,) = _figure(6.5, 3.6)
+        steps = result.as_dict()["steps"]
+        drawn = False
+        for d in steps:
+            for key, color, dx in (("r2", "tab:blue", -0.08), ("r2_main", "tab:green", 0.08)):
+                # a hopeless split (R² of -400) would squash the rest: drawn at the floor
+                splits = [max(x, _R2_FLOOR) for x in d.get(key) or [] if x is not None]
+                ax.plot([d["step"] + dx] * len(splits), splits, "o", ms=3, color=color, alpha=0.6)
+                drawn = drawn or bool(splits)
+        for th in {d.get("threshold") for d in steps} - {None}:
+            ax.axhline(th, color="tab:red", ls="--", label=f"threshold R² = {th:g}")
+        form = steps[-1].get("form", "model") if steps else "model"
+        ax.plot([], [], "o", color="tab:blue", label=f"{form}: R² per validation split")
+        ax.plot([], [], "o", color="tab:green", label="main effects only")
+        if not drawn:
+            ax.text(0.5, 0.5, "validation R² undefined at every step\n(too few settings)",
+                    transform=ax.transAxes, ha="center", va="center", color="#666")  # fmt: skip
+        ax.set_ylim(_R2_FLOOR - 0.05, 1.05)
+        ax.set_xlim(-0.5, len(steps) - 0.5)
+        ax.set_xticks([d["step"] for d in steps],
+                      [f"{d['step']} ({d['n_measured']})" for d in steps])  # fmt: skip
+        ax.set_xlabel("step (settings measured)")
+        ax.set_ylabel("validation R² (unitless)")
+        ax.set_title(f"Model accuracy per step (R² below {_R2_FLOOR:g} drawn at {_R2_FLOOR:g})")
+        ax.legend(fontsize="small", loc="lower right")
+        _save(fig, path)
+
+    def terms(path: Path) -> None:
+        analysis = result.as_dict()["analysis"]
+        rows = (analysis.get("anova") or {}).get("terms") or []
+        alpha = analysis.get("alpha", 0.05)
+        fig, (ax,) = _figure(6.5, 0.35 * max(len(rows), 1) + 1.6)
+        names = [str(r["term"]) for r in rows][::-1]
+        pct = [r.get("pct_var") or 0.0 for r in rows][::-1]
+        sig = [r.get("p") is not None and r["p"] < alpha for r in rows][::-1]
+        ax.barh(range(len(names)), pct, color=["tab:blue" if s else "#bbb" for s in sig])
+        ax.set_yticks(list(range(len(names))))
+        ax.set_yticklabels(names, parse_math=False)
+        ax.set_xlabel("share of the variance explained (%)")
+        ax.set_title(f"ANOVA terms (blue: significant at p < {alpha:g})")
+        _save(fig, path)
+
+    def tiles(path: Path) -> None:
+        from assay.report.tile import tile_plot
+
+        pi = result.pi
+        tile_plot(result.measured, pi.name, path, result.params, unit=pi.unit,
+                  title=f"{pi.name}{_unit(pi.unit)} per measured setting")  # fmt: skip
+
+    if result.steps:
+        out.append(("r2-per-step", "Validation R² per step", r2))
+    if result.analysis is not None:
+        out.append(("terms", "Significant terms", terms))
+    if len(result.measured):
+        out.append(("tiles", "Measured settings (tile plot)", tiles))
+    return out
+
+
+def _knobs_plots(result: Any) -> list[tuple[str, str, Callable[[Path], Any]]]:
+    from matplotlib.ticker import MaxNLocator
+
+    analysis = result.analysis
+
+    def importance(path: Path) -> None:
+        from assay.report.knobs import plot_importance
+
+        plot_importance(analysis, path)
+
+    def curve(path: Path) -> None:
+        rankings = analysis.as_dict()["rankings"]
+        fig, axes = _figure(6.5 * min(len(rankings), 2), 3.6, max(len(rankings), 1))
+        for ax, r in zip(axes, rankings, strict=False):
+            pts = [(p["k"], p["r2"]) for p in r["r2_curve"] if p.get("r2") is not None]
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-")
+            if r.get("suggested_k"):
+                ax.axvline(r["suggested_k"], color="tab:red", ls="--",
+                           label=f"suggested k = {r['suggested_k']}")  # fmt: skip
+                ax.legend(fontsize="small")
+            ax.set_xlabel("k (the top-k knobs, by importance)")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.set_ylabel("out-of-bag R² (unitless)")
+            ax.set_title(f"{r['pi']}: R² of the top-k knobs", parse_math=False)
+        _save(fig, path)
+
+    if not analysis.rankings:
+        return []
+    return [
+        ("importance", "Knob importance", importance),
+        ("top-k-r2", "Top-k R² curve", curve),
+    ]

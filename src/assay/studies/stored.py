@@ -1,0 +1,76 @@
+"""A stored study's result, rebuilt from its store alone (``assay show``, ``assay
+report``): nothing runs and nothing is written; the result is built by the study's
+runner (its ``stored()``), so it reads as it did at the end of the study's run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from assay.errors import StudyError
+from assay.store import Store, TrialRecord, is_archived
+from assay.studies.base import StoredStudy, find_stored, open_stored
+
+
+class NoSuchStudy(StudyError):
+    """The store has no study of that name, or several and none was named (a usage
+    error: the message names the store's studies)."""
+
+
+def stored_result(
+    path: Path, study: str | None = None
+) -> tuple[StoredStudy, Any, list[TrialRecord]]:
+    """Study ``study`` of the store at ``path`` (or its only one): the stored study, its
+    result and its trials.  Raises :class:`NoSuchStudy`, :class:`StudyError`,
+    :class:`~assay.store.StoreError`, or ``ValueError`` when the stored data cannot be
+    analysed (a sweep's space)."""
+    with Store(path, read_only=True) as db:
+        stored, trials, config = read_stored(db, study)
+    return stored, stored_runner_result(stored, path, config), trials
+
+
+def read_stored(db: Store, study: str | None) -> tuple[StoredStudy, list[TrialRecord], Any]:
+    """The study (named, or the store's only one), its trials and a knob study's config."""
+    from assay.studies.knobs import CONFIG_KEY
+
+    names = [n for n in db.study_names() if not is_archived(n)]
+    listed = ", ".join(repr(n) for n in names) or "none"
+    if study is None:
+        if len(names) != 1:
+            raise NoSuchStudy(f"{db.path} holds {len(names)} studies; name one: {listed}")
+        study = names[0]
+    elif db.find_study(study) is None:
+        raise NoSuchStudy(f"{db.path}: no study named {study!r}; its studies: {listed}")
+    stored = find_stored(db, study)
+    return stored, open_stored(db, study).trials, db.study_value(stored.study_id, CONFIG_KEY)
+
+
+def stored_runner_result(stored: StoredStudy, path: Path, config: Any) -> Any:
+    """The study's result from the store, built by its runner's ``stored()``."""
+    spec = stored.spec
+    last = stored.last_result
+    asked = last.get("pi")  # the PI its run was asked for (compare --pi, order --pi)
+    pi = asked if isinstance(asked, str) and asked in {p.name for p in spec.pis} else None
+    if stored.kind == "compare":
+        from assay.studies.compare import CompareRunner
+
+        return CompareRunner(spec, path, pi=pi, monitor=False).stored()
+    if stored.kind == "order":
+        from assay.studies.order import OrderRunner
+
+        alpha = last.get("alpha")
+        return OrderRunner(spec, path, pi=pi, alpha=alpha, monitor=False).stored()
+    if stored.kind == "sweep":
+        from assay.studies.sweep import SweepRunner
+
+        return SweepRunner(spec, path, monitor=False).stored()
+    if stored.kind == "knobs":
+        from assay.spec import KnobsSpec
+        from assay.studies.knobs import KnobsRunner
+
+        cfg = spec.knobs_config if config is None else KnobsSpec.model_validate(config)
+        return KnobsRunner(spec, path, cfg, monitor=False).stored()
+    from assay.studies.run import Runner
+
+    return Runner(spec, path, monitor=False).stored()

@@ -1,0 +1,251 @@
+"""``assay report``: one self-contained HTML page per stored study, checked in a real
+browser (Debian's chromium driven by Playwright): every section and plot there, no
+console error, no request leaving the file, and outside text shown as text, never run.
+
+The browser tests skip where /usr/bin/chromium or Playwright is missing
+(scripts/install-targets.sh installs chromium; the ``test`` extra, Playwright); CI has
+both.  Screenshots go to the test's tmp_path and, when set, to $ASSAY_ARTIFACTS.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay import __version__
+from assay.report.html import SECTIONS
+from test_show import KNOBS, ORDER, PY, SWEEP, _invoke, _state
+
+CHROMIUM = Path("/usr/bin/chromium")
+HAVE_BROWSER = CHROMIUM.exists() and importlib.util.find_spec("playwright") is not None
+needs_browser = pytest.mark.skipif(
+    not HAVE_BROWSER, reason="needs /usr/bin/chromium and playwright (install-targets.sh)"
+)
+
+#: The plots each design's report draws.
+PLOTS = {
+    "run": ["readings", "ci-narrowing"],
+    "compare": ["ranking"],
+    "order": ["order"],
+    "sweep": ["r2-per-step", "terms", "tiles"],
+    "knobs": ["importance", "top-k-r2"],
+}
+
+HOSTILE = ["<script>alert(1)</script>", "</svg>", "\"q\" 'a'", "[/]", "&amp;"]
+
+COMPARE = """
+[study]
+name = "hostile </svg><script>alert(1)</script> [/] \\"q\\" 'a'"
+[benchmark]
+command = ["{py}", "-c", '''
+import os, sys
+p = sys.argv[2]
+n = int(open(p).read()) if os.path.exists(p) else 0
+open(p, "w").write(str(n + 1))
+sys.stderr.write("err <script>alert(1)</script></svg>[/] \\"dq\\" &amp;\\n")
+print("v=%d" % (10 + n % 3))
+sys.exit(1 if n == 0 else 0)
+''', "{{tag}}", "{counter}"]
+[params]
+tag = "<b>bold</b>\\"q\\"[/]"
+[[variant]]
+name = "<script>alert(1)</script>"
+[[variant]]
+name = "</svg>\\"'[/]&amp;"
+params = {{ tag = "[bold]x[/] </svg>" }}
+[[pi]]
+name = "v"
+source = "regex"
+pattern = 'v=([0-9.]+)'
+"""
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A tiny stored study of each design (made once for the module)."""
+    d = tmp_path_factory.mktemp("stores")
+    out = {"run": d / "run.assay.db", "compare": d / "compare.assay.db"}
+    _invoke("run", "--store", str(out["run"]), "-r", "6", "--no-overhead", "-q", "--",
+            "sleep", "0.01")  # fmt: skip
+    _invoke("compare", "--store", str(out["compare"]), "-r", "4", "--no-overhead", "-q",
+            "--", "sleep", "0.01", "--", "sleep", "0.03")  # fmt: skip
+    for kind, text, args in (
+        ("order", ORDER, ["--no-overhead", "--no-monitor"]),
+        ("sweep", SWEEP, ["--no-monitor"]),
+        ("knobs", KNOBS, ["--jobs", "1"]),
+    ):
+        study = d / f"{kind}.toml"
+        study.write_text(text.format(py=PY), encoding="utf-8")
+        ran = _invoke(kind, str(study), "-q", *args)
+        assert ran.exit_code == 0, ran.output
+        out[kind] = d / f"{kind}.assay.db"
+    hostile = d / "hostile.toml"
+    hostile.write_text(COMPARE.format(py=PY, counter=d / "counter"), encoding="utf-8")
+    _invoke("compare", str(hostile), "-r", "3", "--no-overhead", "--no-monitor", "-q")
+    out["hostile"] = d / "hostile.assay.db"
+    return out
+
+
+def _report(store: Path, out: Path, *args: str) -> Path:
+    """``assay report STORE -o OUT ARGS``, checked to change nothing in the store."""
+    before = _state(store)
+    res = _invoke("report", str(store), "-o", str(out), *args)
+    assert res.exit_code == 0, res.output
+    assert _state(store) == before  # no trial, no session, not one byte written
+    return out
+
+
+# --- without a browser ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", list(PLOTS))
+def test_the_page_is_self_contained_with_every_section_and_plot(
+    stores: dict[str, Path], tmp_path: Path, kind: str
+) -> None:
+    page = _report(stores[kind], tmp_path / "r.html").read_text(encoding="utf-8")
+    assert re.findall(r"<h2>(.*?)</h2>", page) == list(SECTIONS)
+    assert re.findall(r'<figure id="plot-([^"]+)"', page) == PLOTS[kind]
+    assert page.count("<svg") == len(PLOTS[kind]) and "<?xml" not in page
+    # text stays text (svg.fonttype none): no glyph outlines, labels searchable
+    assert "<text" in page and "DejaVuSans-" not in page
+    # nothing to fetch: no script, no external reference of any kind
+    assert "<script" not in page
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?(?!#|data:)[^"'\s>]""", page), (
+        "a link leaves the file"
+    )
+    assert "http://" not in page.replace("http://www.w3.org/", "")
+    assert "https://" not in page
+
+
+def test_plots_dir_gets_each_plot_as_png_and_svg(stores: dict[str, Path], tmp_path: Path) -> None:
+    plots = tmp_path / "plots"
+    _report(stores["sweep"], tmp_path / "r.html", "--plots", str(plots))
+    names = sorted(p.name for p in plots.iterdir())
+    assert names == sorted(f"{n}.{ext}" for n in PLOTS["sweep"] for ext in ("png", "svg"))
+    assert (plots / "tiles.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "<text" in (plots / "tiles.svg").read_text(encoding="utf-8")
+
+
+def test_outputs_are_checked_before_any_work(stores: dict[str, Path], tmp_path: Path) -> None:
+    res = _invoke("report", str(stores["run"]), "-o", str(tmp_path / "no" / "r.html"))
+    assert res.exit_code == 2 and "--output" in res.output and "does not exist" in res.output
+    (tmp_path / "f").write_text("")
+    res = _invoke("report", str(stores["run"]), "-o", str(tmp_path / "r.html"),
+                  "--plots", str(tmp_path / "f"))  # fmt: skip
+    assert res.exit_code == 2 and "is not a directory" in res.output
+    assert not (tmp_path / "r.html").exists()
+    res = _invoke("report", str(stores["run"]), "nope", "-o", str(tmp_path / "r.html"))
+    assert res.exit_code == 2 and "no study named 'nope'" in res.output
+    res = _invoke("report", str(tmp_path / "none.db"), "-o", str(tmp_path / "r.html"))
+    assert res.exit_code == 2 and "no such results store" in res.output
+
+
+def test_hostile_strings_are_escaped_and_show_prints_them_as_text(
+    stores: dict[str, Path], tmp_path: Path
+) -> None:
+    page = _report(stores["hostile"], tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "<script" not in page and page.count("<svg") == page.count("</svg>") == 1
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "&lt;/svg&gt;&quot;&#x27;[/]&amp;amp;" in page  # the variant's name
+    shown = _invoke("show", str(stores["hostile"]))
+    for text in HOSTILE:  # rich markup ([/]) not interpreted, nothing dropped
+        assert text in shown.stdout, text
+    assert "</svg>\"'[/]&amp;" in shown.stdout
+    assert 'err <script>alert(1)</script></svg>[/] "dq" &amp;' in shown.stdout
+
+
+# --- in the browser ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One chromium for the module (root needs --no-sandbox)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+class Opened:
+    """A report opened in the browser, with what happened while it loaded."""
+
+    def __init__(self, browser: Any, path: Path, shot: Path) -> None:
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        self.dialogs: list[str] = []
+        self.page = browser.new_page(viewport={"width": 1280, "height": 900})
+        own = path.resolve().as_uri()
+
+        def route(r: Any) -> None:
+            if r.request.url == own:
+                r.continue_()
+            else:  # recorded and stopped: the page must not need it
+                self.requests.append(r.request.url)
+                r.abort()
+
+        self.page.route("**/*", route)
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+        self.page.goto(own)
+        self.page.wait_for_load_state("load")
+        self.page.screenshot(path=str(shot), full_page=True)
+        artifacts = os.environ.get("ASSAY_ARTIFACTS")
+        if artifacts:
+            Path(artifacts).mkdir(parents=True, exist_ok=True)
+            shutil.copy(shot, Path(artifacts) / shot.name)
+
+
+@needs_browser
+@pytest.mark.parametrize("kind", list(PLOTS))
+def test_report_in_the_browser(
+    browser: Any, stores: dict[str, Path], tmp_path: Path, kind: str
+) -> None:
+    html = _report(stores[kind], tmp_path / f"{kind}.html")
+    opened = Opened(browser, html, tmp_path / f"report-{kind}.png")
+    page = opened.page
+    assert page.locator("h2").all_inner_texts() == list(SECTIONS)
+    figures = page.locator("figure")
+    assert figures.count() == len(PLOTS[kind])
+    for i in range(figures.count()):  # each plot drawn, with a size, and its text as text
+        svg = figures.nth(i).locator("svg")
+        assert svg.count() == 1
+        box = svg.bounding_box()
+        assert box is not None and box["width"] > 200 and box["height"] > 100
+        assert svg.locator("text").count() > 0
+    assert opened.errors == [] and opened.requests == [] and opened.dialogs == []
+    body = page.inner_text("body")
+    assert f"reported by Assay {__version__}" in body and "Environment" in body
+    assert (tmp_path / f"report-{kind}.png").stat().st_size > 10_000
+    page.close()
+
+
+@needs_browser
+def test_hostile_strings_stay_text_in_the_browser(
+    browser: Any, stores: dict[str, Path], tmp_path: Path
+) -> None:
+    html = _report(stores["hostile"], tmp_path / "hostile.html")
+    opened = Opened(browser, html, tmp_path / "report-hostile.png")
+    page = opened.page
+    body = page.inner_text("body")
+    for text in HOSTILE:
+        assert text in body, text
+    assert "</svg>\"'[/]&amp;" in body  # the variant's name, whole
+    assert '<b>bold</b>"q"[/]' in body  # a parameter's value
+    assert 'err <script>alert(1)</script></svg>[/] "dq" &amp;' in body  # a trial's stderr
+    assert page.locator("script").count() == 0 and page.locator("b").count() == 0
+    # the plot's labels carry the names as text: one SVG, not cut short by </svg>
+    assert page.locator("svg").count() == 1
+    labels = page.locator("svg text").all_text_contents()
+    assert any("<script>alert(1)</script>" in t for t in labels), labels
+    assert opened.errors == [] and opened.requests == [] and opened.dialogs == []
+    page.close()

@@ -1,0 +1,342 @@
+"""``assay show``: a stored study's result from its store alone, as its run reported it,
+without adding a trial or a session or changing the store's bytes; ``--summary`` in
+ELECT's formats."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from assay.cli import main
+from assay.report.summary import number
+from assay.stats.intervals import t_interval
+from assay.store import Store
+
+PY = sys.executable
+
+
+def _invoke(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def _state(db: Path) -> tuple[int, int, str]:
+    """Trials, sessions and a hash of the main database file's bytes."""
+    with sqlite3.connect(db) as con:
+        trials = con.execute("SELECT COUNT(*) FROM trials").fetchone()[0]
+        sessions = con.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
+    con.close()
+    return trials, sessions, hashlib.sha256(db.read_bytes()).hexdigest()
+
+
+def _shown(db: Path, *args: str) -> tuple[Result, dict[str, Any]]:
+    """``assay show DB ARGS --json -``, checked to change nothing in the store."""
+    before = _state(db)
+    res = _invoke("show", str(db), *args, "--json", "-")
+    assert _state(db) == before  # no trial, no session, not one byte written
+    return res, json.loads(res.stdout)
+
+
+def _readings(db: Path, pi: str = "wall_time") -> list[float]:
+    with sqlite3.connect(db) as con:
+        rows = con.execute("SELECT value FROM readings WHERE pi = ? ORDER BY trial_id", (pi,))
+        values = [float(r[0]) for r in rows]
+    con.close()
+    return values
+
+
+# --- run -------------------------------------------------------------------------------
+
+
+def test_show_reports_a_run_as_its_run_did_and_writes_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    ran = _invoke("run", "--store", str(db), "-r", "3", "--no-overhead", "-q", "--", "true")
+    assert ran.exit_code == 5, ran.output  # the budget ran out before the CI target
+    ran_json = tmp_path / "run.json"
+    again = _invoke("run", "--store", str(db), "-r", "3", "--no-overhead", "-q",
+                    "--json", str(ran_json), "--", "true")  # fmt: skip
+    assert again.exit_code == 5
+    trials, sessions, _ = _state(db)
+    assert (trials, sessions) == (3, 2)  # a finished study run again adds no trial
+
+    shown = _invoke("show", str(db))
+    assert shown.exit_code == 5, shown.output  # the same status as the run's
+    assert shown.stdout == again.stdout  # the same report, line for line
+    assert "wall_time" in shown.stdout and "budget spent: 3 rounds (max_rounds)" in shown.stdout
+
+    res, doc = _shown(db)
+    assert res.exit_code == 5
+    want = json.loads(ran_json.read_text())
+    for key in ("study", "store", "done", "reason", "pis", "trials", "failures", "resources"):
+        assert doc[key] == want[key], key
+    assert "wall_time" in res.stderr  # the report moved to stderr for the JSON
+
+
+def test_summary_formats_follow_elect_by_the_number_of_rounds(tmp_path: Path) -> None:
+    num = r"(-?\d+\.\d+)"
+    shapes = {
+        1: rf"Only one round: {num}",
+        3: rf"Average: {num}, Min: {num}, Max: {num}",
+        10: rf"Average: {num}; The 95% confidence interval: \({num}, {num}\)",
+    }
+    for rounds, shape in shapes.items():
+        db = tmp_path / f"r{rounds}.db"
+        ran = _invoke("run", "--store", str(db), "-r", str(rounds), "--no-overhead", "-q",
+                      "--", "sleep", "0.05")  # fmt: skip
+        assert ran.exit_code in (0, 5), ran.output
+        before = _state(db)
+        res = _invoke("show", str(db), "--summary")
+        assert _state(db) == before
+        lines = res.stdout.splitlines()
+        assert re.fullmatch(r"\[Exp info\] study: quick sleep-0-05 \w+, kind: run, trials: \d+",
+                            lines[0]), lines  # fmt: skip
+        assert lines[1] == "wall_time (unit: s):"
+        got = re.fullmatch(shape, lines[2])
+        assert got, lines[2]
+        titles = [
+            "95%-percentile CPU Usage (%):",
+            "95%-percentile RAM Usage (%):",
+            "Total Disk I/O (GiB):",
+            "Total Network traffic (GiB):",
+        ]
+        assert lines[3].startswith("[Resource usage] study: quick sleep-0-05")
+        assert lines[4::2] == titles, lines
+        for line in lines[5::2]:  # each resource line in one of the three shapes
+            assert any(re.fullmatch(s, line) for s in shapes.values()), line
+        if rounds == 10:  # the Student-t interval of the stored readings
+            ci = t_interval(_readings(db))
+            assert list(got.groups()) == [number(ci.mean), number(ci.low), number(ci.high)]
+            assert ci.low < ci.mean < ci.high
+
+
+def test_a_reached_target_is_decided_again_from_the_stored_trials(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    ran = _invoke("run", "--store", str(db), "-r", "60", "--ci-width", "30%", "--no-overhead",
+                  "-q", "--", "sleep", "0.02")  # fmt: skip
+    assert ran.exit_code == 0, ran.output  # confirmed: two analyses in a row met it
+    res, doc = _shown(db)
+    assert res.exit_code == 0, res.output  # the confirmation streak replayed, not "confirming"
+    assert doc["done"] and doc["reason"].startswith("target reached")
+    assert doc["trials"]["total"] < 60
+    assert "not finished" not in res.stderr
+
+
+def test_an_interrupted_run_is_shown_as_far_as_it_got(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    _invoke("run", "--store", str(db), "-r", "5", "--no-overhead", "-q", "--", "true")
+    with Store(db) as store:  # a second session, killed after its first trial
+        found = store.find_study(store.study_names()[0])
+        assert found is not None
+        store.start_session(found[0], {})
+    with sqlite3.connect(db) as con:  # ... and the last two trials never ran
+        con.execute("DELETE FROM readings WHERE trial_id IN (SELECT id FROM trials WHERE seq >= 3)")
+        con.execute("DELETE FROM resource_samples WHERE trial_id IN "
+                    "(SELECT id FROM trials WHERE seq >= 3)")  # fmt: skip
+        con.execute("DELETE FROM trials WHERE seq >= 3")
+    con.close()
+    res, doc = _shown(db)
+    assert res.exit_code == 5
+    assert not doc["done"] and doc["trials"]["total"] == 3
+    line = "not finished: its last session did not end (interrupted, or still running); "
+    assert line + "3 of 5 planned trials (running)" in res.stderr
+
+
+# --- choosing the study ----------------------------------------------------------------
+
+
+def test_unknown_study_and_several_studies_exit_2_naming_them(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    for cmd in ("true", "false"):
+        _invoke("run", "--store", str(db), "-r", "1", "--no-overhead", "-q", "--", cmd)
+    several = _invoke("show", str(db))
+    assert several.exit_code == 2
+    assert "holds 2 studies" in several.output
+    assert "'quick true " in several.output and "'quick false " in several.output
+    unknown = _invoke("show", str(db), "nope")
+    assert unknown.exit_code == 2
+    assert "no study named 'nope'" in unknown.output and "'quick true " in unknown.output
+    missing = _invoke("show", str(tmp_path / "none.db"))
+    assert missing.exit_code == 2 and "no such results store" in missing.output
+    assert not (tmp_path / "none.db").exists()
+
+
+# --- the other kinds of study ------------------------------------------------------------
+
+
+def _key_lines(text: str) -> list[str]:
+    """The report without the lines that say how long things took."""
+    return [ln for ln in text.splitlines() if "measured" not in ln and "overhead" not in ln]
+
+
+def test_show_compare(tmp_path: Path) -> None:
+    db = tmp_path / "c.db"
+    out = tmp_path / "c.json"
+    ran = _invoke("compare", "--store", str(db), "-r", "4", "--no-overhead", "-q",
+                  "--json", str(out), "--", "true", "--", "sleep", "0.02")  # fmt: skip
+    res, doc = _shown(db)
+    assert res.exit_code == ran.exit_code
+    want = json.loads(out.read_text())
+    for key in ("study", "reason", "decided", "pi", "comparisons", "schedule", "trials"):
+        assert doc[key] == want[key], key
+    shown = _invoke("show", str(db))
+    assert _key_lines(shown.stdout) == _key_lines(ran.stdout)
+    summary = _invoke("show", str(db), "--summary").stdout.splitlines()
+    heads = [ln.split(", ")[1] for ln in summary if ln.startswith("[Exp info]")]
+    assert heads == ["variant: true", "variant: sleep 0.02"]
+    shape = r"Average: \S+, Min: \S+, Max: \S+"  # 4 rounds of each variant
+    blocks = [summary[i + 1] for i, ln in enumerate(summary) if ln == "wall_time (unit: s):"]
+    assert len(blocks) == 2 and all(re.fullmatch(shape, b) for b in blocks), summary
+
+
+ORDER = """
+[study]
+name = "order-show"
+[benchmark]
+command = ["{py}", "-c", "import random; print('v=%.3f' % random.uniform(10, 11))", "{{op}}"]
+[params]
+op = "a"
+[[test]]
+name = "a"
+[[test]]
+name = "b"
+params = {{ op = "b" }}
+[[pi]]
+name = "v"
+source = "regex"
+pattern = 'v=([0-9.]+)'
+[order]
+runs = 2
+repetitions = 2
+seed = 3
+"""
+
+
+def _study_shown(
+    tmp_path: Path, kind: str, text: str, *args: str
+) -> tuple[Result, dict[str, Any], Result, dict[str, Any]]:
+    """``assay KIND FILE ARGS --json``, then ``assay show`` of its store: both outputs
+    and both JSON documents."""
+    study = tmp_path / f"{kind}.toml"
+    study.write_text(text.format(py=PY), encoding="utf-8")
+    out = tmp_path / f"{kind}.json"
+    ran = _invoke(kind, str(study), "-q", *args, "--json", str(out))
+    db = tmp_path / f"{kind}.assay.db"
+    res, doc = _shown(db)
+    assert res.exit_code == ran.exit_code, (ran.output, res.output)
+    return ran, json.loads(out.read_text()), _invoke("show", str(db)), doc
+
+
+def test_show_order(tmp_path: Path) -> None:
+    ran, want, shown, doc = _study_shown(tmp_path, "order", ORDER, "--no-overhead", "--no-monitor")
+    assert ran.exit_code == 0, ran.output
+    for key in ("study", "reason", "done", "tests", "verdict", "schedule", "trials_planned"):
+        assert doc[key] == want[key], key
+    assert _key_lines(shown.stdout) == _key_lines(ran.stdout)
+
+
+SWEEP = """
+[study]
+name = "sweep-show"
+[benchmark]
+command = [
+    "{py}", "-c", "import sys; print('y=%.3f' % (10 * int(sys.argv[1]) + len(sys.argv[2])))",
+    "{{w}}", "{{c}}",
+]
+[[pi]]
+name = "y"
+source = "regex"
+pattern = 'y=([0-9.]+)'
+[sweep]
+repetitions = 1
+start = 0.5
+step = 0.25
+[sweep.params]
+w = [1, 2, 3, 4]
+c = ["x", "yy"]
+"""
+
+
+def test_show_sweep(tmp_path: Path) -> None:
+    ran, want, shown, doc = _study_shown(tmp_path, "sweep", SWEEP, "--no-monitor")
+    for key in ("study", "space", "params", "reason", "steps", "analysis", "summary"):
+        assert doc[key] == want[key], key
+    assert shown.stdout == ran.stdout
+
+
+KNOBS = """
+[study]
+name = "knobs-show"
+[benchmark]
+command = [
+    "{py}", "-c",
+    "import sys,math;print('tps=%.3f'%(20*math.log(int(sys.argv[1]))+float(sys.argv[2])))",
+    "{{a}}", "{{b}}",
+]
+[[pi]]
+name = "tps"
+direction = "higher"
+source = "regex"
+pattern = 'tps=([-0-9.]+)'
+[[knob]]
+name = "a"
+type = "int"
+min = 1
+max = 100
+default = 10
+[[knob]]
+name = "b"
+type = "float"
+min = 0
+max = 1
+default = 0.5
+[knobs]
+samples = 12
+validation_samples = 10
+trees = 20
+top_k = 1
+"""
+
+
+def _assert_close(got: Any, want: Any, where: str = "") -> None:
+    """``got == want``, floats within a relative 1e-9."""
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and got.keys() == want.keys(), where
+        for k in want:
+            _assert_close(got[k], want[k], f"{where}.{k}")
+    elif isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want), where
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
+            _assert_close(g, w, f"{where}[{i}]")
+    elif isinstance(want, float):
+        assert got == pytest.approx(want, rel=1e-9, nan_ok=True), where
+    else:
+        assert got == want, where
+
+
+def test_show_knobs(tmp_path: Path) -> None:
+    ran, want, shown, doc = _study_shown(tmp_path, "knobs", KNOBS, "--jobs", "1")
+    assert ran.exit_code == 0, ran.output
+    # no tuning asked: nothing volatile; the forests' sums may round differently on
+    # another number of cores (show uses them all, the run was given --jobs 1)
+    _assert_close(doc, want)
+    assert shown.stdout == ran.stdout
+
+
+@pytest.mark.parametrize("kind", ["sweep", "knobs"])
+def test_summary_is_for_rounds_of_one_measurement(
+    write_study,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    kind: str,
+) -> None:
+    text = (SWEEP if kind == "sweep" else KNOBS).format(py=PY)
+    study = write_study(text, f"{kind}.toml")
+    _invoke(kind, str(study), "-q", *(["--no-monitor"] if kind == "sweep" else ["--jobs", "1"]))
+    res = _invoke("show", str(tmp_path / f"{kind}.assay.db"), "--summary")
+    assert f"not {kind} studies" in res.stdout
