@@ -342,3 +342,30 @@ def test_prepare_is_refused_with_a_study_file(tmp_path: Path, write_study: Any) 
     res = invoke(tmp_path, "run", "--prepare", "echo", str(study))
     assert res.exit_code == exits.USAGE
     assert "[benchmark] reset" in res.stderr
+
+
+# -- --report on the study commands (issue #16) --------------------------------------
+
+
+def test_report_option_writes_the_html_report_at_the_end(tmp_path: Path) -> None:
+    page = tmp_path / "r.html"
+    res = invoke(tmp_path, "run", *QUICK, "-q", "-r", "3", "--report", str(page), "--", "true")
+    assert res.exit_code in (exits.OK, exits.SHORT), res.output
+    text = page.read_text()
+    assert text.startswith("<!DOCTYPE html>") and "quick true" in text and "<svg" in text
+    assert f"report written to {page}" in " ".join(res.stderr.split())
+    page = tmp_path / "c.html"
+    res = invoke(
+        tmp_path, "compare", *QUICK, "-q", "-r", "3", "--report", str(page), "--", "true",
+        "--", "false",
+    )  # fmt: skip
+    assert "compare" in page.read_text()
+
+
+def test_report_option_is_checked_first_and_refused_with_from(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    res = invoke(tmp_path, "run", "--report", "/no/dir/r.html", "--", "touch", str(marker))
+    assert res.exit_code == exits.USAGE and not marker.exists()
+    data = Path(__file__).parent / "data" / "order_trials.csv"
+    res = invoke(tmp_path, "order", "--from", str(data), "--report", str(tmp_path / "o.html"))
+    assert res.exit_code == exits.USAGE and "--report" in res.stderr

@@ -65,6 +65,14 @@ def study_errors(err: Console, store_path: Path | str, resume: str) -> Iterator[
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+REPORT_OPTION = click.option(
+    "--report",
+    "report_out",
+    metavar="PATH",
+    help="Also write the study's HTML report at the end (as 'assay report STORE').",
+)
+
+
 def stop_options(f: F) -> F:
     """Options shared by ``run`` and ``compare``: the stopping rule and the executor."""
     options = [
@@ -133,6 +141,7 @@ def stop_options(f: F) -> F:
             metavar="PATH",
             help="Write the result as a Markdown table ('-' = stdout).",
         ),
+        REPORT_OPTION,
         click.option("--no-overhead", is_flag=True, help="Skip the launch-overhead measurement."),
         click.option(
             "--no-monitor",
@@ -341,8 +350,11 @@ def running_study(
 
 
 def refuse_cluster_with_from(opts: dict[str, Any], err: Console) -> None:
-    """``--from`` analyses results measured elsewhere: no trial runs, no cluster (exit 2)."""
+    """``--from`` analyses results measured elsewhere: no trial runs, no cluster, no store
+    to report from (exit 2)."""
     given = [f"--{k}" for k in ("workers", "cluster") if opts.get(k) is not None]
+    if opts.get("report_out"):
+        given.append("--report")
     if given:
         fail(err, f"{' and '.join(given)}: not used with --from (nothing is run)")
 
@@ -395,3 +407,23 @@ def write_outputs(opts: dict[str, Any], makers: dict[str, Callable[[], str]]) ->
     for key, make in makers.items():
         if opts.get(key):
             write_text(opts[key], make())
+
+
+def write_study_report(opts: dict[str, Any], store_path: Path, study: str, err: Console) -> None:
+    """``--report PATH``: the HTML report of the study just run, as ``assay report``
+    writes it from the store; a report that cannot be made is a warning (the study's
+    results are stored and its exit status stands)."""
+    path = opts.get("report_out")
+    if not path:
+        return
+    from assay.report.export import write_text
+    from assay.report.html import html_report, study_plots
+    from assay.studies.stored import stored_result
+
+    try:
+        stored, result, trials = stored_result(store_path, study)
+        write_text(path, html_report(stored, result, trials, study_plots(stored, result, trials)))
+    except (StudyError, StoreError, SpecError, ValueError, OSError) as exc:
+        err.print(Text.assemble(("warning:", "yellow"), f" --report {path}: not written: {exc}"))
+        return
+    err.print(f"report written to {path}", style="dim")

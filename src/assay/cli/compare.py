@@ -29,6 +29,7 @@ from assay.cli.common import (
     trial_output_printer,
     with_under_test,
     write_outputs,
+    write_study_report,
 )
 from assay.cli.fractions import SHARE
 from assay.cli.outputs import check_outputs, report_console
@@ -251,4 +252,6 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
             ),
         },
     )
+    if not opts["from_files"]:
+        write_study_report(opts, store_path, spec.study.name, err)
     sys.exit(exits.compare_status(result))

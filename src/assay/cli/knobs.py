@@ -12,12 +12,14 @@ from rich.console import Console
 
 from assay.cli import exits
 from assay.cli.common import (
+    REPORT_OPTION,
     cluster_options,
     err_console,
     fail,
     refuse_cluster_with_from,
     running_study,
     write_outputs,
+    write_study_report,
 )
 from assay.cli.outputs import check_outputs, report_console
 from assay.cli.sections import SectionedCommand
@@ -78,6 +80,7 @@ Study file: as for 'assay run', plus the knobs (their values fill {name} placeho
 @click.option("--store", type=click.Path(dir_okay=False), help="Study: SQLite store to use.")
 @click.option("--fresh", is_flag=True, help="Study: archive stored trials and start again.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
+@REPORT_OPTION
 @cluster_options
 def knobs(study: str | None, **opts: Any) -> None:
     """Find the few knobs that matter (Latin Hypercube samples + random-forest importance).
@@ -102,8 +105,13 @@ def knobs(study: str | None, **opts: Any) -> None:
             "give a study file (assay knobs STUDY.toml) or measured settings "
             "(assay knobs --from samples.csv --metric PI), not both or neither",
         )
-    result = _offline(opts, err) if study is None else _live(study, opts, err)
-    _report(result, console, opts)
+    if study is None:
+        result = _offline(opts, err)
+        _report(result, console, opts)
+    else:
+        result, store_path, name = _live(study, opts, err)
+        _report(result, console, opts)
+        write_study_report(opts, store_path, name, err)
     sys.exit(exits.knobs_status(result))
 
 
@@ -150,7 +158,7 @@ def _offline(opts: dict[str, Any], err: Console) -> Any:
     return result
 
 
-def _live(study: str, opts: dict[str, Any], err: Console) -> Any:
+def _live(study: str, opts: dict[str, Any], err: Console) -> tuple[Any, Path, str]:
     """``STUDY.toml``: sample, measure, rank, validate, tune (see assay.studies.knobs)."""
     from assay.report.knobs import KnobsProgressView
     from assay.spec import load_spec
@@ -191,7 +199,7 @@ def _live(study: str, opts: dict[str, Any], err: Console) -> Any:
             executor=executor,
             on_progress=None if opts["quiet"] else view.update,
         )
-        return runner.run()
+        return runner.run(), store_path, spec.study.name
 
 
 def _report(result: Any, console: Console, opts: dict[str, Any]) -> None:

@@ -10,12 +10,14 @@ import click
 
 from assay.cli import exits
 from assay.cli.common import (
+    REPORT_OPTION,
     cluster_options,
     err_console,
     fail,
     refuse_cluster_with_from,
     running_study,
     write_outputs,
+    write_study_report,
 )
 from assay.cli.fractions import SHARE
 from assay.cli.outputs import check_outputs, report_console
@@ -81,6 +83,7 @@ Study file: as for 'assay run' (see 'assay run --help'), plus two or more tests:
 @click.option("--no-overhead", is_flag=True, help="Skip the launch-overhead measurement.")
 @click.option("--no-monitor", is_flag=True, help="Turn off the bottleneck watch.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
+@REPORT_OPTION
 @cluster_options
 def order(target: str, **opts: Any) -> None:
     """Detect the ordering trap: do the tests' results depend on their order?
@@ -169,4 +172,6 @@ def order(target: str, **opts: Any) -> None:
     )
     if plot is not None:
         plot_order(result, plot)
+    if not opts["from_file"]:
+        write_study_report(opts, store_path, spec.study.name, err)
     sys.exit(exits.order_status(result))

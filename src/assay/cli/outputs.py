@@ -24,8 +24,9 @@ OUTPUTS = {
     "markdown_out": "--export-markdown",
     "plot": "--plot",
     "html_out": "--output",
+    "report_out": "--report",
 }
-NOT_TO_STDOUT = {"plot"}  # binary or several files: a name is needed
+NOT_TO_STDOUT = {"plot", "report_out"}  # binary or several files: a name is needed
 
 
 def to_stdout(opts: Mapping[str, Any]) -> str | None:

@@ -21,6 +21,7 @@ from assay.cli.common import (
     trial_output_printer,
     with_under_test,
     write_outputs,
+    write_study_report,
 )
 from assay.cli.outputs import check_outputs, report_console
 from assay.cli.sections import SectionedCommand
@@ -142,4 +143,5 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
             "markdown_out": lambda: run_markdown(result.study, data["pis"]),
         },
     )
+    write_study_report(opts, store_path, spec.study.name, err)
     sys.exit(exits.run_status(result))

@@ -65,7 +65,16 @@ SECTION_OF = {
         "Stopping rule and budget",
     ),
     **dict.fromkeys(
-        ("json_out", "csv_out", "trials_out", "markdown_out", "plot", "quiet", "summary"),
+        (
+            "json_out",
+            "csv_out",
+            "trials_out",
+            "markdown_out",
+            "plot",
+            "quiet",
+            "summary",
+            "report_out",
+        ),
         "Output",
     ),
     **dict.fromkeys(("html_out", "plots_dir"), "Output"),  # assay report

@@ -10,12 +10,14 @@ import click
 
 from assay.cli import exits
 from assay.cli.common import (
+    REPORT_OPTION,
     cluster_options,
     err_console,
     fail,
     refuse_cluster_with_from,
     running_study,
     write_outputs,
+    write_study_report,
 )
 from assay.cli.fractions import WIDTH
 from assay.cli.outputs import check_outputs, report_console
@@ -92,6 +94,7 @@ def _overrides(spec: Any, opts: dict[str, Any]) -> Any:
 @click.option("--fresh", is_flag=True, help="Archive this study's stored trials and start again.")
 @click.option("--no-monitor", is_flag=True, help="Turn off the bottleneck watch.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
+@REPORT_OPTION
 @cluster_options
 def sweep(target: str, **opts: Any) -> None:
     """Sweep a parameter space cheaply and say which parameters matter, and where.
@@ -186,4 +189,6 @@ def sweep(target: str, **opts: Any) -> None:
             unit=result.pi.unit,
         )
         err.print(f"tile plot written to {plot}")
+    if not opts["from_file"]:
+        write_study_report(opts, store_path, spec.study.name, err)
     sys.exit(exits.sweep_status(result))
