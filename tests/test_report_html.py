@@ -249,3 +249,27 @@ def test_hostile_strings_stay_text_in_the_browser(
     assert any("<script>alert(1)</script>" in t for t in labels), labels
     assert opened.errors == [] and opened.requests == [] and opened.dialogs == []
     page.close()
+
+
+def test_knobs_report_plots_the_stability_of_the_top_k(tmp_path: Path) -> None:
+    """Issue #16: the knobs plots include the IoU stability of the top-k on subsets."""
+    import csv
+    from types import SimpleNamespace
+
+    from assay.report.html import study_plots
+    from assay.studies.knobs import rank_samples, samples_from_csv
+
+    path = tmp_path / "k.csv"
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["a", "b", "c", "m"])
+        for i in range(120):
+            a, b, c = i % 11, (i * 7) % 13, (i * 5) % 3
+            w.writerow([a, b, c, 3.0 * a + 0.5 * b + 0.01 * ((i * 31) % 17)])
+    result = rank_samples(samples_from_csv(str(path), ["m"]), top_k=2, trees=30, jobs=1)
+    assert any(r.stability for r in result.analysis.rankings)
+    stored = SimpleNamespace(kind="knobs")
+    plots = {p.name: p for p in study_plots(stored, result, [])}  # type: ignore[arg-type]
+    assert list(plots) == ["importance", "top-k-r2", "stability"]
+    svg = plots["stability"].svg
+    assert "IoU with the full-sample top-k (unitless)" in svg and "subset size (samples)" in svg

@@ -407,6 +407,10 @@ class StopSpec(_Model):
     # condition (every variant's CI within ci_width as well as the ranking decided)
     alpha: Annotated[float, Field(gt=0, lt=1)] = 0.01
     require_ci_width: bool = False
+    # a regression gate for CI (assay compare): exit 1 when a variant is worse than
+    # the baseline (default: the first variant) by more than this share, with confidence
+    fail_if_worse: Annotated[float, Field(gt=0, le=1)] | None = None
+    baseline: str | None = None
 
 
 class StudyMeta(_Model):

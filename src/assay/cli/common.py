@@ -179,6 +179,8 @@ def stop_overrides(opts: dict[str, Any]) -> dict[str, Any]:
         "warmup": "warmup_rounds",
         "alpha": "alpha",
         "require_ci_width": "require_ci_width",
+        "fail_if_worse": "fail_if_worse",
+        "baseline": "baseline",
     }
     return {field: opts[o] for o, field in keys.items() if opts.get(o) is not None}
 

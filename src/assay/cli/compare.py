@@ -31,7 +31,7 @@ from assay.cli.common import (
     write_outputs,
     write_study_report,
 )
-from assay.cli.fractions import SHARE
+from assay.cli.fractions import SHARE, WIDTH
 from assay.cli.outputs import check_outputs, report_console
 from assay.cli.sections import SectionedCommand
 from assay.spec import Spec, SpecError, parse_spec_data
@@ -43,6 +43,8 @@ Study file: as for 'assay run' (see 'assay run --help'), plus two or more varian
   [[variant]]  name = "new"  command = ["./new", "{rows}"]  env = {K = "v"}
                (a variant without command runs [benchmark].command)
   [stop]       alpha = 0.01  (Welch threshold)  require_ci_width = false
+               fail_if_worse = 0.05  baseline = "off"  (the CI gate: exit 1 when a
+               variant is worse than the baseline by more than 5%)
                max_rounds counts cycles (every variant once); max_time = 600
 """
 
@@ -152,6 +154,18 @@ def _compare_spec(target: tuple[str, ...], opts: dict[str, Any]) -> tuple[Spec, 
     help="Also wait until every CI is within --ci-width (Pilot's optional third condition).",
 )
 @click.option(
+    "--fail-if-worse",
+    type=WIDTH,
+    metavar="PCT",
+    help="CI gate: exit 1 when a variant is worse than the baseline by more than PCT "
+    "(e.g. 5%) with the study's confidence, 5 when that cannot be told, else 0.",
+)
+@click.option(
+    "--baseline",
+    metavar="NAME",
+    help="The variant the others are held against by --fail-if-worse (default: the first).",
+)
+@click.option(
     "--seed",
     type=click.IntRange(min=0),
     help="Seed of the random order within each cycle (default: random, recorded in the store).",
@@ -219,6 +233,12 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
                 raise SpecError(
                     f"--pi {opts['pi']!r}: no such PI; the study's PIs: {', '.join(pis)}"
                 )
+            names = [v.name for v in spec.variants]
+            if spec.stop.baseline is not None and spec.stop.baseline not in names:
+                raise SpecError(
+                    f"baseline {spec.stop.baseline!r}: no such variant; the variants: "
+                    f"{', '.join(names)}"
+                )
         except SpecError as exc:
             fail(err, exc)
         for note in split_notes(target, opts):
@@ -241,6 +261,16 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
             if opts["show_output"]:
                 runner.on_trial = trial_output_printer(err)
             result = runner.run()
+    threshold = opts["fail_if_worse"]
+    baseline = opts["baseline"]
+    if not opts["from_files"]:
+        threshold = spec.stop.fail_if_worse
+        baseline = spec.stop.baseline
+    if threshold is not None:
+        try:
+            result.gate(threshold, baseline)
+        except ValueError as exc:
+            fail(err, exc)
     render_comparison(result, console)
     write_outputs(
         opts,
@@ -254,4 +284,4 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
     )
     if not opts["from_files"]:
         write_study_report(opts, store_path, spec.study.name, err)
-    sys.exit(exits.compare_status(result))
+    sys.exit(exits.gate_status(result) if result.gates else exits.compare_status(result))

@@ -2,7 +2,8 @@
 
 0 means the study did what was asked; a study that ran but fell short says how with its
 own status, so ``assay run -- ./bench || …`` catches a benchmark that never worked.
-Status 1 is left to Python's own crashes (and, later, to a regression gate).
+Status 1 is the regression gate's (``assay compare --fail-if-worse``); a crash of
+Python itself also exits 1, with a traceback.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 OK = 0
+WORSE = 1  # --fail-if-worse: a candidate is worse than the baseline beyond the threshold
 USAGE = 2  # a usage error or a bad study file: the message names the file and field
 STUDY = 3  # the store or the study cannot go on (locked, changed, disk full, ...)
 NO_RESULT = 4  # nothing valid was measured: every trial failed, or too many did
@@ -22,6 +24,7 @@ HELP = """
 \b
 Exit status:
   0    done: the target was reached (or every planned trial measured)
+  1    compare --fail-if-worse: a candidate is worse than the baseline
   2    usage error or bad study file     3  the store or study cannot go on
   4    no valid result (every trial failed, or too many: the report says why)
   5    the budget ran out before the target (CI width, decision, R²)
@@ -57,6 +60,18 @@ def compare_status(result: Any) -> int:
     if result.cycles and any(n >= result.cycles for v, n in failed.items() if v):
         return NO_RESULT  # a variant without one valid trial: nothing to rank it by
     return OK if getattr(result.decision, "decided", False) else SHORT
+
+
+def gate_status(result: Any) -> int:
+    """``assay compare --fail-if-worse``: 1 when a candidate is worse than the baseline
+    beyond the threshold (with confidence), 5 when one cannot be told, else 0; no valid
+    result (4) first."""
+    if compare_status(result) == NO_RESULT:
+        return NO_RESULT
+    verdicts = {g.verdict for g in result.gates}
+    if "worse" in verdicts:
+        return WORSE
+    return SHORT if "undecided" in verdicts else OK
 
 
 def order_status(result: Any) -> int:

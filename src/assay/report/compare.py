@@ -160,6 +160,9 @@ def render_comparison(res: CompareResult, console: Console) -> None:
                 + (f" · {res.resumed_trials} resumed from the store" if res.resumed_trials else "")
             )
         )
+    for g in res.gates:  # --fail-if-worse
+        style = {"worse": "bold red", "not worse": "bold green"}.get(g.verdict, "yellow")
+        lines.append(Text(f"gate: {g.text()}", style=style))
     lines.extend(
         footer_lines(
             res.bookkeeping_s_per_trial,

@@ -523,9 +523,27 @@ def _knobs_plots(result: Any) -> list[tuple[str, str, Callable[[Path], Any]]]:
             ax.set_title(f"{r['pi']}: R² of the top-k knobs", parse_math=False)
         _save(fig, path)
 
+    def stability(path: Path) -> None:
+        rankings = [r for r in analysis.rankings if r.stability]
+        fig, axes = _figure(6.5 * min(len(rankings), 2), 3.6, max(len(rankings), 1))
+        for ax, r in zip(axes, rankings, strict=False):
+            sizes = [row.size for row in r.stability]
+            ax.plot(sizes, [row.iou_mean for row in r.stability], "o-", label="mean IoU")
+            ax.plot(sizes, [row.iou_min for row in r.stability], "v--", label="lowest IoU")
+            ax.set_ylim(-0.05, 1.05)
+            ax.set_xlabel("subset size (samples)")
+            ax.set_ylabel("IoU with the full-sample top-k (unitless)")
+            ax.set_title(f"{r.pi}: stability of the top {r.top_k}", parse_math=False)
+            ax.legend(fontsize="small", loc="lower right")
+        _save(fig, path)
+
     if not analysis.rankings:
         return []
-    return [
+    out: list[tuple[str, str, Callable[[Path], Any]]] = [
         ("importance", "Knob importance", importance),
         ("top-k-r2", "Top-k R² curve", curve),
     ]
+    if any(r.stability for r in analysis.rankings):
+        # how far the top-k holds on subsets of the samples (Kanellis et al.'s check)
+        out.append(("stability", "Top-k stability on subsets (IoU)", stability))
+    return out

@@ -16,6 +16,7 @@ of the budget (``max_rounds``) is one *cycle*: every variant once.
 
 from __future__ import annotations
 
+import math
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from assay.designs.compare import (
 from assay.designs.run_until_ci import Decision, pi_samples
 from assay.execute.overhead import LaunchOverhead
 from assay.spec import PISpec, Spec, SpecError
+from assay.stats.gate import GateVerdict, gate_verdict, regression_gate
 from assay.store import Store, TrialRecord
 from assay.studies.base import (
     OpenStudy,
@@ -91,6 +93,8 @@ class CompareResult:
     sources: list[str] = field(default_factory=list)  # --from: the files read
     # on a cluster of several hosts: the deciding PI ranked within each host (a block)
     by_host: dict[str, PIComparison] = field(default_factory=dict)
+    variants: list[str] = field(default_factory=list)  # in the order given (file, --from)
+    gates: list[GateVerdict] = field(default_factory=list)  # --fail-if-worse, if asked
 
     def as_dict(self) -> dict[str, Any]:
         d = self.decision
@@ -108,7 +112,43 @@ class CompareResult:
             **execution_dict(self),
             "sources": self.sources,
             "by_host": {h: comparison_dict(c) for h, c in self.by_host.items()},
+            "gate": [g.as_dict() for g in self.gates],
         }
+
+    def gate(self, threshold: float, baseline: str | None = None) -> list[GateVerdict]:
+        """``--fail-if-worse``: every other variant against ``baseline`` (default: the
+        first given) on the deciding PI; stored in :attr:`gates` and returned.
+        ``ValueError`` for an unknown baseline."""
+        comp = self.comparisons[0]
+        names = self.variants or list(comp.ranking.order)
+        base = names[0] if baseline is None else baseline
+        if base not in names:
+            raise ValueError(f"--baseline {base!r}: no such variant; the variants: {names}")
+        stats = comp.ranking.variants
+        self.gates = [
+            regression_gate(
+                name,
+                stats[name],
+                base,
+                stats[base],
+                direction=comp.direction,
+                threshold=threshold,
+                confidence=comp.ranking.confidence,
+            )
+            if name in stats and base in stats
+            else gate_verdict(
+                name,
+                base,
+                relative=math.nan,
+                low=math.nan,
+                high=math.nan,
+                direction=comp.direction,
+                threshold=threshold,
+            )
+            for name in names
+            if name != base
+        ]
+        return self.gates
 
 
 def variant_rows(c: PIComparison) -> list[dict[str, Any]]:
@@ -504,6 +544,7 @@ class CompareRunner(Study):
             seed=seed,
             fixed_order=fixed,
             cycles=len(trials) // len(self.spec.variants),
+            variants=[v.name for v in self.spec.variants],
             by_host=by_host,
             warnings=warnings,
             resources=by_variant or None,
@@ -572,6 +613,7 @@ def compare_files(
         undecided=tuple((p.better, p.worse) for p in r.undecided),
     )
     return CompareResult(
+        variants=[r.name for r in results],
         study=f"compare --from {' '.join(Path(f).name for f in files)}",
         store="",
         pi=pi_name,

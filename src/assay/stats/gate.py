@@ -1,0 +1,114 @@
+"""A regression gate for CI: is a candidate worse than the baseline by more than a
+threshold, with the study's confidence?
+
+The relative difference ``(candidate - baseline) / baseline`` gets Welch's test with
+Fieller's interval (:func:`assay.stats.compare.welch_test`), turned so that positive
+means worse (slower for lower-is-better PIs, less for higher-is-better ones).  The
+verdict rests on the whole interval, never on the point estimate:
+
+* ``worse``: the interval lies beyond the threshold (a regression, with confidence);
+* ``not worse``: the interval lies below it (any slow-down is smaller than asked);
+* ``undecided``: the interval straddles it; more rounds would narrow it.
+
+>>> v = gate_verdict("new", "old", relative=0.30, low=0.25, high=0.35,
+...                  direction="lower", threshold=0.05)
+>>> v.verdict, v.text()
+('worse', 'new is worse than old: +30.0% [+25.0%, +35.0%] slower, beyond 5%')
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from assay.stats.compare import VariantStats, welch_test
+
+Verdict = Literal["worse", "not worse", "undecided"]
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    """One candidate against the baseline; ``worseness`` bounds are signed so that a
+    positive value is a regression whatever the PI's direction."""
+
+    candidate: str
+    baseline: str
+    relative: float  # (candidate - baseline) / baseline, as measured
+    low: float  # its confidence interval
+    high: float
+    direction: str  # "lower" or "higher" is better
+    threshold: float
+    verdict: Verdict
+
+    @property
+    def worseness(self) -> tuple[float, float, float]:
+        """(estimate, low, high) of the regression, positive = worse."""
+        if self.direction == "lower":
+            return self.relative, self.low, self.high
+        return -self.relative, -self.high, -self.low
+
+    def text(self) -> str:
+        est, lo, hi = self.worseness
+        word = "slower" if self.direction == "lower" else "lower"
+        if not all(math.isfinite(x) for x in (est, lo, hi)):
+            shown = "no interval"
+        else:
+            shown = f"{est:+.1%} [{lo:+.1%}, {hi:+.1%}] {word}"
+        limit = f"{self.threshold:.0%}" if self.threshold >= 0.01 else f"{self.threshold:.2%}"
+        if self.verdict == "worse":
+            return f"{self.candidate} is worse than {self.baseline}: {shown}, beyond {limit}"
+        if self.verdict == "not worse":
+            return (
+                f"{self.candidate} is not worse than {self.baseline} by more than {limit}: {shown}"
+            )
+        why = "the interval straddles the threshold" if "[" in shown else "too few samples"
+        return f"{self.candidate} vs {self.baseline}: undecided at {limit}: {shown} ({why})"
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"text": self.text()}
+
+
+def gate_verdict(
+    candidate: str,
+    baseline: str,
+    *,
+    relative: float,
+    low: float,
+    high: float,
+    direction: str,
+    threshold: float,
+) -> GateVerdict:
+    """The verdict on a relative difference and its interval (see the module)."""
+    v = GateVerdict(candidate, baseline, relative, low, high, direction, threshold, "undecided")
+    _, lo, hi = v.worseness
+    verdict: Verdict = "undecided"
+    if math.isfinite(lo) and lo > threshold:
+        verdict = "worse"
+    elif math.isfinite(hi) and hi < threshold:
+        verdict = "not worse"
+    return GateVerdict(candidate, baseline, relative, low, high, direction, threshold, verdict)
+
+
+def regression_gate(
+    candidate: str,
+    cand: VariantStats,
+    baseline: str,
+    base: VariantStats,
+    *,
+    direction: str,
+    threshold: float,
+    confidence: float,
+) -> GateVerdict:
+    """The gate on two variants' merged samples: Welch's test of candidate vs baseline,
+    Fieller's interval of their ratio, at ``confidence``."""
+    w = welch_test(cand.mean, cand.var, cand.n, base.mean, base.var, base.n, confidence)
+    return gate_verdict(
+        candidate,
+        baseline,
+        relative=w.relative,
+        low=w.rel_low,
+        high=w.rel_high,
+        direction=direction,
+        threshold=threshold,
+    )

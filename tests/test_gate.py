@@ -1,0 +1,122 @@
+"""Issue #18 (part): the regression gate, ``assay compare --fail-if-worse PCT``.
+
+Exit 1 when a candidate is worse than the baseline by more than PCT with the study's
+confidence (its whole interval beyond the threshold), 0 when it is not (its whole
+interval below), 5 when the interval straddles the threshold."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from hypothesis import given
+from hypothesis import strategies as st
+
+from assay.cli import exits, main
+from assay.stats.gate import gate_verdict
+
+DATA = Path(__file__).parent / "data"
+QUICK = ("--no-overhead", "--no-monitor", "-q")
+
+
+def invoke(tmp_path: Path, *args: str) -> Result:
+    return CliRunner().invoke(main, list(args), env={"XDG_CACHE_HOME": str(tmp_path)})
+
+
+@pytest.mark.parametrize(
+    ("relative", "low", "high", "direction", "verdict"),
+    [
+        (0.30, 0.25, 0.35, "lower", "worse"),  # 30% slower, surely beyond 5%
+        (0.01, -0.02, 0.04, "lower", "not worse"),
+        (0.05, 0.01, 0.09, "lower", "undecided"),  # straddles 5%
+        (-0.30, -0.35, -0.25, "higher", "worse"),  # 30% less throughput
+        (0.30, 0.25, 0.35, "higher", "not worse"),  # 30% more throughput
+        (math.nan, math.nan, math.nan, "lower", "undecided"),  # no estimate
+        (0.2, -math.inf, math.inf, "lower", "undecided"),  # an unbounded interval
+    ],
+)
+def test_verdicts(relative: float, low: float, high: float, direction: str, verdict: str) -> None:
+    v = gate_verdict(
+        "new", "old", relative=relative, low=low, high=high, direction=direction, threshold=0.05
+    )
+    assert v.verdict == verdict
+
+
+finite = st.floats(-2, 2, allow_nan=False)
+
+
+@given(a=finite, b=finite, threshold=st.floats(0.001, 1), lower=st.booleans())
+def test_the_verdict_follows_the_interval_and_never_the_estimate_alone(
+    a: float, b: float, threshold: float, lower: bool
+) -> None:
+    low, high = sorted((a, b))
+    direction = "lower" if lower else "higher"
+    v = gate_verdict(
+        "n", "o", relative=(low + high) / 2, low=low, high=high, direction=direction,
+        threshold=threshold,
+    )  # fmt: skip
+    worse_low, worse_high = (low, high) if lower else (-high, -low)
+    if worse_low > threshold:
+        assert v.verdict == "worse"
+    elif worse_high < threshold:
+        assert v.verdict == "not worse"
+    else:
+        assert v.verdict == "undecided"
+
+
+def test_a_30_percent_slower_candidate_fails_the_gate(tmp_path: Path) -> None:
+    res = invoke(
+        tmp_path, "compare", *QUICK, "-r", "40", "--fail-if-worse", "5%", "--json", "-",
+        "--", "sleep", "0.02", "--", "sleep", "0.026",
+    )  # fmt: skip
+    assert res.exit_code == exits.WORSE, res.output
+    (gate,) = json.loads(res.stdout)["gate"]
+    assert gate["verdict"] == "worse" and gate["baseline"] == "sleep 0.02"
+    assert "is worse than sleep 0.02" in gate["text"]
+
+
+def test_two_identical_commands_pass(tmp_path: Path) -> None:
+    res = invoke(
+        tmp_path, "compare", *QUICK, "-r", "40", "--fail-if-worse", "25%",
+        "--", "sleep", "0.02", "--", "sleep", "0.02",
+    )  # fmt: skip
+    assert res.exit_code == exits.OK, res.output
+    assert "is not worse than" in res.stdout
+
+
+def test_an_undecidable_pair_is_status_5(tmp_path: Path) -> None:
+    # three cycles: too few merged samples for an interval, so it cannot be told
+    res = invoke(
+        tmp_path, "compare", *QUICK, "-r", "3", "--fail-if-worse", "10%",
+        "--", "sleep", "0.02", "--", "sleep", "0.022",
+    )  # fmt: skip
+    assert res.exit_code == exits.SHORT, res.output
+    assert "undecided at 10%" in res.stdout
+
+
+def test_the_gate_on_existing_results_and_a_named_baseline(tmp_path: Path) -> None:
+    files = [str(DATA / "hyperfine_sqlite_sync.json"), str(DATA / "assay_sqlite_sync_off.json")]
+    args = ["compare", "--from", "--pi", "wall_time", *files, "--fail-if-worse", "5%"]
+    res = invoke(tmp_path, *args, "--json", "-")
+    assert res.exit_code == exits.WORSE, res.output  # synchronous=FULL is 63% slower
+    gates = json.loads(res.stdout)["gate"]
+    assert [g["verdict"] for g in gates] == ["worse", "not worse"]
+    res = invoke(tmp_path, *args, "--baseline", "nope")
+    assert res.exit_code == exits.USAGE and "no such variant" in res.stderr
+
+
+def test_the_study_file_says_the_same(tmp_path: Path, write_study: object) -> None:
+    study = tmp_path / "g.toml"
+    study.write_text(
+        '[study]\nname = "g"\n[benchmark]\ncommand = ["sleep", "{t}"]\n[params]\nt = 0.02\n'
+        '[[variant]]\nname = "old"\n[[variant]]\nname = "new"\nparams = {t = 0.026}\n'
+        '[stop]\nmax_rounds = 40\nfail_if_worse = 0.05\nbaseline = "old"\n'
+    )
+    res = invoke(tmp_path, "compare", *QUICK, str(study))
+    assert res.exit_code == exits.WORSE, res.output
+    study.write_text(study.read_text().replace('baseline = "old"', 'baseline = "nope"'))
+    res = invoke(tmp_path, "compare", *QUICK, str(study))
+    assert res.exit_code == exits.USAGE and "no such variant" in res.stderr
