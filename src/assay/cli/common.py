@@ -429,3 +429,22 @@ def write_study_report(opts: dict[str, Any], store_path: Path, study: str, err: 
         err.print(Text.assemble(("warning:", "yellow"), f" --report {path}: not written: {exc}"))
         return
     err.print(f"report written to {path}", style="dim")
+
+
+@contextlib.contextmanager
+def stored_study_errors(err: Console, path: Path) -> Iterator[None]:
+    """How ``show`` and ``report`` end when a stored study cannot be read: no such
+    study (exit 2, naming the store's studies), no such store (2) or an unreadable one
+    (3), a bad stored study (3), data that cannot be analysed (4)."""
+    from assay.studies.stored import NoSuchStudy
+
+    try:
+        yield
+    except NoSuchStudy as exc:
+        fail(err, exc)
+    except StoreError as exc:  # no such file: a usage error, as for a study not there
+        fail(err, exc, exits.STUDY if path.exists() else exits.USAGE)
+    except (StudyError, SpecError) as exc:
+        fail(err, exc, exits.STUDY)
+    except ValueError as exc:  # the stored data cannot be analysed (a sweep's space)
+        fail(err, exc, exits.NO_RESULT)

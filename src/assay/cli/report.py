@@ -11,13 +11,10 @@ from typing import Any
 
 import click
 
-from assay.cli import exits
-from assay.cli.common import err_console, fail, write_outputs
+from assay.cli.common import err_console, fail, stored_study_errors, write_outputs
 from assay.cli.outputs import check_outputs, unwritable
 from assay.cli.sections import SectionedCommand
-from assay.errors import StudyError
 from assay.spec import SpecError
-from assay.store import StoreError
 
 REPORT_HELP = """
 The page: what was run (command, parameters, settings, environment), every PI with
@@ -57,20 +54,12 @@ def report(store: str, study: str | None, **opts: Any) -> None:
     except SpecError as exc:
         fail(err, exc)
     from assay.report.html import html_report, study_plots
-    from assay.studies.stored import NoSuchStudy, stored_result  # lazy: --help stays fast
+    from assay.studies.stored import stored_result  # lazy: --help stays fast
 
     path = Path(store)
-    try:
+    with stored_study_errors(err, path):
         stored, result, trials = stored_result(path, study)
         plots = study_plots(stored, result, trials, png=plots_dir is not None)
-    except NoSuchStudy as exc:
-        fail(err, exc)
-    except StoreError as exc:  # no such file: a usage error, as for a study not there
-        fail(err, exc, exits.STUDY if path.exists() else exits.USAGE)
-    except (StudyError, SpecError) as exc:
-        fail(err, exc, exits.STUDY)
-    except ValueError as exc:  # the stored data cannot be analysed (a sweep's space)
-        fail(err, exc, exits.NO_RESULT)
     write_outputs(opts, {"html_out": lambda: html_report(stored, result, trials, plots)})
     if plots_dir is not None:
         out = Path(plots_dir)

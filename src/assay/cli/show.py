@@ -15,12 +15,11 @@ import click
 from rich.console import Console
 
 from assay.cli import exits
-from assay.cli.common import err_console, fail
+from assay.cli.common import err_console, fail, stored_study_errors
 from assay.cli.outputs import check_outputs, report_console
 from assay.cli.sections import SectionedCommand
-from assay.errors import StudyError
 from assay.spec import SpecError
-from assay.store import StoreError, TrialRecord
+from assay.store import TrialRecord
 
 SHOW_HELP = """
 \b
@@ -58,20 +57,12 @@ def show(store: str, study: str | None, **opts: Any) -> None:
         check_outputs(opts)
     except SpecError as exc:
         fail(err, exc)
-    from assay.studies.stored import NoSuchStudy, stored_result  # lazy: --help stays fast
+    from assay.studies.stored import stored_result  # lazy: --help stays fast
 
     path = Path(store)
-    try:
+    with stored_study_errors(err, path):
         stored, result, trials = stored_result(path, study)
         console = report_console(opts, 110 if stored.kind == "run" else 130)  # as its command
-    except NoSuchStudy as exc:  # exit 2 naming the store's studies
-        fail(err, exc)
-    except StoreError as exc:  # no such file: a usage error, as for a study not there
-        fail(err, exc, exits.STUDY if path.exists() else exits.USAGE)
-    except (StudyError, SpecError) as exc:
-        fail(err, exc, exits.STUDY)
-    except ValueError as exc:  # the stored data cannot be analysed (a sweep's space)
-        fail(err, exc, exits.NO_RESULT)
     if opts["summary"]:
         for line in summary_lines(stored, trials):
             console.print(line, soft_wrap=True)
