@@ -419,12 +419,10 @@ def write_study_report(opts: dict[str, Any], store_path: Path, study: str, err: 
     if not path:
         return
     from assay.report.export import write_text
-    from assay.report.html import html_report, study_plots
-    from assay.studies.stored import stored_result
+    from assay.report.html import study_report
 
     try:
-        stored, result, trials = stored_result(store_path, study)
-        write_text(path, html_report(stored, result, trials, study_plots(stored, result, trials)))
+        write_text(path, study_report(store_path, study)[0])
     except (StudyError, StoreError, SpecError, ValueError, OSError) as exc:
         err.print(Text.assemble(("warning:", "yellow"), f" --report {path}: not written: {exc}"))
         return

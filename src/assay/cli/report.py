@@ -53,14 +53,12 @@ def report(store: str, study: str | None, **opts: Any) -> None:
                 raise SpecError(f"--plots {plots_dir}: {problem}")
     except SpecError as exc:
         fail(err, exc)
-    from assay.report.html import html_report, study_plots
-    from assay.studies.stored import stored_result  # lazy: --help stays fast
+    from assay.report.html import study_report  # lazy: --help stays fast
 
     path = Path(store)
     with stored_study_errors(err, path):
-        stored, result, trials = stored_result(path, study)
-        plots = study_plots(stored, result, trials, png=plots_dir is not None)
-    write_outputs(opts, {"html_out": lambda: html_report(stored, result, trials, plots)})
+        page, plots = study_report(path, study, png=plots_dir is not None)
+    write_outputs(opts, {"html_out": lambda: page})
     if plots_dir is not None:
         out = Path(plots_dir)
         out.mkdir(exist_ok=True)

@@ -83,6 +83,19 @@ def html_report(
     return "\n".join(parts) + "\n"
 
 
+def study_report(
+    store_path: Path, study: str | None, *, png: bool = False
+) -> tuple[str, list[Plot]]:
+    """The report page of ``study`` as its store holds it, and its plots (``assay
+    report``, and ``--report`` at the end of a study command).  Raises what
+    :func:`assay.studies.stored.stored_result` raises."""
+    from assay.studies.stored import stored_result
+
+    stored, result, trials = stored_result(store_path, study)
+    plots = study_plots(stored, result, trials, png=png)
+    return html_report(stored, result, trials, plots), plots
+
+
 def _e(value: Any) -> str:
     """Any value as escaped HTML text."""
     return escape(str(value), quote=True)
