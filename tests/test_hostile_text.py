@@ -76,27 +76,37 @@ def test_variant_names_print_as_text(tmp_path: Path) -> None:
     assert "[bold]b" in res.stdout and "[/] [bold red]x" in res.stdout
 
 
-def test_order_test_names_and_units_print_as_text(tmp_path: Path) -> None:
-    path = tmp_path / "t.csv"
+def order_csv(path: Path, tests: list[str]) -> Path:
+    """Order trials (the ``--from`` format) of ``tests``: 3 fixed and 3 random runs."""
     with path.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["test", "order", "run", "position", "value"])
         for run in range(3):
             for order in ("fixed", "random"):
-                for pos, test in enumerate([EVIL, "[b]"]):
+                for pos, test in enumerate(tests):
                     w.writerow([test, order, f"{order}{run}", pos, 10 + pos + run * 0.1])
+    return path
+
+
+def knobs_csv(path: Path, columns: list[str]) -> Path:
+    """40 measured settings of two knobs and a metric, named ``columns``."""
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(columns)
+        for i in range(40):
+            w.writerow([i % 7, (i * 3) % 5, (i % 7) * 2.0 + 0.1 * ((i * 3) % 5)])
+    return path
+
+
+def test_order_test_names_and_units_print_as_text(tmp_path: Path) -> None:
+    path = order_csv(tmp_path / "t.csv", [EVIL, "[b]"])
     res = invoke(tmp_path, "order", "--from", str(path), "--unit", "[/]")
     assert_clean(res)
     assert "[b]" in res.stdout and "[/] [bold red]x" in res.stdout
 
 
 def test_knob_columns_and_metrics_print_as_text(tmp_path: Path) -> None:
-    path = tmp_path / "k.csv"
-    with path.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["[/]", "[red]b", "m[/]"])
-        for i in range(40):
-            w.writerow([i % 7, (i * 3) % 5, (i % 7) * 2.0 + 0.1 * ((i * 3) % 5)])
+    path = knobs_csv(tmp_path / "k.csv", ["[/]", "[red]b", "m[/]"])
     res = invoke(tmp_path, "knobs", "--from", str(path), "--metric", "m[/]", "--trees", "20")
     assert_clean(res)
     assert res.exit_code == 0, res.output
@@ -105,23 +115,11 @@ def test_knob_columns_and_metrics_print_as_text(tmp_path: Path) -> None:
 
 def test_plots_take_names_as_literal_text(tmp_path: Path) -> None:
     """Issue #13, item 12: matplotlib read a name like ``$\\foo$`` as TeX and raised."""
-    path = tmp_path / "t.csv"
-    with path.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["test", "order", "run", "position", "value"])
-        for run in range(3):
-            for order in ("fixed", "random"):
-                for pos, test in enumerate(["$\\foo$", "b"]):
-                    w.writerow([test, order, f"{order}{run}", pos, 10 + pos + run * 0.1])
+    path = order_csv(tmp_path / "t.csv", ["$\\foo$", "b"])
     res = invoke(tmp_path, "order", "--from", str(path), "--plot", str(tmp_path / "o.svg"))
     assert res.exit_code == 0, res.output
     assert "$\\foo$" in (tmp_path / "o.svg").read_text()
-    knobs = tmp_path / "k.csv"
-    with knobs.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["$\\bar$", "b", "m"])
-        for i in range(40):
-            w.writerow([i % 7, (i * 3) % 5, (i % 7) * 2.0 + 0.1 * ((i * 3) % 5)])
+    knobs = knobs_csv(tmp_path / "k.csv", ["$\\bar$", "b", "m"])
     out = tmp_path / "k.png"
     res = invoke(tmp_path, "knobs", "--from", str(knobs), "--metric", "m", "--plot", str(out))
     assert res.exit_code == 0, res.output
