@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from assay import __version__
+from assay.designs.run_until_ci import WPS_PI
 from assay.stats.intervals import t_interval
 from assay.store import TrialRecord
 from assay.studies.base import StoredStudy
@@ -392,12 +393,46 @@ def _run_plots(
             ax.legend(fontsize="small")
         _save(fig, path)
 
-    if not any(ys for _, _, ys in series):
-        return []
-    return [
-        ("readings", "Readings per round, the final CI and the warm-up cut", readings),
-        ("ci-narrowing", "CI half-width narrowing over rounds", narrowing),
-    ]
+    makers: list[tuple[str, str, Callable[[Path], Any]]] = []
+    if any(ys for _, _, ys in series):
+        makers += [
+            ("readings", "Readings per round, the final CI and the warm-up cut", readings),
+            ("ci-narrowing", "CI half-width narrowing over rounds", narrowing),
+        ]
+    wps = next((r for r in result.results if r.name == WPS_PI), None)
+    pairs = [(t.work, t.duration) for t in ok if t.work is not None and t.duration is not None]
+    if wps is not None and pairs:
+        makers.append(("work-fit", "Work per second: duration against work, t = α + w/v",
+                       lambda p: _work_fit(wps, pairs, p)))  # fmt: skip
+    return makers
+
+
+def _work_fit(r: Any, pairs: Sequence[tuple[float, float]], path: Path) -> None:
+    """Each round's duration against its work amount, and the fitted line ``t = alpha +
+    w / v`` with the lines of the CI's two ends of ``v`` (Pilot's eq. 4)."""
+    import numpy as np
+
+    fig, (ax,) = _figure(6.5, 3.8)
+    w = np.array([p[0] for p in pairs], dtype=float)
+    t = np.array([p[1] for p in pairs], dtype=float)
+    ax.plot(w, t, "o", ms=3, alpha=0.7, label="round")
+    alpha = float(r.extra.get("alpha_s", math.nan))
+    grid = np.linspace(0.0, float(w.max()), 50)
+    unit = r.unit.split("/")[0] if r.unit else "work"
+    if math.isfinite(r.mean) and r.mean > 0 and math.isfinite(alpha):
+        ax.plot(grid, alpha + grid / r.mean, color="tab:green",
+                label=f"fit: v = {r.mean:.4g} {r.unit}")  # fmt: skip
+        for end, name in ((r.low, "low"), (r.high, "high")):
+            if math.isfinite(end) and end > 0:
+                ax.plot(grid, alpha + grid / end, color="tab:green", ls=":", lw=0.8,
+                        label=f"CI {name} end: v = {end:.4g}")  # fmt: skip
+    else:
+        ax.plot([], [], " ", label="no fit")
+    ax.set_xlabel(f"work per round ({unit})", parse_math=False)
+    ax.set_ylabel("duration (s)")
+    ax.set_title(f"{r.name}: duration against work", parse_math=False)
+    ax.legend(fontsize="small")
+    _save(fig, path)
 
 
 def _ranking(result: Any, trials: Sequence[TrialRecord], path: Path) -> None:
@@ -507,7 +542,53 @@ def _sweep_plots(result: Any) -> list[tuple[str, str, Callable[[Path], Any]]]:
         out.append(("terms", "Significant terms", terms))
     if len(result.measured):
         out.append(("tiles", "Measured settings (tile plot)", tiles))
+    points = result.analysis.points[:4] if result.analysis is not None else ()
+    if points and len(result.measured):
+        out.append(("important-points", "Important points: the PI along each one's parameter",
+                    lambda p: _important_points(result, points, p)))  # fmt: skip
     return out
+
+
+def _important_points(result: Any, points: Sequence[Any], path: Path) -> None:
+    """One panel per important point: the PI's mean over the measured settings at each
+    value of the point's parameter (within its fixed value, if any), with a 95%
+    t-interval, and the knee or turning point marked where the analysis found it."""
+    import numpy as np
+
+    pi = result.pi
+    frame = result.measured
+    fig, axes = _figure(4.2 * min(len(points), 3), 3.6, len(points))
+    for ax, pt in zip(axes, points, strict=False):
+        rows = frame
+        if pt.fixed is not None and pt.fixed[0] in frame.columns:
+            rows = frame[frame[pt.fixed[0]].astype(str) == str(pt.fixed[1])]
+        xs, means, lows, highs = [], [], [], []
+        for value, group in rows.groupby(pt.param, sort=True):
+            ys = group[pi.name].to_numpy(dtype=float)
+            ys = ys[np.isfinite(ys)]
+            if ys.size == 0:
+                continue
+            xs.append(float(value))  # points are on numeric params
+            means.append(float(ys.mean()))
+            ci = t_interval(ys, 0.95) if ys.size > 1 else None
+            ok = ci is not None and math.isfinite(ci.low) and math.isfinite(ci.high)
+            lows.append(ci.low if ok and ci is not None else means[-1])
+            highs.append(ci.high if ok and ci is not None else means[-1])
+        m = np.array(means)
+        ax.errorbar(xs, m, yerr=[m - np.array(lows), np.array(highs) - m], fmt="o-", ms=3,
+                    lw=0.8, capsize=2, label="mean over settings, 95% CI")  # fmt: skip
+        ax.axvline(pt.value, color="tab:red", ls="--", label=f"{pt.kind} at {pt.value:g}")
+        if xs and min(xs) > 0 and max(xs) / min(xs) >= 16:  # e.g. 1, 2, 4, ... 64
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(xs, [f"{x:g}" for x in xs])
+            ax.minorticks_off()
+        ax.set_xlabel(pt.param, parse_math=False)
+        ax.set_ylabel(f"{pi.name}{_unit(pi.unit)}", parse_math=False)
+        where = f", {pt.fixed[0]} = {pt.fixed[1]}" if pt.fixed is not None else ""
+        term = " × ".join(pt.term) if isinstance(pt.term, tuple) else str(pt.term)
+        ax.set_title(f"{term}{where}", fontsize="medium", parse_math=False)
+        ax.legend(fontsize="small")
+    _save(fig, path)
 
 
 def _knobs_plots(result: Any) -> list[tuple[str, str, Callable[[Path], Any]]]:
