@@ -136,10 +136,12 @@ def stop_options(f: F) -> F:
             "--json", "json_out", metavar="PATH", help="Write the result as JSON ('-' = stdout)."
         ),
         click.option(
+            "--markdown",
             "--export-markdown",
             "markdown_out",
             metavar="PATH",
-            help="Write the result as a Markdown table ('-' = stdout).",
+            help="Write the result as Markdown tables, for a PR comment or "
+            "$GITHUB_STEP_SUMMARY ('-' = stdout).",
         ),
         REPORT_OPTION,
         click.option("--no-overhead", is_flag=True, help="Skip the launch-overhead measurement."),

@@ -278,7 +278,7 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
             "json_out": lambda: to_json(result.as_dict()),
             "csv_out": lambda: rows_to_csv(CSV_FIELDS, csv_rows(result)),
             "markdown_out": lambda: compare_markdown(
-                result.study, result.decision.reason, csv_rows(result)
+                result.study, result.decision.reason, csv_rows(result), result.gates
             ),
         },
     )

@@ -2,7 +2,8 @@
 
 0 means the study did what was asked; a study that ran but fell short says how with its
 own status, so ``assay run -- ./bench || …`` catches a benchmark that never worked.
-Status 1 is the regression gate's (``assay compare --fail-if-worse``); a crash of
+Status 1 is the regression gate's (``assay compare --fail-if-worse``, ``assay run
+--baseline FILE --fail-if-worse``); a crash of
 Python itself also exits 1, with a traceback.
 """
 
@@ -24,10 +25,11 @@ HELP = """
 \b
 Exit status:
   0    done: the target was reached (or every planned trial measured)
-  1    compare --fail-if-worse: a candidate is worse than the baseline
+  1    --fail-if-worse (compare; run --baseline): worse than the baseline
   2    usage error or bad study file     3  the store or study cannot go on
   4    no valid result (every trial failed, or too many: the report says why)
-  5    the budget ran out before the target (CI width, decision, R²)
+  5    the budget ran out before the target (CI width, decision, R²), or
+       --fail-if-worse could not tell (the interval straddles the threshold)
   130  interrupted (Ctrl-C, SIGTERM); run the same command again to resume
 """
 
@@ -45,6 +47,19 @@ def run_status(result: Any) -> int:
     if not any(math.isfinite(r.mean) for r in result.results):
         return NO_RESULT
     return OK if result.decision.target_met else SHORT
+
+
+def baseline_status(result: Any, comparisons: Any) -> int:
+    """``assay run --baseline FILE --fail-if-worse``: 1 when a PI is worse than the
+    baseline beyond the threshold, 5 when one cannot be told, else 0; no valid result
+    (4) first."""
+    status = run_status(result)
+    if status == NO_RESULT:
+        return status
+    verdicts = {c.gate.verdict for c in comparisons if c.gate is not None}
+    if "worse" in verdicts:
+        return WORSE
+    return SHORT if "undecided" in verdicts or not verdicts else OK
 
 
 def compare_status(result: Any) -> int:

@@ -21,7 +21,7 @@ OUTPUTS = {
     "json_out": "--json",
     "csv_out": "--csv",
     "trials_out": "--trials-csv",
-    "markdown_out": "--export-markdown",
+    "markdown_out": "--markdown",
     "plot": "--plot",
     "html_out": "--output",
     "report_out": "--report",

@@ -23,6 +23,7 @@ from assay.cli.common import (
     write_outputs,
     write_study_report,
 )
+from assay.cli.fractions import WIDTH
 from assay.cli.outputs import check_outputs, report_console
 from assay.cli.sections import SectionedCommand
 from assay.spec import SpecError
@@ -63,6 +64,21 @@ Study file (TOML):
 @click.option("-r", "--max-rounds", type=click.IntRange(min=1), help="Stop after this many trials.")
 @click.option("--name", help="Quick mode: the study name (default: from the command).")
 @click.option("--csv", "csv_out", metavar="PATH", help="Write one CSV row per PI ('-' = stdout).")
+@click.option(
+    "--baseline",
+    "baseline_file",
+    metavar="RESULT.json",
+    type=click.Path(dir_okay=False),
+    help="Compare each PI with an earlier result: an 'assay run --json' file (or a hyperfine "
+    "or pyperf JSON export, for wall_time): Welch's test and the relative difference's CI.",
+)
+@click.option(
+    "--fail-if-worse",
+    type=WIDTH,
+    metavar="PCT",
+    help="With --baseline, a CI gate: exit 1 when a PI is worse than the baseline by more "
+    "than PCT (e.g. 5%) with the study's confidence, 5 when that cannot be told, else 0.",
+)
 @stop_options
 @cluster_options
 def run(target: tuple[str, ...], **opts: Any) -> None:
@@ -75,6 +91,8 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
     Study mode, from a study file (resumes if interrupted):
       assay run examples/run-sqlite-insert.toml
     Pipes: assay run --json - -- true | jq .   (the report goes to stderr)
+    Against an earlier result, failing CI on a regression of more than 5%:
+      assay run --json new.json --baseline old.json --fail-if-worse 5% -- ./bench
 
     Each PI is reported as mean ± CI half-width with the number of samples, the
     subsession size (adjacent samples merged until |lag-1 autocorrelation| <= 0.1),
@@ -83,9 +101,11 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
     """
     refuse_unknown_option(target)
     # heavy imports (NumPy, SciPy, pandas) only once a command runs: --help stays fast
+    from assay.importers.results import ResultFileError
     from assay.report.export import to_csv, to_json
     from assay.report.markdown import run_markdown
-    from assay.report.terminal import ProgressView, render_result
+    from assay.report.terminal import ProgressView, render_baseline, render_result
+    from assay.studies.baseline import compare_with_baseline, read_baseline
     from assay.studies.run import Runner
 
     console = report_console(opts, 110)
@@ -114,7 +134,15 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
                 f"{spec.source_path}: this study samples [[knob]]s; run it with "
                 f"'assay knobs {spec.source_path}'"
             )
-    except SpecError as exc:
+        if opts["fail_if_worse"] is not None and not opts["baseline_file"]:
+            fail(err, "--fail-if-worse needs --baseline RESULT.json to compare with")
+        # read (and check) the baseline before any trial runs
+        baseline = (
+            read_baseline(opts["baseline_file"], spec.pis, spec.stop.confidence)
+            if opts["baseline_file"]
+            else None
+        )
+    except (SpecError, ResultFileError) as exc:
         fail(err, exc)
     for note in split_notes(target, opts):
         err.print(note, markup=False)
@@ -135,13 +163,22 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
         result = runner.run()
     render_result(result, console)
     data = result.as_dict()
+    comparisons = []
+    if baseline is not None:
+        comparisons = compare_with_baseline(
+            result.results, baseline, threshold=spec.stop.fail_if_worse
+        )
+        render_baseline(comparisons, console)
+        data["baseline"] = [c.as_dict() for c in comparisons]
     write_outputs(
         opts,
         {
             "json_out": lambda: to_json(data),
             "csv_out": lambda: to_csv(result.study, data["pis"]),
-            "markdown_out": lambda: run_markdown(result.study, data["pis"]),
+            "markdown_out": lambda: run_markdown(result.study, data["pis"], comparisons),
         },
     )
     write_study_report(opts, store_path, spec.study.name, err)
+    if baseline is not None and spec.stop.fail_if_worse is not None:
+        sys.exit(exits.baseline_status(result, comparisons))
     sys.exit(exits.run_status(result))

@@ -1,4 +1,4 @@
-"""Markdown tables of results (``--export-markdown``), for a README, a PR comment or
+"""Markdown tables of results (``--markdown``), for a README, a PR comment or
 ``$GITHUB_STEP_SUMMARY``: every estimate with its CI, as in the terminal.
 
 >>> print(markdown_table(["a", "b"], [["x|y", "1"]]), end="")
@@ -34,8 +34,11 @@ def _estimate(row: Mapping[str, Any]) -> str:
     return format_estimate(row["mean"], row["half_width"], row.get("unit", ""))
 
 
-def run_markdown(study: str, pis: Sequence[Mapping[str, Any]]) -> str:
-    """``assay run``: one row per PI."""
+def run_markdown(
+    study: str, pis: Sequence[Mapping[str, Any]], baseline: Sequence[Any] = ()
+) -> str:
+    """``assay run``: one row per PI; with ``--baseline``, a table of each PI against
+    the earlier result (:class:`assay.studies.baseline.BaselineComparison`)."""
     rows = [
         [
             p["name"],
@@ -48,11 +51,34 @@ def run_markdown(study: str, pis: Sequence[Mapping[str, Any]]) -> str:
         for p in pis
     ]
     header = ["PI", "mean ± CI half-width", "relative", "confidence", "n", "method"]
-    return f"### {_cell(study)}\n\n" + markdown_table(header, rows)
+    text = f"### {_cell(study)}\n\n" + markdown_table(header, rows)
+    if baseline:
+        text += "\n" + baseline_markdown(baseline)
+    return text
 
 
-def compare_markdown(study: str, reason: str, rows: Sequence[Mapping[str, Any]]) -> str:
-    """``assay compare``: one row per variant and PI, best first."""
+def _change(relative: float, low: float, high: float) -> str:
+    if not all(math.isfinite(x) for x in (relative, low, high)):
+        return "no interval"
+    return f"{relative:+.1%} [{low:+.1%}, {high:+.1%}]"
+
+
+def baseline_markdown(comparisons: Sequence[Any]) -> str:
+    """Each PI against the baseline: the change with its CI, Welch's p and the verdict."""
+    rows = []
+    for c in comparisons:
+        verdict = "—" if c.gate is None else c.gate.verdict
+        p = f"{c.p_value:.2g}" if math.isfinite(c.p_value) else "n/a"
+        rows.append([c.pi, _change(c.relative, c.rel_low, c.rel_high), p, verdict, c.source])
+    header = ["PI", "change vs baseline [CI]", "Welch p", "gate", "baseline"]
+    return markdown_table(header, rows)
+
+
+def compare_markdown(
+    study: str, reason: str, rows: Sequence[Mapping[str, Any]], gates: Sequence[Any] = ()
+) -> str:
+    """``assay compare``: one row per variant and PI, best first; with
+    ``--fail-if-worse``, the gate's verdicts (:class:`assay.stats.gate.GateVerdict`)."""
 
     def relative(r: Mapping[str, Any]) -> str:
         x = r.get("relative_to_best")
@@ -76,4 +102,10 @@ def compare_markdown(study: str, reason: str, rows: Sequence[Mapping[str, Any]])
         for r in rows
     ]
     header = ["PI", "rank", "variant", "mean ± CI half-width", "vs best (CI)", "n", "verdict"]
-    return f"### {_cell(study)}\n\n{_cell(reason)}\n\n" + markdown_table(header, table)
+    text = f"### {_cell(study)}\n\n{_cell(reason)}\n\n" + markdown_table(header, table)
+    if gates:
+        marks = {"worse": "❌", "not worse": "✅"}
+        text += "\n" + "".join(
+            f"- {marks.get(g.verdict, '⚠️')} **{g.verdict}**: {_cell(g.text())}\n" for g in gates
+        )
+    return text

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
-from typing import Any, Self
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Self
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
@@ -18,6 +18,9 @@ from assay.report.fit import fitted
 from assay.report.format import format_duration, format_estimate, format_percent
 from assay.report.safe import plain
 from assay.studies.run import Progress, StudyResult
+
+if TYPE_CHECKING:
+    from assay.studies.baseline import BaselineComparison
 
 
 def status_text(s: ExecutorStatus) -> str:
@@ -89,6 +92,17 @@ class ProgressView(LiveLine):
             f"round {p.rounds}{failed} · CI {widths} (target {format_percent(self.target)}){left}"
         )
         self.show(line, p.decision.done)
+
+
+def render_baseline(comparisons: Sequence[BaselineComparison], console: Console) -> None:
+    """``assay run --baseline``: each PI against the earlier result, and the gate's verdict."""
+    for c in comparisons:
+        style = ""
+        if c.gate is not None:
+            style = {"worse": "bold red", "not worse": "bold green"}.get(c.gate.verdict, "yellow")
+        console.print(Text(plain(c.text()), style=style))
+    if not comparisons:
+        console.print(Text("baseline: no PI of this result has a usable interval", "yellow"))
 
 
 def render_result(res: StudyResult, console: Console) -> None:

@@ -1,0 +1,212 @@
+"""``assay run --baseline FILE``: a new measurement held against an old one.
+
+Pilot compares a result with "old results" known only by their summary (§III-F): the
+mean, the variance of the subsession samples and their count.  The baseline file is
+what ``assay run --json`` wrote (or a hyperfine / pyperf JSON export, read by
+:mod:`assay.importers.results`); each PI of the new result is matched to the
+baseline's PI of the same name, and the two get Welch's test with Fieller's interval
+of the relative difference (:func:`assay.stats.compare.welch_test`).  With a
+threshold, the regression gate of :mod:`assay.stats.gate` gives the verdict.
+
+>>> from assay.stats.compare import SummaryStats
+>>> c = compare_summaries("wall_time", "s", "lower", SummaryStats(1.1, 0.01, 30),
+...                       SummaryStats(1.0, 0.01, 30), source="old.json", threshold=0.05)
+>>> c.gate.verdict, round(c.relative, 3)
+('worse', 0.1)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assay.designs.run_until_ci import PIResult
+from assay.importers.results import ImportedResult, ResultFileError, read_result_file
+from assay.spec import PISpec
+from assay.stats.compare import SummaryStats, analyze_variant, summary_from_ci, welch_test
+from assay.stats.gate import GateVerdict, gate_verdict
+
+
+@dataclass(frozen=True)
+class BaselineComparison:
+    """One PI of the new result against the same PI of the baseline."""
+
+    pi: str
+    unit: str
+    direction: str
+    new_mean: float
+    old_mean: float
+    relative: float  # (new - old) / old
+    rel_low: float
+    rel_high: float
+    p_value: float
+    confidence: float
+    source: str  # the baseline file
+    gate: GateVerdict | None  # with a threshold (--fail-if-worse)
+
+    def text(self) -> str:
+        """One line: the change with its interval and Welch's p, and the verdict."""
+        if not all(math.isfinite(x) for x in (self.relative, self.rel_low, self.rel_high)):
+            change = "no interval (too few samples on one side)"
+        else:
+            change = (
+                f"{self.relative:+.1%} [{self.rel_low:+.1%}, {self.rel_high:+.1%}] "
+                f"(Welch p = {self.p_value:.2g})"
+            )
+        line = f"{self.pi} vs baseline {self.source}: {change}"
+        if self.gate is not None:
+            line += f"; {_verdict_words(self.gate)}"
+        return line
+
+    def as_dict(self) -> dict[str, Any]:
+        d = {k: v for k, v in self.__dict__.items() if k != "gate"}
+        d["gate"] = None if self.gate is None else self.gate.as_dict()
+        return d | {"text": self.text()}
+
+
+def _verdict_words(g: GateVerdict) -> str:
+    limit = f"{g.threshold:.0%}" if g.threshold >= 0.01 else f"{g.threshold:.2%}"
+    return {
+        "worse": f"worse than the baseline beyond {limit}",
+        "not worse": f"not worse than the baseline by more than {limit}",
+        "undecided": f"undecided at {limit} (the interval straddles it)",
+    }[g.verdict]
+
+
+def compare_summaries(
+    pi: str,
+    unit: str,
+    direction: str,
+    new: SummaryStats | None,
+    old: SummaryStats,
+    *,
+    source: str,
+    confidence: float = 0.95,
+    threshold: float | None = None,
+) -> BaselineComparison:
+    """Welch's test and Fieller's interval of ``(new - old) / old``; ``new`` None: the
+    new result has no interval (reported, and undecided under a gate)."""
+    nan = math.nan
+    rel, lo, hi, p = nan, nan, nan, nan
+    if new is not None:
+        w = welch_test(new.mean, new.var, new.n, old.mean, old.var, old.n, confidence)
+        rel, lo, hi, p = w.relative, w.rel_low, w.rel_high, w.p_value
+    gate = None
+    if threshold is not None:
+        gate = gate_verdict(
+            "this run",
+            source,
+            relative=rel,
+            low=lo,
+            high=hi,
+            direction=direction,
+            threshold=threshold,
+        )
+    return BaselineComparison(
+        pi=pi,
+        unit=unit,
+        direction=direction,
+        new_mean=new.mean if new is not None else nan,
+        old_mean=old.mean,
+        relative=rel,
+        rel_low=lo,
+        rel_high=hi,
+        p_value=p,
+        confidence=confidence,
+        source=source,
+        gate=gate,
+    )
+
+
+def read_baseline(
+    path: str | Path, pis: Sequence[PISpec], confidence: float = 0.95
+) -> dict[str, ImportedResult]:
+    """The baseline's result for each PI of the study that it has, by PI name.
+
+    An Assay ``--json`` file is matched PI by PI; a hyperfine or pyperf export (one
+    benchmark, timed in seconds) stands for the ``wall_time`` PI.  Raises
+    :class:`~assay.importers.results.ResultFileError` naming the file when nothing
+    matches, a file holds several benchmarks, the units disagree, or its samples give
+    no interval.
+    """
+    results = read_result_file(path)
+    wanted = {p.name: p for p in pis}
+    if results[0].format != "assay":
+        if len(results) != 1:
+            names = ", ".join(r.name for r in results)
+            raise ResultFileError(
+                path,
+                f"holds {len(results)} benchmarks ({names}); a baseline is one measurement "
+                "of the same command",
+            )
+        if "wall_time" not in wanted:
+            raise ResultFileError(
+                path,
+                f"a {results[0].format} export holds wall times; this study has no "
+                f"wall_time PI (its PIs: {', '.join(wanted)})",
+            )
+        matched = {"wall_time": results[0]}
+    else:
+        matched = {r.pi: r for r in results if r.pi in wanted}
+        if not matched:
+            have = ", ".join(str(r.pi) for r in results)
+            raise ResultFileError(
+                path, f"has no PI of this study (it has {have}; the study: {', '.join(wanted)})"
+            )
+    for name, r in matched.items():
+        unit = wanted[name].unit
+        if r.unit and unit and r.unit != unit:
+            raise ResultFileError(
+                path, f"PI {name!r} is in {r.unit!r} there but in {unit!r} in this study"
+            )
+        try:
+            _old_summary(r, confidence)
+        except ValueError as exc:
+            raise ResultFileError(
+                path, f"PI {name!r}: its samples give no interval ({exc})"
+            ) from None
+    return matched
+
+
+def _new_summary(r: PIResult) -> SummaryStats | None:
+    ok = math.isfinite(r.mean) and math.isfinite(r.half_width) and r.n_samples >= 2
+    if not ok:
+        return None
+    return summary_from_ci(r.mean, r.half_width, r.n_samples, r.confidence, r.subsession_size)
+
+
+def _old_summary(r: ImportedResult, confidence: float) -> SummaryStats:
+    if r.samples is None:
+        return r.summary
+    return analyze_variant(r.samples, confidence).summary  # merged like a new result
+
+
+def compare_with_baseline(
+    results: Sequence[PIResult],
+    baseline: Mapping[str, ImportedResult],
+    *,
+    threshold: float | None = None,
+) -> list[BaselineComparison]:
+    """Each new PI result that the baseline has, compared with it (see the module)."""
+    out = []
+    for r in results:
+        old = baseline.get(r.name)
+        if old is None:
+            continue
+        old_stats = _old_summary(old, r.confidence)  # read_baseline checked it merges
+        out.append(
+            compare_summaries(
+                r.name,
+                r.unit,
+                r.direction,
+                _new_summary(r),
+                old_stats,
+                source=Path(old.source).name,
+                confidence=r.confidence,
+                threshold=threshold,
+            )
+        )
+    return out
