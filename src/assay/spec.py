@@ -152,12 +152,16 @@ class BenchmarkSpec(_Model):
     ignore_failure: bool = False  # a non-zero exit status still counts as a measured trial
     work: WorkSpec | None = None
     git_repo: str | None = None
+    # the command that builds the measured system at a revision (argv, run in a git
+    # worktree of git_repo checked out at that commit, before its trials): used only by
+    # ``assay history --run-commits``; a failed build is recorded for that commit
+    build: list[str] | None = None
     # the component the benchmark means to stress (Pilot's component under test): the
     # bottleneck watch warns when any other passes 80% utilisation; none declared ->
     # it warns for every component above 80%
     under_test: Literal["cpu", "disk", "network", "memory"] | None = None
 
-    @field_validator("command", "setup", "reset", "teardown")
+    @field_validator("command", "setup", "reset", "teardown", "build")
     @classmethod
     def _no_empty_argv0(cls, v: list[str] | None) -> list[str] | None:
         if v is not None and (not v or not v[0].strip()):
@@ -641,11 +645,13 @@ class Spec(_Model):
         payload: dict[str, Any] = {
             # under_test changes what is watched, not what is measured: old hashes stay
             "benchmark": self.benchmark.model_dump(
-                mode="json", exclude={"under_test", "ignore_failure"}
+                mode="json", exclude={"under_test", "ignore_failure", "build"}
             ),
         }
         if self.benchmark.ignore_failure:  # only then: older hashes stay as they were
             payload["benchmark"]["ignore_failure"] = True
+        if self.benchmark.build is not None:  # likewise; a build changes what is measured
+            payload["benchmark"]["build"] = self.benchmark.build
         payload |= {
             "params": self.params,
             "pis": [p.model_dump(mode="json") for p in self.pis],

@@ -15,6 +15,7 @@ import click
 from assay import __version__
 from assay.cli.compare import compare
 from assay.cli.export import export
+from assay.cli.history import history
 from assay.cli.knobs import knobs
 from assay.cli.ls import ls
 from assay.cli.order import order
@@ -48,7 +49,7 @@ def main() -> None:
     """
 
 
-for command in (run, compare, order, sweep, knobs, ls, export):
+for command in (run, compare, order, sweep, knobs, ls, export, history):
     main.add_command(command)
 main.add_command(show)
 main.add_command(report)
