@@ -37,6 +37,8 @@ Study file (TOML):
                ignore_failure = false  (true: a non-zero exit is measured too)
                work = {min = 1000, max = 100000}  (adjustable work: {work} placeholder,
                enables the work-per-second regression)
+               git_repo = "."  (each session records its revision: assay history)
+               build = ["make"]  (assay history --run-commits: built at each commit)
   [params]     rows = 1000
   [[pi]]       name = "tps"  unit = "tx/s"  direction = "higher"
                source = "wall_time" | "regex" (pattern) | "json" (path) | "file" (file)
