@@ -103,11 +103,9 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
     """
     refuse_unknown_option(target)
     # heavy imports (NumPy, SciPy, pandas) only once a command runs: --help stays fast
-    from assay.importers.results import ResultFileError
     from assay.report.export import to_csv, to_json
     from assay.report.markdown import run_markdown
     from assay.report.terminal import ProgressView, render_baseline, render_result
-    from assay.studies.baseline import compare_with_baseline, read_baseline
     from assay.studies.run import Runner
 
     console = report_console(opts, 110)
@@ -138,14 +136,17 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
             )
         if opts["fail_if_worse"] is not None and not opts["baseline_file"]:
             fail(err, "--fail-if-worse needs --baseline RESULT.json to compare with")
-        # read (and check) the baseline before any trial runs
-        baseline = (
-            read_baseline(opts["baseline_file"], spec.pis, spec.stop.confidence)
-            if opts["baseline_file"]
-            else None
-        )
-    except (SpecError, ResultFileError) as exc:
+    except SpecError as exc:
         fail(err, exc)
+    baseline = None
+    if opts["baseline_file"]:  # read and checked before any trial runs
+        from assay.importers.results import ResultFileError  # SciPy: only when asked
+        from assay.studies.baseline import read_baseline
+
+        try:
+            baseline = read_baseline(opts["baseline_file"], spec.pis, spec.stop.confidence)
+        except ResultFileError as exc:
+            fail(err, exc)
     for note in split_notes(target, opts):
         err.print(note, markup=False)
     spec = with_under_test(spec, opts)
@@ -167,6 +168,8 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
     data = result.as_dict()
     comparisons = []
     if baseline is not None:
+        from assay.studies.baseline import compare_with_baseline
+
         comparisons = compare_with_baseline(
             result.results, baseline, threshold=spec.stop.fail_if_worse
         )
