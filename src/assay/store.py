@@ -282,6 +282,10 @@ class TrialRecord:
     # the bottleneck watch's series, by name (see assay.execute.monitor)
     resources: dict[str, np.ndarray] = field(default_factory=dict)
     id: int | None = None
+    # this process's perf_counter() at the command's spawn and reap (not stored): the
+    # executor measures its own cost between trials with them
+    spawned: float | None = field(default=None, repr=False, compare=False)
+    reaped: float | None = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:

@@ -61,6 +61,10 @@ class CommandResult:
     cpu_system: float = 0.0
     max_rss_kib: int = 0
     extra: dict[str, float] = field(default_factory=dict)
+    # perf_counter() at the spawn and at the reap: what lies between two trials' stamps
+    # is Assay's own cost (see LocalExecutor); None when the command never started
+    spawned: float | None = None
+    reaped: float | None = None
     # the whole of stdout (memory, then a temporary file): for the readers
     output: Spool | None = field(default=None, repr=False, compare=False)
 
@@ -197,6 +201,8 @@ def run_command(
         cpu_user=after.ru_utime - before.ru_utime,
         cpu_system=after.ru_stime - before.ru_stime,
         max_rss_kib=int(after.ru_maxrss),
+        spawned=t0,
+        reaped=end,
         output=out,
     )
 

@@ -82,14 +82,15 @@ class LocalExecutor(Executor):
 
     ``monitor``: the bottleneck watch samples CPU, memory, disk and network during
     every trial (its series are stored with the trial).  Each record's
-    ``bookkeeping_s`` is the time between the previous trial's end and this one's
-    start, less the reset: what Assay itself spent between trials (analysis included).
+    ``bookkeeping_s`` is Assay's whole own cost before it: the time from the previous
+    trial's command's reap to this one's spawn, less the reset (reading the output, the
+    watch's stop and start, the store's commit, the analysis, the running-file note).
     """
 
     def __init__(self, *, monitor: bool = True) -> None:
         self.monitor = monitor
         self._monitor: ResourceMonitor | None = None
-        self._prev_end: float | None = None
+        self._prev_end: float | None = None  # the previous trial's command's reap
 
     def start(self) -> None:
         self._prev_end = None
@@ -109,9 +110,10 @@ class LocalExecutor(Executor):
                 r0 = time.perf_counter()
                 run_step(job, job.reset)
                 reset_s = time.perf_counter() - r0
-            start = time.perf_counter()
+            before = time.perf_counter()
             prev = self._prev_end
             record = run_trial(job, request, self._monitor)
+            start = record.spawned if record.spawned is not None else before
             record.bookkeeping_s = None if prev is None else max(start - prev - reset_s, 0.0)
-            self._prev_end = time.perf_counter()
+            self._prev_end = record.reaped if record.reaped is not None else time.perf_counter()
             yield record

@@ -21,7 +21,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from assay.execute.command import run_command
 
@@ -61,6 +60,8 @@ def measure_launch_overhead(repetitions: int = 20, confidence: float = 0.95) -> 
     b = np.asarray(without_s)
     diff = float(a.mean() - b.mean())
     if repetitions >= 2:
+        from scipy import stats  # here: SciPy takes ~1 s to import, before the first trial
+
         res = stats.ttest_ind(a, b, equal_var=False)
         ci = res.confidence_interval(confidence)
         low, high = float(ci.low), float(ci.high)

@@ -132,6 +132,8 @@ def run_trial(
         max_rss_kib=res.max_rss_kib,
         resources=resources,
         host=platform.node(),
+        spawned=res.spawned,
+        reaped=res.reaped,
     )
     if status != "ok":
         res.close()

@@ -231,8 +231,9 @@ def footer_lines(
     over = []
     if bookkeeping_s_per_trial is not None:
         over.append(
-            f"assay bookkeeping {format_duration(bookkeeping_s_per_trial)}/trial "
-            "between trials (not in the measured time)"
+            f"Assay's own cost {format_duration(bookkeeping_s_per_trial)}/trial "
+            "(from one command's end to the next one's start, resets excluded; "
+            "not in the measured time)"
         )
     if launch_overhead is not None:
         lo = launch_overhead
