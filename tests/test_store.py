@@ -108,3 +108,40 @@ def test_two_processes_share_a_store_without_corruption(tmp_path: Path) -> None:
     con = sqlite3.connect(db)
     assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     assert con.execute("SELECT COUNT(*) FROM trials").fetchone()[0] == 40
+
+
+def test_commits_are_flushed_to_the_disk_within_the_window(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #17: no fsync per commit, but the write-ahead log is fsynced at most
+    DURABLE_WINDOW_S after a commit (one flush for a burst of commits), and on close."""
+    import threading
+
+    import assay.store as store_mod
+
+    flushed: list[str] = []
+    done = threading.Event()
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        flushed.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+        done.set()
+
+    monkeypatch.setattr(store_mod, "DURABLE_WINDOW_S", 1.0)
+    monkeypatch.setattr(store_mod.os, "fsync", fsync)
+    path = tmp_path / "s.db"
+    with Store(path) as st:
+        sid = st.open_study("s", "h", {})
+        assert done.wait(5)  # the study's own commit, flushed within the window
+        flushed.clear()
+        done.clear()
+        for i in range(20):  # a burst of commits: one flush, when the window ends
+            st.add_trial(sid, TrialRecord(seq=i, status="ok", readings={"t": 1.0}))
+        assert flushed == []  # no fsync in the commits themselves
+        assert done.wait(5)
+        assert flushed == [f"{path}-wal"]
+        st.add_trial(sid, TrialRecord(seq=20, status="ok"))
+    assert flushed[-1] == f"{path}-wal" and len(flushed) >= 2  # close() flushed too
+    with Store(path, read_only=True) as st:
+        assert len(st.trials(st.find_study("s")[0])) == 21  # type: ignore[index]

