@@ -38,6 +38,9 @@ Study file: as for 'assay run' (see 'assay run --help'), plus two or more tests:
                drift = "spearman" | "kendall"  confidence = 0.95 (median CIs)
 \b
 --from CSV: columns test, order (fixed or random), run, position, value
+  (optionally host); or OrderSage's results file as it is (run_num,
+  exp_command, order_number, order_type, completion_status, result,
+  hostname): runs keyed by host, kind and run_num, failed trials counted
 """
 
 
@@ -47,7 +50,8 @@ Study file: as for 'assay run' (see 'assay run --help'), plus two or more tests:
     "--from",
     "from_file",
     is_flag=True,
-    help="Analyse existing trials: TARGET is a CSV with columns test, order, run, position, value.",
+    help="Analyse existing trials: TARGET is a CSV with columns test, order, run, position, "
+    "value, or OrderSage's results file.",
 )
 @click.option(
     "--runs", type=click.IntRange(min=1), help="Runs of each kind (default [order].runs, 5)."
@@ -95,8 +99,9 @@ def order(target: str, **opts: Any) -> None:
     Runs the tests in one baseline (fixed) order and in seeded random orders, N runs
     of each kind, each test repeated R times per run, calling the reset command before
     every trial. Per test, fixed-order and random-order results are compared with the
-    Kruskal-Wallis and Mann-Whitney U tests; order matters when any test's p-value is
-    below the Bonferroni threshold alpha / (number of tests). Also: the relative
+    Kruskal-Wallis and Mann-Whitney U tests on one value per run (its median; the
+    pooled trials' p is shown beside, not deciding); order matters when any test's
+    p-value is below the Bonferroni threshold alpha / (number of tests). Also: the relative
     difference of the means, the medians with distribution-free CIs, and the drift of
     each test's result with its position in the run. Resumes if interrupted.
     """

@@ -2,7 +2,9 @@
 medians with their CIs, the live progress line, and the ``--from`` CSV reader.
 
 Every median comes with its distribution-free CI and sample count; every verdict names
-the test behind it and its p-value against the Bonferroni threshold.
+the test behind it and its p-value against the Bonferroni threshold.  The deciding
+p-values are on run medians; the pooled trials' p sits beside them, labelled as not
+deciding.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from assay.report.fit import fitted
 from assay.report.format import _decimals, _scale_time, format_duration
 from assay.report.safe import plain
 from assay.report.terminal import LiveLine, footer_lines
-from assay.stats.order import ORDER_COLUMNS, MedianCI
+from assay.stats.order import HOST_COLUMN, ORDER_COLUMNS, MedianCI
 from assay.studies.order import method_text, order_row
 
 if TYPE_CHECKING:
@@ -57,12 +59,22 @@ CSV_FIELDS = [
     "drift_fixed_rho",
     "drift_fixed_p",
     "note",
+    # one value per run (its median): these decide (added after the columns above)
+    "runs_fixed",
+    "runs_random",
+    "run_kruskal_p",
+    "run_mann_whitney_p",
+    "p_floor",
+    "pooled_p",
+    "pooled_order_matters",
 ]
 
 
 def trials_csv(table: pd.DataFrame) -> str:
-    """The trials table in the ``--from`` format (one row per successful trial)."""
-    return rows_to_csv(list(ORDER_COLUMNS), table.to_dict("records"))
+    """The trials table in the ``--from`` format (one row per successful trial; ``host``
+    too when the trials name their hosts)."""
+    columns = [*ORDER_COLUMNS, *([HOST_COLUMN] if HOST_COLUMN in table.columns else [])]
+    return rows_to_csv(columns, table[columns].to_dict("records"))
 
 
 def csv_rows(res: OrderResult) -> list[dict[str, Any]]:
@@ -102,7 +114,7 @@ def format_median(ci: MedianCI, unit: str) -> str:
 
 
 # the columns a narrow terminal leaves out, least important first
-ORDER_DROP_ORDER = ("drift ρ (p)", "MWU p", "n (f/r)", "Δ% means")
+ORDER_DROP_ORDER = ("drift ρ (p)", "pooled p", "MWU p", "n (f/r)", "Δ% means")
 
 
 def _table(res: OrderResult) -> Table:
@@ -112,12 +124,15 @@ def _table(res: OrderResult) -> Table:
     title = f"{res.study}: {res.pi} {arrow}" + (f" ({res.unit})" if res.unit else "")
     table = Table(title=Text(plain(title)), title_justify="left", show_edge=False)
     table.add_column("test")
+    table.add_column("runs (f/r)", justify="right", no_wrap=True)
     table.add_column("n (f/r)", justify="right", no_wrap=True)
     table.add_column(f"fixed median [{conf} CI]", justify="right", no_wrap=True)
     table.add_column(f"random median [{conf} CI]", justify="right", no_wrap=True)
     table.add_column("Δ% means", justify="right", no_wrap=True)
+    # p-values on run medians (they decide), then the pooled trials' (they do not)
     table.add_column("KW p", justify="right", no_wrap=True)
     table.add_column("MWU p", justify="right", no_wrap=True)
+    table.add_column("pooled p", justify="right", no_wrap=True)
     table.add_column("drift ρ (p)", justify="right", no_wrap=True)
     table.add_column("order", no_wrap=True)
     for r in a.results:
@@ -133,20 +148,27 @@ def _table(res: OrderResult) -> Table:
                 "",
                 "",
                 "",
+                "",
+                "",
                 drift,
                 Text("not tested", style="yellow"),
             )
             continue
+        runs = "" if r.per_run is None else f"{r.per_run.n_fixed}/{r.per_run.n_random}"
+        kw = format_p(r.per_run.kruskal_p) if r.per_run is not None else "n/a"
+        mwu = format_p(r.per_run.mann_whitney_p) if r.per_run is not None else "n/a"
         delta = f"{c.delta_percent:+.1f}%" if math.isfinite(c.delta_percent) else "n/a"
         verdict = Text("matters", "bold red") if r.significant else Text("same", "green")
         table.add_row(
             Text(plain(r.test)),
+            runs,
             f"{c.n_fixed}/{c.n_random}",
             format_median(c.median_fixed, res.unit),
             format_median(c.median_random, res.unit),
             delta,
-            format_p(c.kruskal_p),
-            format_p(c.mann_whitney_p),
+            kw,
+            mwu,
+            format_p(r.pooled_p),
             drift,
             verdict,
         )
@@ -157,7 +179,10 @@ def schedule_text(res: OrderResult) -> str:
     """How the trials were run: the runs, the seed, the reset and the trial counts."""
     by = ", ".join(f"{n} {s}" for s, n in sorted(res.trials_by_status.items()))
     if res.plan is None:
-        return f"from {', '.join(res.sources)}: {len(res.table)} trials"
+        failed = res.trials_by_status.get("failed", 0)
+        return f"from {', '.join(res.sources)}: {len(res.table)} trials" + (
+            f" ({failed} failed, not analysed)" if failed else ""
+        )
     p = res.plan
     reset = (
         f"reset before every trial: {' '.join(res.reset)}"
@@ -181,10 +206,19 @@ def render_order(res: OrderResult, console: Console) -> None:
     table = _table(res)
     lines: list[RenderableType] = fitted(table, console, ORDER_DROP_ORDER, label="test")
     lines.append(Text(f"method: {method_text(res)}", style="dim"))
-    lines.append(Text(a.verdict(), style="bold red" if a.order_matters else "bold green"))
+    verdict = a.verdict()
+    style = "bold red" if a.order_matters else "bold green"
+    if verdict.startswith("order not"):
+        style = "bold yellow"  # too few runs, or nothing to compare: no conclusion
+    lines.append(Text(plain(verdict), style=style))
+    pooled = a.pooled_line()
+    if pooled:
+        lines.append(Text(plain(pooled), style="dim"))
     drift = a.drift_line()
     if drift:
-        lines.append(Text(drift, style="yellow"))
+        lines.append(Text(plain(drift), style="yellow"))
+    for line in a.host_lines(res.unit):
+        lines.append(Text(plain(line), style="yellow" if "differ" in line else ""))
     lines.append(Text(schedule_text(res)))
     lines.extend(
         footer_lines(

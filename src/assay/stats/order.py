@@ -13,9 +13,20 @@ Every function here is pure: samples in, results out.
   ``Δ% = (μ_fixed − μ_random) / μ_fixed × 100`` and both medians with their CIs.
 * :func:`position_drift`: the rank correlation (Spearman or Kendall) of a test's results
   with its position in the run, with its p-value: drift inside a run.
+* :func:`run_medians`: one value per run and test, the run's median.
 * :func:`analyse_order`: all of that for every test of a long table (columns ``test``,
-  ``order``, ``run``, ``position``, ``value``) and the experiment-wide verdict with a
-  Bonferroni correction: order matters if any test's p-value is below ``alpha / m``.
+  ``order``, ``run``, ``position``, ``value``, optionally ``host``) and the
+  experiment-wide verdict with a Bonferroni correction: order matters if any test's
+  p-value is below ``alpha / m``.
+
+The decision compares **run medians**, not trials: the trials of one run share its
+state (a host's boot, its memory layout, its thermal state), so a run-to-run offset
+makes trials of one run alike and the pooled trial test reads that clustering as an
+order effect.  With each run shifted by 0.5 or 1 trial sd, pooling flagged order in
+15–33% of experiments without any order effect; one value per run keeps the false
+positives at alpha, exactly (i.i.d. offsets leave the run medians i.i.d.), at a cost in
+power with few runs (bench/bench_order_offsets.py, bench/RESULTS.md).  The pooled trial
+test is still computed and reported beside it, not used for the decision.
 
 >>> import numpy as np
 >>> rng = np.random.default_rng(1)
@@ -26,6 +37,8 @@ Every function here is pure: samples in, results out.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -37,22 +50,30 @@ import pandas as pd
 from scipy import stats
 
 from assay.stats._arrays import finite_1d
+from assay.stats.hosts import HostEffect, host_effect
 
 __all__ = [
+    "HOST_COLUMN",
     "ORDER_COLUMNS",
     "Drift",
     "MedianCI",
     "OrderAnalysis",
     "OrderComparison",
+    "OrderHostEffect",
     "TestOrderResult",
     "analyse_order",
     "compare_orders",
     "median_ci",
+    "p_floor",
     "position_drift",
+    "run_medians",
+    "runs_needed",
 ]
 
 #: The columns of a long table of order trials (also the ``--from`` CSV format).
 ORDER_COLUMNS = ("test", "order", "run", "position", "value")
+#: The optional column naming the host that ran a trial (a run runs on one host).
+HOST_COLUMN = "host"
 
 OrderTest = Literal["kruskal", "mann-whitney"]
 DriftMethod = Literal["spearman", "kendall"]
@@ -231,9 +252,71 @@ def compare_orders(
     )
 
 
+def run_medians(table: pd.DataFrame) -> pd.DataFrame:
+    """One value per test and run: the median of the test's trials in that run.
+
+    Columns ``test, order, run, value, trials`` (and ``host`` when the table has one: the
+    host of the run's first trial), in order of first appearance.  A run is keyed by its
+    kind of order and its id, so run ids that restart for each kind stay apart.
+
+    >>> t = pd.DataFrame([("a", "fixed", 0, 0, 1.0), ("a", "fixed", 0, 1, 3.0),
+    ...                   ("a", "random", 0, 0, 2.5)], columns=list(ORDER_COLUMNS))
+    >>> run_medians(t)[["order", "run", "value", "trials"]].values.tolist()
+    [['fixed', 0, 2.0, 2], ['random', 0, 2.5, 1]]
+    """
+    groups = table.groupby(["test", "order", "run"], sort=False)
+    out = groups["value"].agg(value="median", trials="size").reset_index()
+    if HOST_COLUMN in table.columns:
+        out[HOST_COLUMN] = groups[HOST_COLUMN].first().to_numpy()
+    return out
+
+
+def _chosen_p(c: OrderComparison, test: OrderTest) -> float:
+    return c.kruskal_p if test == "kruskal" else c.mann_whitney_p
+
+
+@functools.lru_cache(maxsize=512)
+def p_floor(n_fixed: int, n_random: int, test: OrderTest = "kruskal") -> float:
+    """The smallest p-value ``test`` can give on samples of these sizes: that of two
+    samples entirely apart.  A design whose floor is not below the threshold cannot
+    find an order effect, whatever its data.
+
+    >>> [round(p_floor(k, k), 4) for k in (3, 5)], round(p_floor(5, 5, "mann-whitney"), 4)
+    ([0.0495, 0.009], 0.0079)
+    """
+    low = np.arange(n_fixed, dtype=np.float64)
+    high = np.arange(n_fixed, n_fixed + n_random, dtype=np.float64)
+    return _chosen_p(compare_orders(low, high), test)
+
+
+def runs_needed(threshold: float, test: OrderTest = "kruskal", most: int = 1000) -> int | None:
+    """The fewest runs of each kind whose per-run test can go below ``threshold``
+    (None beyond ``most``).
+
+    >>> runs_needed(0.05 / 3), runs_needed(0.05 / 6)
+    (5, 6)
+    """
+    # the floor falls as runs are added: double until below, then bisect
+    high = 1
+    while not p_floor(high, high, test) < threshold:
+        if high >= most:
+            return None
+        high = min(2 * high, most)
+    low = high // 2  # its floor is not below (or 0)
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if p_floor(mid, mid, test) < threshold else (mid, high)
+    return high
+
+
 @dataclass(frozen=True)
 class TestOrderResult:
-    """Everything about one test: the comparison, drift, and whether it is flagged."""
+    """Everything about one test: both comparisons, drift, and whether it is flagged.
+
+    ``comparison`` holds the pooled trials (their counts, means, Δ%, median CIs and the
+    pooled tests: reported, not used for the decision); ``per_run`` compares the run
+    medians, one per run, and decides.
+    """
 
     __test__ = False  # not a pytest test class, whatever its name
 
@@ -241,9 +324,36 @@ class TestOrderResult:
     comparison: OrderComparison | None  # None: a kind of order has no value for this test
     drift_random: Drift  # drift over the random-order runs (positions randomised)
     drift_fixed: Drift  # drift over the fixed-order runs
-    p_value: float  # the deciding test's p (NaN: not tested)
+    p_value: float  # the deciding test's p on run medians (NaN: not tested)
     significant: bool
     note: str = ""
+    per_run: OrderComparison | None = None  # run medians, fixed vs random: decides
+    pooled_p: float = math.nan  # the deciding test on pooled trials: not used to decide
+    pooled_significant: bool = False
+    p_floor: float = math.nan  # the smallest p the per-run test can give with these runs
+
+
+@dataclass(frozen=True)
+class OrderHostEffect:
+    """Host as a factor for one test: Kruskal–Wallis of its run medians by host."""
+
+    test: str
+    effect: HostEffect
+    significant: bool  # p below the Bonferroni threshold over the tests
+    standout: str | None  # three or more hosts, significant: the one farthest from the rest
+
+    def as_dict(self) -> dict[str, object]:
+        e = self.effect
+        return {
+            "test": self.test,
+            "hosts": list(e.hosts),
+            "runs": list(e.n),
+            "medians": list(e.medians),
+            "kruskal_h": e.statistic,
+            "p_value": e.p_value,
+            "significant": self.significant,
+            "standout": self.standout,
+        }
 
 
 @dataclass(frozen=True)
@@ -259,31 +369,69 @@ class OrderAnalysis:
     drift_method: DriftMethod
     flagged: list[str] = field(default_factory=list)
     drifting: list[str] = field(default_factory=list)
+    pooled_flagged: list[str] = field(default_factory=list)  # not used for the decision
+    hosts: list[OrderHostEffect] = field(default_factory=list)  # empty: one host
+    host_threshold: float = math.nan  # alpha / number of tests with a host effect
 
     @property
     def order_matters(self) -> bool:
         return bool(self.flagged)
 
+    def _name(self) -> str:
+        return "Kruskal-Wallis" if self.test == "kruskal" else "Mann-Whitney U"
+
     def verdict(self) -> str:
-        """``order matters for tests X, Y (p = …, Bonferroni threshold …)`` or
-        ``order likely does not matter …``."""
-        name = "Kruskal-Wallis" if self.test == "kruskal" else "Mann-Whitney U"
+        """``order matters for tests X, Y (p = … on run medians, Bonferroni threshold …)``,
+        ``order not decided`` (too few runs for the threshold) or ``order likely does not
+        matter …``."""
+        name = self._name()
         thr = f"Bonferroni threshold {self.alpha:g}/{self.tested} = {_p(self.threshold)}"
         by = {r.test: r for r in self.results}
         if self.flagged:
             ps = ", ".join(_p(by[t].p_value) for t in self.flagged)
             return (
                 f"order matters for test{'s' if len(self.flagged) > 1 else ''} "
-                f"{', '.join(self.flagged)} ({name} p = {ps}; {thr})"
+                f"{', '.join(self.flagged)} ({name} p = {ps} on run medians; {thr})"
             )
         tested = [r for r in self.results if math.isfinite(r.p_value)]
         if not tested:
             return "order not tested: no test has values from both fixed and random orders"
+        blind = [r for r in tested if not r.p_floor < self.threshold]
+        if blind:
+            worst = max(blind, key=lambda r: r.p_floor)
+            assert worst.per_run is not None  # tested
+            need = runs_needed(self.threshold, self.test)
+            more = f"; at least {need} runs of each kind are needed" if need else ""
+            return (
+                f"order not decided: with {worst.per_run.n_fixed} fixed-order and "
+                f"{worst.per_run.n_random} random-order runs of {worst.test}, {name} on run "
+                f"medians cannot give p below {_p(worst.p_floor)} ({thr}){more}"
+            )
         low = min(tested, key=lambda r: r.p_value)
         return (
-            f"order likely does not matter: every test's {name} p is above the {thr} "
-            f"(smallest: {low.test}, p = {_p(low.p_value)})"
+            f"order likely does not matter: every test's {name} p on run medians is above "
+            f"the {thr} (smallest: {low.test}, p = {_p(low.p_value)})"
         )
+
+    def pooled_line(self) -> str | None:
+        """The test on pooled trials, reported beside the decision and not used for it."""
+        tested = [r for r in self.results if math.isfinite(r.pooled_p)]
+        if not tested:
+            return None
+        head = f"pooled trials (not used for the decision): {self._name()} on every trial"
+        if not self.pooled_flagged:
+            low = min(tested, key=lambda r: r.pooled_p)
+            return f"{head} flags no test (smallest: {low.test}, p = {_p(low.pooled_p)})"
+        by = {r.test: r for r in self.results}
+        ps = ", ".join(f"{t} p = {_p(by[t].pooled_p)}" for t in self.pooled_flagged)
+        text = f"{head} would flag {ps}"
+        extra = [t for t in self.pooled_flagged if t not in self.flagged]
+        if extra:
+            text += (
+                f"; not {', '.join(extra)} on run medians (pooling counts a run's trials as "
+                "independent samples, which they are not when runs differ)"
+            )
+        return text
 
     def drift_line(self) -> str | None:
         """Which tests drift with their position in the run (p below the threshold)."""
@@ -299,11 +447,70 @@ class OrderAnalysis:
             f"{', '.join(parts)}; Bonferroni threshold {_p(self.threshold)}"
         )
 
+    def host_lines(self, unit: str = "") -> list[str]:
+        """Host as a factor: a line per test whose hosts differ, or one saying they agree;
+        none with one host."""
+        if not self.hosts:
+            return []
+        thr = f"Bonferroni threshold {self.alpha:g}/{len(self.hosts)} = {_p(self.host_threshold)}"
+        out = []
+        for h in self.hosts:
+            if h.significant:
+                lead = f"host {h.standout} stands out: " if h.standout else ""
+                out.append(
+                    f"{lead}the hosts differ for test {h.test} (run medians by host, "
+                    f"{h.effect.text(unit)}; {thr})"
+                )
+        if not out:
+            low = min(self.hosts, key=lambda h: h.effect.p_value)
+            hosts = len(set().union(*(h.effect.hosts for h in self.hosts)))
+            out.append(
+                f"the {hosts} hosts agree for every test (run medians by host, Kruskal-Wallis; "
+                f"smallest p = {_p(low.effect.p_value)} for {low.test}; {thr})"
+            )
+        return out
+
 
 def _p(p: float) -> str:
     if not math.isfinite(p):
         return "n/a"
     return "<1e-12" if p < 1e-12 else f"{p:.2g}"
+
+
+def _standout(groups: dict[str, list[float]]) -> str | None:
+    """The host whose median is farthest from the median of the other hosts' runs
+    (three or more hosts: with two, neither stands out more than the other)."""
+    if len(groups) < 3:
+        return None
+
+    def distance(h: str) -> float:
+        rest = [v for k, vs in groups.items() if k != h for v in vs]
+        return abs(float(np.median(groups[h])) - float(np.median(rest)))
+
+    return max(sorted(groups), key=distance)
+
+
+def _host_effects(
+    per_test_runs: list[tuple[str, pd.DataFrame]], alpha: float
+) -> tuple[list[OrderHostEffect], float]:
+    found: list[tuple[str, HostEffect, dict[str, list[float]]]] = []
+    for name, runs in per_test_runs:
+        groups: dict[str, list[float]] = {}
+        for host, value in zip(runs[HOST_COLUMN].astype(str), runs["value"], strict=True):
+            groups.setdefault(host, []).append(float(value))
+        effect = host_effect(groups)
+        if effect is not None:
+            found.append((name, effect, groups))
+    if not found:
+        return [], math.nan
+    threshold = alpha / len(found)
+    out = []
+    for name, effect, groups in found:
+        significant = effect.p_value < threshold
+        kept = {h: groups[h] for h in effect.hosts}
+        standout = _standout(kept) if significant else None
+        out.append(OrderHostEffect(name, effect, significant, standout))
+    return out, threshold
 
 
 def analyse_order(
@@ -317,11 +524,17 @@ def analyse_order(
 ) -> OrderAnalysis:
     """Analyse a long table of order trials: one row per successful trial.
 
+    Per test, the run medians (:func:`run_medians`) of the fixed-order runs are compared
+    with those of the random-order runs, and that decides; the same test on the pooled
+    trials is computed and reported beside it.
+
     Parameters
     ----------
     table : pandas.DataFrame
-        Columns ``test`` (name), ``order`` ("fixed" or "random"), ``run`` (run id),
-        ``position`` (the trial's position in its run) and ``value`` (the reading).
+        Columns ``test`` (name), ``order`` ("fixed" or "random"), ``run`` (run id, unique
+        within its kind of order), ``position`` (the trial's position in its run) and
+        ``value`` (the reading); optionally ``host``: with two hosts or more, each test's
+        run medians are compared across hosts too.
     alpha : float, default 0.05
         Experiment-wide significance level; each test is judged at ``alpha / m``.
     test : {"kruskal", "mann-whitney"}
@@ -337,13 +550,15 @@ def analyse_order(
     Examples
     --------
     >>> import pandas as pd
+    >>> kinds = ["fixed", "random"] * 5
     >>> rows = [("a", k, r, i, 1.0 + 0.01 * ((7 * i + r) % 5))
-    ...         for r, k in enumerate(["fixed", "random"] * 3) for i in range(6)]
+    ...         for r, k in enumerate(kinds) for i in range(6)]
     >>> rows += [("b", k, r, 6 + i, 2.0 + (0.5 if k == "fixed" else 0) + 0.01 * i)
-    ...          for r, k in enumerate(["fixed", "random"] * 3) for i in range(6)]
+    ...          for r, k in enumerate(kinds) for i in range(6)]
     >>> t = pd.DataFrame(rows, columns=["test", "order", "run", "position", "value"])
-    >>> analyse_order(t).flagged
-    ['b']
+    >>> a = analyse_order(t)
+    >>> a.flagged, a.results[1].per_run.n_fixed, a.results[1].comparison.n_fixed
+    (['b'], 5, 30)
     """
     missing = [c for c in ORDER_COLUMNS if c not in table.columns]
     if missing:
@@ -354,7 +569,8 @@ def analyse_order(
     if bad:
         raise ValueError(f"order must be 'fixed' or 'random', found {', '.join(bad)}")
     names = list(tests) if tests is not None else list(dict.fromkeys(map(str, table["test"])))
-    partial: list[tuple[str, OrderComparison | None, Drift, Drift, float, str]] = []
+    partial: list[TestOrderResult] = []
+    per_test_runs: list[tuple[str, pd.DataFrame]] = []
     for name in names:
         rows = table[table["test"].astype(str) == name]
         fx = rows[rows["order"] == "fixed"]
@@ -363,31 +579,61 @@ def analyse_order(
         d_fix = position_drift(fx["position"].to_numpy(float), fx["value"].to_numpy(float), drift)
         if len(fx) == 0 or len(rd) == 0:
             note = f"no values from {'fixed' if len(fx) == 0 else 'random'}-order runs"
-            partial.append((name, None, d_rand, d_fix, math.nan, note))
+            partial.append(TestOrderResult(name, None, d_rand, d_fix, math.nan, False, note))
             continue
-        comp = compare_orders(fx["value"].to_numpy(float), rd["value"].to_numpy(float), confidence)
-        p = comp.kruskal_p if test == "kruskal" else comp.mann_whitney_p
-        note = "" if min(len(fx), len(rd)) >= 5 else "fewer than 5 values in one order"
-        partial.append((name, comp, d_rand, d_fix, p, note))
-    m = sum(1 for x in partial if math.isfinite(x[4]))
-    threshold = alpha / m if m else math.nan
-    results = [
-        TestOrderResult(
-            test=name,
-            comparison=comp,
-            drift_random=d_rand,
-            drift_fixed=d_fix,
-            p_value=p,
-            significant=bool(math.isfinite(p) and p < threshold),
-            note=note,
+        runs = run_medians(rows)
+        per_test_runs.append((name, runs))
+        pooled = compare_orders(
+            fx["value"].to_numpy(float), rd["value"].to_numpy(float), confidence
         )
-        for name, comp, d_rand, d_fix, p, note in partial
-    ]
+        per_run = compare_orders(
+            runs.loc[runs["order"] == "fixed", "value"].to_numpy(float),
+            runs.loc[runs["order"] == "random", "value"].to_numpy(float),
+            confidence,
+        )
+        note = "" if min(len(fx), len(rd)) >= 5 else "fewer than 5 values in one order"
+        partial.append(
+            TestOrderResult(
+                test=name,
+                comparison=pooled,
+                drift_random=d_rand,
+                drift_fixed=d_fix,
+                p_value=_chosen_p(per_run, test),
+                significant=False,
+                note=note,
+                per_run=per_run,
+                pooled_p=_chosen_p(pooled, test),
+                p_floor=p_floor(per_run.n_fixed, per_run.n_random, test),
+            )
+        )
+    m = sum(1 for r in partial if math.isfinite(r.p_value))
+    threshold = alpha / m if m else math.nan
+    results = []
+    for r in partial:
+        note = r.note
+        if r.per_run is not None and not r.p_floor < threshold:
+            runs_note = (
+                f"{r.per_run.n_fixed} fixed / {r.per_run.n_random} random runs: the per-run "
+                f"test cannot give p below {_p(r.p_floor)}"
+            )
+            note = f"{note}; {runs_note}" if note else runs_note
+        results.append(
+            dataclasses.replace(
+                r,
+                significant=bool(math.isfinite(r.p_value) and r.p_value < threshold),
+                pooled_significant=bool(math.isfinite(r.pooled_p) and r.pooled_p < threshold),
+                note=note,
+            )
+        )
     drifting = [
         r.test
         for r in results
         if math.isfinite(r.drift_random.p_value) and m and r.drift_random.p_value < threshold
     ]
+    hosts: list[OrderHostEffect] = []
+    host_threshold = math.nan
+    if HOST_COLUMN in table.columns and table[HOST_COLUMN].astype(str).nunique() > 1:
+        hosts, host_threshold = _host_effects(per_test_runs, alpha)
     return OrderAnalysis(
         results=results,
         alpha=alpha,
@@ -398,4 +644,7 @@ def analyse_order(
         drift_method=drift,
         flagged=[r.test for r in results if r.significant],
         drifting=drifting,
+        pooled_flagged=[r.test for r in results if r.pooled_significant],
+        hosts=hosts,
+        host_threshold=host_threshold,
     )

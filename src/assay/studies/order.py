@@ -11,7 +11,8 @@ continues the same schedule where it stopped (mid-run included), and nothing is 
 twice or skipped.
 
 When the schedule is done, every test's fixed-order and random-order readings of the
-chosen PI are compared (:func:`assay.stats.order.analyse_order`).
+chosen PI are compared, one value per run (its median) deciding
+(:func:`assay.stats.order.analyse_order`).
 """
 
 from __future__ import annotations
@@ -186,10 +187,26 @@ def order_row(r: TestOrderResult, threshold: float) -> dict[str, Any]:
             mann_whitney_u=c.mann_whitney_u,
             mann_whitney_p=c.mann_whitney_p,
         )
+    per_run = r.per_run
+    if per_run is not None:
+        row.update(
+            runs_fixed=per_run.n_fixed,
+            runs_random=per_run.n_random,
+            run_median_fixed=per_run.median_fixed.median,
+            run_median_random=per_run.median_random.median,
+            run_delta_percent=per_run.delta_percent,
+            run_kruskal_h=per_run.kruskal_h,
+            run_kruskal_p=per_run.kruskal_p,
+            run_mann_whitney_u=per_run.mann_whitney_u,
+            run_mann_whitney_p=per_run.mann_whitney_p,
+            p_floor=r.p_floor,
+        )
     row.update(
         p_value=r.p_value,
         threshold=threshold,
         order_matters=r.significant,
+        pooled_p=r.pooled_p,
+        pooled_order_matters=r.pooled_significant,
         drift_rho=r.drift_random.rho,
         drift_p=r.drift_random.p_value,
         drift_n=r.drift_random.n,
@@ -209,12 +226,20 @@ def method_text(res: OrderResult) -> str:
     conf = f"{a.confidence:.0%}"
     other = "Mann-Whitney U" if a.test == "kruskal" else "Kruskal-Wallis H"
     return (
-        f"per test, fixed-order vs random-order trials of {res.pi}: {_TEST_NAMES[a.test]} "
-        f"(decides) and {other}, two-sided; Bonferroni over the {a.tested} tests at alpha "
-        f"{a.alpha:g}; Δ% = (mean fixed - mean random) / mean fixed; medians with "
-        f"distribution-free order-statistic CIs at {conf} (binomial); n (f/r): fixed/random "
-        f"trials; drift: {a.drift_method} correlation of the result with its position in the "
-        "random-order runs"
+        f"per test, one value per run (the median of its trials of {res.pi}), fixed-order "
+        f"vs random-order runs: {_TEST_NAMES[a.test]} (decides) and {other}, two-sided; "
+        f"Bonferroni over the {a.tested} tests at alpha {a.alpha:g}; pooled trials: the "
+        "same test on every trial, reported, not used for the decision (trials of one run "
+        "are not independent); Δ% = (mean fixed - mean random) / mean fixed, over trials; "
+        f"medians of the trials with distribution-free order-statistic CIs at {conf} "
+        "(binomial); runs, n (f/r): fixed/random runs and trials; drift: "
+        f"{a.drift_method} correlation of the result with its position in the random-order "
+        "runs"
+        + (
+            "; hosts: Kruskal-Wallis of each test's run medians by host, Bonferroni over the tests"
+            if a.hosts
+            else ""
+        )
     )
 
 
@@ -229,6 +254,11 @@ def order_dict(res: OrderResult) -> dict[str, Any]:
         "verdict": a.verdict(),
         "order_matters": a.order_matters,
         "flagged": a.flagged,
+        "decision": "run medians",
+        "pooled": a.pooled_line(),
+        "pooled_flagged": a.pooled_flagged,
+        "hosts": [h.as_dict() for h in a.hosts],
+        "host_threshold": a.host_threshold if a.hosts else None,
         "drifting": a.drifting,
         "alpha": a.alpha,
         "threshold": a.threshold,
@@ -501,14 +531,29 @@ class OrderRunner(Study):
 
 
 def order_from_csv(path: str, *, alpha: float = 0.05, unit: str = "") -> OrderResult:
-    """``assay order --from trials.csv``: analyse trials measured elsewhere (no execution).
+    """``assay order --from FILE``: analyse trials measured elsewhere (no execution): the
+    long format or OrderSage's results file, whose failed trials are counted, not
+    analysed.
 
     :class:`~assay.importers.order.OrderDataError` names what is wrong with the file.
     """
-    from assay.importers.order import read_trials_csv
+    from assay.importers.order import read_order_file
 
-    table = read_trials_csv(path)
+    read = read_order_file(path)
+    table = read.table
     analysis = analyse_table(table, OrderSpec(alpha=alpha), list(dict.fromkeys(table["test"])))
+    warnings = [f"{r.test}: {r.note}" for r in analysis.results if r.note]
+    failed = read.failed_total
+    if failed:
+        by_test = ", ".join(f"{t} {n}" for t, n in read.failed.items())
+        statuses = ", ".join(f"{s} {n}" for s, n in read.statuses.items())
+        warnings.insert(
+            0,
+            f"{failed} failed trial{'s' if failed > 1 else ''} not analysed "
+            f"(completion_status: {statuses}; by test: {by_test})",
+        )
+    by_status = {"ok": len(table), **({"failed": failed} if failed else {})}
+    kind = "OrderSage results" if read.source_format == "ordersage" else "trials"
     return OrderResult(
         study=f"order --from {Path(path).name}",
         store="",
@@ -517,10 +562,11 @@ def order_from_csv(path: str, *, alpha: float = 0.05, unit: str = "") -> OrderRe
         direction="lower",
         analysis=analysis,
         plan=None,
-        reason=f"analysed {len(table)} trials from {path}",
+        reason=f"analysed {len(table)} trials from {path} ({kind})",
         table=table,
-        trials_planned=len(table),
-        trials_total=len(table),
+        trials_planned=len(table) + failed,
+        trials_total=len(table) + failed,
+        trials_by_status=by_status,
         sources=[path],
-        warnings=[f"{r.test}: {r.note}" for r in analysis.results if r.note],
+        warnings=warnings,
     )
