@@ -50,11 +50,14 @@ def test_impurity_importance_is_sklearns_forest_summed_over_dummies() -> None:
     m, y = _data()
     imp, r2 = impurity_importance(m, y, n_trees=40, seed=3)
     assert sum(imp.values()) == pytest.approx(1.0)
-    # the same forest by hand: dummies of 'mode' first, then standardised numeric knobs
+    # the same forest by hand: dummies of 'mode' first, then the numeric knobs' ranks
+    # (issue #20: trees split on order alone; ranks keep it where outliers squash
+    # standardised values below float32 precision)
     X = m.values
     dummies = (X[:, [1]] == np.arange(3)).astype(float)
     num = X[:, [0, 2, 3, 4, 5]]
-    Z = np.hstack([dummies, (num - num.mean(0)) / num.std(0)])
+    ranks = np.column_stack([np.unique(c, return_inverse=True)[1] for c in num.T])
+    Z = np.hstack([dummies, ranks.astype(float)])
     rf = RandomForestRegressor(n_estimators=40, random_state=3, oob_score=True).fit(Z, y)
     fi = rf.feature_importances_
     assert imp["mode"] == pytest.approx(fi[:3].sum())

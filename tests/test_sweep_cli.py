@@ -183,7 +183,7 @@ def test_from_csv_against_a_second_system(tmp_path: Path) -> None:
         ("w,c,tps\n1,x,2\n2,y,fast\n", ["--params", "w,c", "--metric", "tps"], "line 3"),
         ("w,c,tps\n1,x,2\n1,y,3\n", ["--params", "w,c", "--metric", "tps"], "single value"),
         ("", ["--params", "w", "--metric", "tps"], "cannot read it as CSV"),
-        ("w,tps\n1,2\n", [], "--from needs --params"),
+        ("w,tps\n1,2\n", [], "--from needs --metric"),
     ],
 )
 def test_bad_csv_gives_one_clear_error(

@@ -30,8 +30,12 @@ KNOBS_FILE_HELP = """
 Offline, from measured settings (one row each; knob columns and PI columns):
   assay knobs --from samples.csv --metric throughput --metric p99:lower \\
       --objective "max throughput s.t. p99<=20" --top 5 --plot importance.png
-  Knob columns: every column that is not a --metric or objective PI (or --knob NAME
-  ...); numeric columns are numeric knobs, others categorical.  --tune N tunes the
+  Knob columns: every column that is not a --metric or objective PI, nor looks like
+  one (latency, tps, p99, ...) or a row id (Unnamed: 0, 0..n-1), nor is constant (or
+  --knob NAME ...); numeric columns are numeric knobs, others categorical; 0/1 columns
+  of which one is 1 per row are one categorical knob (--one-hot off: not).  Round
+  columns tput_1, tput_2, ... are repetitions (--repetitions 'tput_*'); rows that repeat
+  a setting are averaged; rows with an empty metric are dropped (with a note).  --tune N tunes the
   top-k and all knobs on the random-forest model of the samples (no measurement)
   and compares the trials each needs.
 \b
@@ -57,7 +61,34 @@ Study file: as for 'assay run', plus the knobs (their values fill {name} placeho
     metavar="PI[:higher|lower]",
     help="A PI column to rank the knobs for (repeat for several; each gets its own ranking).",
 )
-@click.option("--knob", "knob_columns", multiple=True, help="--from: only these knob columns.")
+@click.option(
+    "--knob",
+    "knob_columns",
+    multiple=True,
+    help="--from: only these knob columns (default: every column but the PIs and those that "
+    "look like PIs or row ids).",
+)
+@click.option(
+    "--repetitions",
+    metavar="COLUMNS",
+    help="--from: the metric's round columns, e.g. 'tput_*' or tput_1,tput_2 (default: "
+    "detected when the metric is not a column).",
+)
+@click.option(
+    "--one-hot",
+    type=click.Choice(["auto", "off"]),
+    default="auto",
+    show_default=True,
+    help="--from: read 0/1 columns of which one is 1 per row as one categorical knob.",
+)
+@click.option(
+    "--drop-value",
+    "drop_values",
+    type=float,
+    multiple=True,
+    metavar="X",
+    help="--from: leave out rows whose metric is X (failed runs coded as 0, say).",
+)
 @click.option("--unsafe", multiple=True, help="--from: mark a knob unsafe (not tuned).")
 @click.option("--top", type=click.IntRange(min=1), help="Knobs to hand on (default 5).")
 @click.option("--trees", type=click.IntRange(min=1), help="Random-forest trees (default 300).")
@@ -105,6 +136,11 @@ def knobs(study: str | None, **opts: Any) -> None:
             "give a study file (assay knobs STUDY.toml) or measured settings "
             "(assay knobs --from samples.csv --metric PI), not both or neither",
         )
+    given = [f"--{k.replace('_', '-')}" for k in ("repetitions", "drop_values") if opts[k]] + (
+        ["--one-hot"] if opts["one_hot"] != "auto" else []
+    )
+    if study is not None and given:
+        fail(err, f"{', '.join(given)}: only used with --from")
     if study is None:
         result = _offline(opts, err)
         _report(result, console, opts)
@@ -129,10 +165,15 @@ def _offline(opts: dict[str, Any], err: Console) -> Any:
             knob_columns=opts["knob_columns"],
             unsafe=opts["unsafe"],
             objective=opts["objective"],
+            repetitions=opts["repetitions"],
+            one_hot=opts["one_hot"],
+            drop_values=opts["drop_values"],
         )
     except (SamplesError, KnobsInputError, ValueError) as exc:
         fail(err, exc)
     trees = opts["trees"] or 300
+    for note in samples.reading.notes if samples.reading is not None else ():
+        err.print(f"note: {note}", style="dim")
     if not opts["quiet"]:
         err.print(
             f"{len(samples.settings)} settings · knobs: "
@@ -204,9 +245,18 @@ def _live(study: str, opts: dict[str, Any], err: Console) -> tuple[Any, Path, st
 
 def _report(result: Any, console: Console, opts: dict[str, Any]) -> None:
     from assay.report.export import rows_to_csv, to_json
-    from assay.report.knobs import CSV_FIELDS, csv_rows, plot_importance, render_knobs
+    from assay.report.knobs import (
+        CSV_FIELDS,
+        csv_rows,
+        input_lines,
+        plot_importance,
+        render_knobs,
+    )
 
     render_knobs(result.analysis, console, tune=result.tune, cost=result.cost)
+    if getattr(result, "reading", None) is not None:
+        for line in input_lines(result.reading):
+            console.print(line, style="dim")
     if result.cost is not None and not result.tuned_on_model:
         console.print(
             "the tuning cost (top-k vs all knobs) is estimated on the random-forest "

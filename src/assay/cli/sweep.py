@@ -19,7 +19,7 @@ from assay.cli.common import (
     write_outputs,
     write_study_report,
 )
-from assay.cli.fractions import WIDTH
+from assay.cli.fractions import SHARE, WIDTH
 from assay.cli.outputs import check_outputs, report_console
 from assay.cli.sections import SectionedCommand
 from assay.spec import SpecError, load_spec
@@ -35,7 +35,30 @@ Study file (TOML): [study], [benchmark] and [[pi]] as for 'assay run', plus
                   constraints = ["locks < workers", "wh * replicas / cpus <= 25"]
   [sweep.params]  workers = [1, 2, 4, 8, 16]   journal = ["wal", "delete"]
 Each parameter's value fills its {name} placeholder in the benchmark command.
+
+From results measured elsewhere (--from CSV --metric NAME): one row per trial (rows
+  repeating a setting are its repetitions, averaged), or one column per round
+  (tput_1, tput_2, ...: --repetitions 'tput_*', detected when NAME is not a column).
+  Parameters: --params, or every column but the metric, columns that look like PIs
+  (latency, p99, ...) or row ids (Unnamed: 0, 0..n-1), and constant ones; 0/1 columns
+  of which one is 1 per row are one categorical parameter (--one-hot off: not).  Rows
+  with an empty metric are dropped with a note; --drop-value 0 drops failed runs
+  coded as 0.
 """
+
+
+def _count(text: str) -> int:
+    """``--repetitions`` of a study: a whole number of trials per setting."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise SpecError(
+            f"--repetitions {text!r}: expected a whole number >= 1 (trials per setting); "
+            "round columns such as 'tput_*' are for --from"
+        )
+    return n
 
 
 def _overrides(spec: Any, opts: dict[str, Any]) -> Any:
@@ -47,7 +70,7 @@ def _overrides(spec: Any, opts: dict[str, Any]) -> Any:
     if opts.get("log"):
         changes["transform"] = "log"
     if opts["repetitions"] is not None:
-        changes["repetitions"] = opts["repetitions"]
+        changes["repetitions"] = _count(opts["repetitions"])
     if not changes:
         return spec
     sweep = spec.sweep.model_copy(update=changes)
@@ -62,8 +85,33 @@ def _overrides(spec: Any, opts: dict[str, Any]) -> Any:
     is_flag=True,
     help="TARGET is a CSV of results measured elsewhere: simulate the sampling on it.",
 )
-@click.option("--params", help="--from: the parameter columns, comma-separated.")
-@click.option("--metric", help="--from: the metric column.")
+@click.option(
+    "--params",
+    help="--from: the parameter columns, comma-separated (default: every column but the "
+    "metric and those that look like PIs or row ids).",
+)
+@click.option("--metric", help="--from: the metric column (or the name of its round columns).")
+@click.option(
+    "--one-hot",
+    type=click.Choice(["auto", "off"]),
+    default="auto",
+    show_default=True,
+    help="--from: read 0/1 columns of which one is 1 per row as one categorical parameter.",
+)
+@click.option(
+    "--drop-value",
+    "drop_values",
+    type=float,
+    multiple=True,
+    metavar="X",
+    help="--from: leave out rows whose metric is X (failed runs coded as 0, say).",
+)
+@click.option(
+    "--min-share",
+    type=SHARE,
+    help="Significant terms that explain at least this share of the variance are listed "
+    "(and, with --from, compared) apart (default 1%).",
+)
 @click.option("--unit", help="--from: the metric's unit.")
 @click.option("--lower-is-better", is_flag=True, help="--from: lower metric values are better.")
 @click.option(
@@ -83,7 +131,12 @@ def _overrides(spec: Any, opts: dict[str, Any]) -> Any:
     is_flag=True,
     help="Fit the models to log(metric): for effects that multiply (a departure from the paper).",
 )
-@click.option("--repetitions", type=click.IntRange(min=1), help="Trials per setting (3).")
+@click.option(
+    "--repetitions",
+    metavar="N|COLUMNS",
+    help="Trials per setting (3); with --from, the metric's round columns, e.g. 'tput_*' "
+    "(default: detected when the metric is not a column).",
+)
 @click.option("--max-settings", type=click.IntRange(min=1), help="Budget: settings measured.")
 @click.option("--max-time", type=click.FloatRange(min=0, min_open=True), help="Budget: seconds.")
 @click.option("--seed", type=click.IntRange(min=0), help="Sampling seed (default 0).")
@@ -102,6 +155,7 @@ def sweep(target: str, **opts: Any) -> None:
     \b
       assay sweep examples/sqlite-sweep.toml --plot tiles.png
       assay sweep --from results.csv --params workers,journal --metric tps
+      assay sweep --from rounds.csv --metric tput --repetitions 'tput_*'
 
     Incremental sampling (Hui et al., Algorithm 1): measure 5% of the valid settings
     (each 3 times), then on 10 random train/validation splits fit categorical ANOVA
@@ -121,12 +175,12 @@ def sweep(target: str, **opts: Any) -> None:
         check_outputs(opts, plot_suffixes=(".png", ".svg"))
         if opts["from_file"]:
             refuse_cluster_with_from(opts, err)
-            if not opts["params"] or not opts["metric"]:
-                raise SpecError("--from needs --params a,b,... and --metric NAME")
-            params = [p.strip() for p in opts["params"].split(",") if p.strip()]
+            if not opts["metric"]:
+                raise SpecError("--from needs --metric NAME (and optionally --params a,b,...)")
+            params = [p.strip() for p in (opts["params"] or "").split(",") if p.strip()]
             result = sweep_from_csv(
                 target,
-                params,
+                params or None,
                 opts["metric"],
                 unit=opts["unit"] or "",
                 lower_is_better=opts["lower_is_better"],
@@ -139,9 +193,15 @@ def sweep(target: str, **opts: Any) -> None:
                 max_settings=opts["max_settings"],
                 seed=opts["seed"] or 0,
                 transform="log" if opts["log"] else "none",
+                repetitions=opts["repetitions"],
+                one_hot=opts["one_hot"],
+                drop_values=opts["drop_values"],
+                min_share=opts["min_share"] or 0.01,
             )
         else:
             given = [f"--{k}" for k in ("params", "metric", "unit", "against") if opts[k]]
+            given += ["--drop-value"] if opts["drop_values"] else []
+            given += ["--one-hot"] if opts["one_hot"] != "auto" else []
             if given:
                 raise SpecError(f"{', '.join(given)}: only used with --from")
             spec = _overrides(load_spec(target), {**opts})
@@ -168,6 +228,8 @@ def sweep(target: str, **opts: Any) -> None:
                 result = runner.run()
         except ValueError as exc:  # the space or the data cannot be analysed as asked
             fail(err, exc)
+    if opts["min_share"] is not None:
+        result.min_share = opts["min_share"]
     render_sweep(result, console)
     write_outputs(
         opts,

@@ -54,6 +54,7 @@ __all__ = [
     "SystemComparison",
     "analyse",
     "compare_systems",
+    "material_terms",
     "mismatch",
     "simulate",
     "summarise",
@@ -646,12 +647,24 @@ def summarise(analysis: Analysis, max_points: int = 5) -> Summary:
 
 @dataclass(frozen=True)
 class Mismatch:
-    """The paper's mismatch (§3.4): symmetric differences, over the full analysis' count."""
+    """The paper's mismatch (§3.4): symmetric differences, over the full analysis' count.
+
+    The rate can exceed 100%: a sample that finds points the full data does not have
+    adds them to the count but not to the denominator; ``*_missed`` (in the full
+    analysis only) and ``*_extra`` (in the sample only) say which.  ``min_share``: only
+    significant terms explaining at least that share of the variance were compared
+    (0: the paper's list, every term with p ≤ alpha).
+    """
 
     params_full: int
     params_mismatched: tuple[str, ...]
     points_full: int
     points_mismatched: tuple[str, ...]
+    params_missed: tuple[str, ...] = ()
+    params_extra: tuple[str, ...] = ()
+    points_missed: tuple[str, ...] = ()
+    points_extra: tuple[str, ...] = ()
+    min_share: float = 0.0
 
     @property
     def params_rate(self) -> float:
@@ -665,10 +678,15 @@ class Mismatch:
         return {
             "params_full": self.params_full,
             "params_mismatched": list(self.params_mismatched),
+            "params_missed": list(self.params_missed),
+            "params_extra": list(self.params_extra),
             "params_rate": self.params_rate,
             "points_full": self.points_full,
             "points_mismatched": list(self.points_mismatched),
+            "points_missed": list(self.points_missed),
+            "points_extra": list(self.points_extra),
             "points_rate": self.points_rate,
+            "min_share": self.min_share,
         }
 
 
@@ -678,11 +696,27 @@ def _point_label(k: tuple[Any, ...]) -> str:
     return f"{term_name(term)}: {param}{where} {kind} at {_fmt(value)}"
 
 
-def mismatch(full: Analysis, sample: Analysis) -> Mismatch:
+def material_terms(analysis: Analysis, min_share: float) -> frozenset[str]:
+    """The significant terms that explain at least ``min_share`` (a fraction) of the
+    variance: significance alone says an effect exists, not that it matters.
+
+    >>> d = pd.DataFrame({"w": [1, 2, 4, 8, 16, 32] * 2, "c": ["x"] * 6 + ["y"] * 6})
+    >>> d["t"] = d["w"].clip(upper=8) * 10.0 + 0.1 * (d["c"] == "y")
+    >>> sorted(analyse(d, ["w", "c"], "t", form="main").significant_terms)
+    ['c', 'w']
+    >>> sorted(material_terms(analyse(d, ["w", "c"], "t", form="main"), 0.01))
+    ['w']
+    """
+    return frozenset(r.name for r in analysis.significant if r.pct_var >= 100 * min_share)
+
+
+def mismatch(full: Analysis, sample: Analysis, min_share: float = 0.0) -> Mismatch:
     """``(Y_full − Y_sample) ∪ (Y_sample − Y_full)`` for significant terms and for points.
 
     Rates are normalised by the number found in the full analysis.  A point matches
     only with the same term, parameter, fixed value, type (knee/turning) and value.
+    ``min_share > 0`` compares only the terms that explain at least that share of the
+    variance (:func:`material_terms`), and their points.
 
     >>> d = pd.DataFrame({"w": [1, 2, 4, 8, 16, 32] * 2, "c": ["x"] * 6 + ["y"] * 6})
     >>> d["t"] = d["w"].clip(upper=8) * 10.0 + (d["c"] == "y")
@@ -690,14 +724,19 @@ def mismatch(full: Analysis, sample: Analysis) -> Mismatch:
     >>> mismatch(a, a).params_rate, mismatch(a, a).points_rate
     (0.0, 0.0)
     """
-    pa, pb = full.significant_terms, sample.significant_terms
-    ka = {p.key() for p in full.points}
-    kb = {p.key() for p in sample.points}
+    pa, pb = material_terms(full, min_share), material_terms(sample, min_share)
+    ka = {p.key() for p in full.points if term_name(p.term) in pa}
+    kb = {p.key() for p in sample.points if term_name(p.term) in pb}
     return Mismatch(
         len(pa),
         tuple(sorted(pa ^ pb)),
         len(ka),
         tuple(sorted(_point_label(k) for k in ka ^ kb)),
+        params_missed=tuple(sorted(pa - pb)),
+        params_extra=tuple(sorted(pb - pa)),
+        points_missed=tuple(sorted(_point_label(k) for k in ka - kb)),
+        points_extra=tuple(sorted(_point_label(k) for k in kb - ka)),
+        min_share=min_share,
     )
 
 
@@ -712,7 +751,16 @@ class Simulation:
     analysis: Analysis
     reference: Analysis | None
     mismatch: Mismatch | None
-    positions: tuple[int, ...]
+    positions: tuple[int, ...]  # rows of ``space`` in sampling order
+    # the space: one row per distinct setting (canonical order), its mean metric
+    space: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # the mismatch over the terms that explain at least ``min_share`` of the variance
+    mismatch_material: Mismatch | None = None
+
+    @property
+    def settings(self) -> pd.DataFrame:
+        """The sampled settings, in sampling order, with the mean of their trials."""
+        return self.space.iloc[list(self.positions)].reset_index(drop=True)
 
     @property
     def sampling_rate(self) -> float:
@@ -725,6 +773,9 @@ class Simulation:
             "analysis": self.analysis.to_dict(),
             "reference": None if self.reference is None else self.reference.to_dict(),
             "mismatch": None if self.mismatch is None else self.mismatch.to_dict(),
+            "mismatch_material": (
+                None if self.mismatch_material is None else self.mismatch_material.to_dict()
+            ),
         }
 
 
@@ -744,6 +795,7 @@ def simulate(
     stop_at_threshold: bool = True,
     max_rate: float = 1.0,
     reference: Analysis | Literal["full"] | None = "full",
+    min_share: float = 0.01,
 ) -> Simulation:
     """Run Algorithm 1 by sampling from ``full_data`` instead of measuring (Figures 1–2).
 
@@ -751,7 +803,11 @@ def simulate(
     repetitions are averaged).  With ``stop_at_threshold=False`` the loop goes on up to
     ``max_rate`` of the settings, recording R² at every step (Figure 2).  ``reference``
     is the analysis to compare with: ``"full"`` (default) analyses all of ``full_data``
-    (Figure 1), ``None`` skips the comparison.
+    (Figure 1), ``None`` skips the comparison; the mismatch is computed for the paper's
+    significant terms and for those that explain at least ``min_share`` of the variance.
+
+    The result does not depend on the order of the rows: the settings are put in a
+    canonical order (sorted by parameter values) before anything is sampled.
 
     >>> import itertools
     >>> d = pd.DataFrame(list(itertools.product([1, 2, 4, 8, 16, 32], range(5), range(4))),
@@ -761,7 +817,7 @@ def simulate(
     >>> sim.steps[-1].reason, sim.mismatch.params_rate
     ('r2', 0.0)
     """
-    data = _prepare(full_data, params, metric)
+    data = _prepare(_canonical(full_data, [*params, metric]), params, metric)
     space = data[list(params)].reset_index(drop=True)
     y_all = data[metric].to_numpy(float)
     limit = max(1, math.ceil(max_rate * len(space) - 1e-9))
@@ -822,7 +878,22 @@ def simulate(
     else:
         ref = reference
     mm = None if ref is None else mismatch(ref, result)
-    return Simulation(tuple(steps), result, ref, mm, tuple(taken))
+    material = None if ref is None else mismatch(ref, result, min_share)
+    return Simulation(tuple(steps), result, ref, mm, tuple(taken), data, material)
+
+
+def _canonical(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """``frame``'s rows sorted by ``columns`` (numbers by value, anything else by its
+    text), so that sampling, the splits and the level order of categorical parameters
+    do not depend on the order of the rows in a file (issue #20)."""
+
+    def key(col: pd.Series) -> pd.Series:
+        if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
+            return col
+        return col.map(lambda v: (type(v).__name__, str(v)))
+
+    cols = [c for c in columns if c in frame.columns]
+    return frame.sort_values(cols, key=key, kind="mergesort").reset_index(drop=True)
 
 
 # --------------------------------------------------------------------------- compare

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from assay.importers.csvdata import Measurements
 
 
 class SamplesError(ValueError):
@@ -41,59 +44,50 @@ def read_samples_csv(
     knobs: Sequence[str] = (),
     extra: Sequence[str] = (),
     min_rows: int = 10,
-) -> tuple[Any, dict[str, Any]]:
-    """Read measured settings: one row per setting, knob columns and PI columns.
+    repetitions: str | None = None,
+    one_hot: str = "auto",
+    drop_values: Sequence[float] = (),
+) -> tuple[Any, dict[str, Any], Measurements]:
+    """Read measured settings: knob columns and PI columns, one row per trial.
 
-    ``metrics`` and ``extra`` (PIs an objective needs) must be numeric in every row;
-    the knob columns are ``knobs``, or every other column.  Returns the knob columns
-    as a data frame and the PI columns as arrays.  Raises :class:`SamplesError`.
+    ``metrics`` and ``extra`` (PIs an objective needs) are read as by
+    :func:`~assay.importers.csvdata.read_measurements` (rows without a value dropped
+    with a note, round columns melted); the knob columns are ``knobs``, or every other
+    column that does not look like a PI or a row id.  Rows that repeat a setting are
+    repetitions: the forest gets one sample per setting, the mean of its rows (a
+    repeated setting in the bag would predict its own out-of-bag copy).  Returns the
+    knob columns as a data frame, the PI columns as arrays, and how the file was read.
+    Raises :class:`SamplesError`.
     """
-    import numpy as np
-    import pandas as pd
-
-    from assay.importers.csvdata import read_csv_frame
+    from assay.importers.csvdata import read_measurements
 
     p = Path(path)
-    frame = read_csv_frame(
+    data = read_measurements(
         p,
+        metrics,
         SamplesError,
+        params=list(knobs) or None,
+        extra=extra,
+        option="--knob",
+        repetitions=repetitions,
+        one_hot=one_hot,
+        drop_values=drop_values,
         noun="samples file",
         expected="a header row with knob and PI column names, then one row per measured setting",
     )
-    columns = list(frame.columns)
-    pis = list(dict.fromkeys([*metrics, *extra]))
-    for name in [*pis, *knobs]:
-        if name not in columns:
-            what = "--knob" if name in knobs and name not in pis else "a PI (--metric/objective)"
-            raise SamplesError(
-                f"{p}: no column {name!r} for {what}; the columns are: {', '.join(columns)}"
-            )
+    pis = data.metrics
+    frame = data.frame
+    settings = frame.groupby(data.params, sort=False, dropna=False, observed=True)[pis].mean()
+    if len(settings) < len(frame):
+        data.notes.append(
+            f"{len(frame)} rows hold {len(settings)} distinct settings: each setting's "
+            "repetitions are averaged into one sample"
+        )
+        frame = settings.reset_index()
     if len(frame) < min_rows:
         raise SamplesError(
-            f"{p}: {len(frame)} data row(s); a random forest needs at least {min_rows} "
-            "measured settings (hundreds make the ranking stable)"
+            f"{p}: {len(frame)} measured setting(s); a random forest needs at least "
+            f"{min_rows} (hundreds make the ranking stable)"
         )
-    values: dict[str, Any] = {}
-    for name in pis:
-        col = pd.to_numeric(frame[name], errors="coerce")
-        bad = col.isna() | ~np.isfinite(col.to_numpy(dtype=float, na_value=np.nan))
-        if bad.any():
-            row = int(np.flatnonzero(bad.to_numpy())[0])
-            raise SamplesError(
-                f"{p}: column {name!r}, line {row + 2}: {frame[name].iloc[row]!r} is not a "
-                f"finite number ({int(bad.sum())} such row(s)); a PI column needs a number "
-                "in every row (drop failed settings first)"
-            )
-        values[name] = col.to_numpy(dtype=float)
-    knob_cols = list(knobs) or [c for c in columns if c not in pis]
-    if not knob_cols:
-        raise SamplesError(f"{p}: no knob columns left besides the PIs {', '.join(pis)}")
-    for name in knob_cols:
-        empty = frame[name].isna()
-        if empty.any():
-            row = int(np.flatnonzero(empty.to_numpy())[0])
-            raise SamplesError(
-                f"{p}: column {name!r}, line {row + 2}: empty; every knob column needs a value "
-                f"in every row ({int(empty.sum())} empty), or leave the column out with --knob"
-            )
-    return frame[knob_cols], values
+    values = {name: frame[name].to_numpy(dtype=float) for name in pis}
+    return frame[data.params], values, data

@@ -26,6 +26,7 @@ from assay.stats.importance import KnobImportance, PIRanking, ValidationRow
 if TYPE_CHECKING:
     from assay.designs.knobs import KnobAnalysis
     from assay.designs.tune import TuneResult, TuningCost
+    from assay.importers.csvdata import Measurements
     from assay.studies.knobs import KnobsProgress
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "KnobsProgressView",
     "csv_rows",
     "importance_cells",
+    "input_lines",
     "plot_importance",
     "render_knobs",
 ]
@@ -54,6 +56,17 @@ CSV_FIELDS = [
     "r2_all_knobs_oob",
     "n_samples",
 ]
+
+
+def input_lines(reading: Measurements) -> list[str]:
+    """What ``--from`` used as knobs and what it left out, and why (plain text)."""
+    lines = [
+        f"knobs: {', '.join(reading.params)} ({reading.rows_read} rows read, "
+        f"{len(reading.frame)} trials used)"
+    ]
+    if reading.excluded:
+        lines.append("not knobs: " + "; ".join(f"{plain(c)} ({r})" for c, r in reading.excluded))
+    return [plain(line) for line in lines]
 
 
 def _num(x: float, digits: int = 3) -> str:
@@ -280,7 +293,8 @@ def render_knobs(
     method = (
         f"method: random forest ({analysis.primary.n_trees} trees, seed "
         f"{analysis.primary.seed}) on {analysis.n_samples} samples, categorical knobs "
-        "dummy-encoded, numeric knobs standardised; impurity importance = share of the "
+        "dummy-encoded, numeric knobs by rank (the paper standardises: the same splits, "
+        "but outliers squash standardised values); impurity importance = share of the "
         "variance reduction (Kanellis et al.); permutation importance = drop in held-out R² "
         "when the knob is shuffled (5-fold cross-fitting); R² out-of-bag"
     )

@@ -41,16 +41,47 @@ def steps_table(steps: list[StepResult], title: str) -> Table:
     return table
 
 
-def mismatch_lines(m: Mismatch) -> list[str]:
-    """The paper's mismatch metric against the full-data analysis."""
-    d = m.to_dict()
-    return [
-        "against the analysis of all the data: "
-        f"{d['params_rate']:.0%} of significant parameters mismatched"
-        + (f" ({', '.join(d['params_mismatched'])})" if d["params_mismatched"] else "")
-        + f", {d['points_rate']:.0%} of important points mismatched"
-        + (f" ({', '.join(d['points_mismatched'])})" if d["points_mismatched"] else "")
+def _counted(what: str, full: int, missed: tuple[str, ...], extra: tuple[str, ...]) -> str:
+    wrong = len(missed) + len(extra)
+    text = f"  {what}: {full} in all the data; sample found {full - len(missed)}"
+    text += f", missed {len(missed)}" + (f" ({', '.join(missed)})" if missed else "")
+    text += f", added {len(extra)}" + (f" ({', '.join(extra)})" if extra else "")
+    return text + f": {wrong}/{max(full, 1)} = {wrong / max(full, 1):.0%}"
+
+
+def mismatch_lines(m: Mismatch, material: Mismatch | None = None) -> list[str]:
+    """The paper's mismatch metric against the full-data analysis, with its counts:
+    (missed + added) / found in all the data, which exceeds 100% when the sample adds
+    more than the full data has; then the same for the terms that explain a material
+    share of the variance."""
+    lines = [
+        "against the analysis of all the data (mismatch = (missed + added) / number in all "
+        "the data, as in the paper):"
     ]
+    blocks = [("significant terms", "important points", m)]
+    if material is not None:
+        share = f"{material.min_share:.0%}"
+        blocks.append((f"terms ≥ {share} of variance", f"points of terms ≥ {share}", material))
+    for terms, points, mm in blocks:
+        lines.append(_counted(terms, mm.params_full, mm.params_missed, mm.params_extra))
+        lines.append(_counted(points, mm.points_full, mm.points_missed, mm.points_extra))
+    return lines
+
+
+def material_line(res: SweepResult) -> str | None:
+    """Which significant terms explain at least ``min_share`` of the variance."""
+    if res.analysis is None or not res.analysis.significant:
+        return None
+    big = res.material
+    small = [r for r in res.analysis.significant if r.name not in big]
+    text = f"Significant and explaining ≥ {res.min_share:.0%} of the variance: " + (
+        ", ".join(n.replace(":", " × ") for n in big) if big else "none"
+    )
+    if small:
+        text += f"; significant but below {res.min_share:.0%}: " + ", ".join(
+            f"{r.name.replace(':', ' × ')} ({r.pct_var:.2g}%)" for r in small
+        )
+    return text + "."
 
 
 def render_sweep(res: SweepResult, console: Console) -> None:
@@ -67,10 +98,14 @@ def render_sweep(res: SweepResult, console: Console) -> None:
                 f"points are those of log({res.pi.name}) (effects that multiply)"
             )
         )
+    parts.extend(Text(f"note: {n}", style="dim") for n in res.notes)
     if res.summary is not None:
         parts.append(Text(res.summary.text))
+        material = material_line(res)
+        if material is not None:
+            parts.append(Text(material))
     if mismatch is not None:
-        parts.extend(Text(line) for line in mismatch_lines(mismatch))
+        parts.extend(Text(line) for line in mismatch_lines(mismatch, res.mismatch_material))
     if comparison is not None:
         parts.append(Text(comparison.text))
     by = ", ".join(f"{n} {s}" for s, n in sorted(res.trials_by_status.items()))

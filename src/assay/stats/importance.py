@@ -1,7 +1,9 @@
 """Which knobs matter: random-forest importance, top-k R² and stability (Kanellis et al.).
 
 The method of the knob pre-selection paper (seeds/002): dummy-encode categorical
-knobs, standardise numeric ones, fit a random forest of 300 CART trees
+knobs, standardise numeric ones (Assay gives the trees each value's rank instead: the
+same splits, without the precision that outliers take away; see :class:`KnobEncoder`
+and :func:`extreme_values`), fit a random forest of 300 CART trees
 (scikit-learn's :class:`~sklearn.ensemble.RandomForestRegressor`) and rank the knobs by
 their impurity importance (the variance reduction of the splits on a knob, averaged
 over the trees; a categorical knob gets the sum over its dummy columns).  Then
@@ -53,6 +55,7 @@ __all__ = [
     "StabilityRow",
     "ValidationRow",
     "default_subset_sizes",
+    "extreme_values",
     "forest_model",
     "impurity_importance",
     "iou",
@@ -136,18 +139,31 @@ class KnobMatrix:
 
 
 class KnobEncoder:
-    """The paper's pre-processing as a scikit-learn transformer (see :func:`knob_encoder`).
+    """The knobs as model columns (see :func:`knob_encoder`), as a scikit-learn transformer.
+
+    ``scale="standard"``: numeric knobs standardised, the paper's pre-processing.
+    ``scale="rank"``: each numeric knob replaced by the rank of its value among the
+    values seen in fitting (interpolated between them for new values).  Trees split on
+    order alone, so ranks change nothing for them, except that they survive outliers:
+    standardised against a value of 5e14, the ordinary values of a knob differ by less
+    than the 1e-7 that scikit-learn's float32 trees can tell apart, and the knob's 611
+    distinct values collapse to a few (issue #20).
 
     Plain NumPy: a forest predicts thousands of permuted copies in permutation
     importance, and :class:`sklearn.compose.ColumnTransformer` adds a large per-call overhead.
+
+    >>> enc = KnobEncoder((0,), scale="rank").fit(np.array([[1.0], [5e14], [3.0]]))
+    >>> enc.transform(np.array([[1.0], [2.0], [3.0], [5e14]])).ravel().tolist()
+    [0.0, 0.5, 1.0, 2.0]
     """
 
-    def __init__(self, levels: tuple[int, ...] = ()) -> None:
+    def __init__(self, levels: tuple[int, ...] = (), scale: str = "standard") -> None:
         self.levels = levels
+        self.scale = scale
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """scikit-learn's estimator protocol (clone, repr)."""
-        return {"levels": self.levels}
+        return {"levels": self.levels, "scale": self.scale}
 
     def set_params(self, **params: Any) -> KnobEncoder:
         """scikit-learn's estimator protocol."""
@@ -156,23 +172,38 @@ class KnobEncoder:
         return self
 
     def fit(self, X: npt.ArrayLike, y: Any = None) -> KnobEncoder:
-        """Learn the means and standard deviations of the numeric knobs."""
+        """Learn the means and standard deviations (or the distinct values) of the
+        numeric knobs."""
+        if self.scale not in ("standard", "rank"):
+            raise ValueError(f"scale must be 'standard' or 'rank', got {self.scale!r}")
         a = np.asarray(X, dtype=np.float64)
         self.numeric_ = [j for j, lv in enumerate(self.levels) if not lv]
         self.mean_ = a[:, self.numeric_].mean(axis=0) if a.shape[0] else np.zeros(0)
         sd = a[:, self.numeric_].std(axis=0) if a.shape[0] else np.ones(0)
         self.scale_ = np.where(sd > 0, sd, 1.0)  # a constant knob stays at 0
+        self.values_ = [np.unique(a[:, j]) for j in self.numeric_]
         return self
 
+    def _numeric(self, a: FloatArray) -> FloatArray:
+        if self.scale == "standard":
+            return (a[:, self.numeric_] - self.mean_) / self.scale_
+        cols = [
+            np.interp(a[:, j], seen, np.arange(seen.size, dtype=np.float64))
+            if seen.size
+            else np.zeros(a.shape[0])
+            for j, seen in zip(self.numeric_, self.values_, strict=True)
+        ]
+        return np.column_stack(cols) if cols else np.zeros((a.shape[0], 0))
+
     def transform(self, X: npt.ArrayLike) -> FloatArray:
-        """Dummy columns of each categorical knob, then the standardised numeric knobs."""
+        """Dummy columns of each categorical knob, then the numeric knobs."""
         a = np.asarray(X, dtype=np.float64)
         parts = [
             (a[:, [j]] == np.arange(lv, dtype=np.float64)).astype(np.float64)
             for j, lv in enumerate(self.levels)
             if lv
         ]
-        parts.append((a[:, self.numeric_] - self.mean_) / self.scale_)
+        parts.append(self._numeric(a))
         return np.hstack(parts)
 
     def fit_transform(self, X: npt.ArrayLike, y: Any = None) -> FloatArray:
@@ -180,7 +211,35 @@ class KnobEncoder:
         return self.fit(X, y).transform(X)
 
 
-def knob_encoder(matrix: KnobMatrix) -> KnobEncoder:
+def extreme_values(values: npt.ArrayLike, factor: float = 100.0) -> tuple[int, float]:
+    """How many values lie more than ``factor`` interquartile ranges outside the middle
+    half of ``values``, and the farthest of them (0 and NaN when none; a column whose
+    middle half is one value has none).
+
+    Such values (5e14 in a column of page counts) are usually sentinels or errors;
+    the forest sees ranks, so they cannot distort the ranking, but the user should know.
+
+    >>> extreme_values([1.0, 2, 3, 4, 5, 6, 7, 8, 5e14])
+    (1, 500000000000000.0)
+    >>> extreme_values(np.arange(100.0))
+    (0, nan)
+    """
+    a = np.asarray(values, dtype=np.float64)
+    a = a[np.isfinite(a)]
+    if a.size < 4:
+        return 0, float("nan")
+    q1, q3 = np.percentile(a, [25, 75])
+    iqr = q3 - q1
+    if iqr <= 0:
+        return 0, float("nan")
+    far = (a < q1 - factor * iqr) | (a > q3 + factor * iqr)
+    if not far.any():
+        return 0, float("nan")
+    out = a[far]
+    return int(far.sum()), float(out[np.argmax(np.abs(out - (q1 + q3) / 2))])
+
+
+def knob_encoder(matrix: KnobMatrix, scale: str = "standard") -> KnobEncoder:
     """The paper's pre-processing: categorical knobs become one dummy column per category
     (all categories, so that a knob's importance is the sum over its own columns),
     numeric knobs are standardised to zero mean and unit variance.  Output columns: the
@@ -191,7 +250,7 @@ def knob_encoder(matrix: KnobMatrix) -> KnobEncoder:
     >>> knob_encoder(m).fit_transform(m.values).tolist()
     [[0.0, 1.0, -1.0], [1.0, 0.0, 1.0]]
     """
-    return KnobEncoder(matrix.levels)
+    return KnobEncoder(matrix.levels, scale)
 
 
 def encoded_groups(matrix: KnobMatrix) -> tuple[list[str], list[str]]:
@@ -221,14 +280,16 @@ def forest_model(
     oob: bool = True,
     n_jobs: int | None = 1,
 ) -> Any:
-    """An unfitted pipeline: :func:`knob_encoder`, then a random forest of ``n_trees`` trees."""
+    """An unfitted pipeline: :func:`knob_encoder` with ranks for numeric knobs (see
+    :class:`KnobEncoder`: the same trees as on standardised values, without the loss of
+    precision to outliers), then a random forest of ``n_trees`` trees."""
     from sklearn.ensemble import RandomForestRegressor
     from sklearn.pipeline import Pipeline
 
     forest = RandomForestRegressor(
         n_estimators=n_trees, random_state=seed, oob_score=oob, n_jobs=n_jobs
     )
-    return Pipeline([("encode", knob_encoder(matrix)), ("forest", forest)])
+    return Pipeline([("encode", knob_encoder(matrix, "rank")), ("forest", forest)])
 
 
 def _check_xy(matrix: KnobMatrix, y: npt.ArrayLike, name: str = "y") -> FloatArray:

@@ -53,6 +53,7 @@ from assay.studies.settings import (
 
 if TYPE_CHECKING:
     from assay.designs.tune import TuneResult, TuningCost
+    from assay.importers.csvdata import Measurements
 
 Direction = Literal["higher", "lower"]
 
@@ -87,10 +88,14 @@ class KnobsResult:
     tuned_on_model: bool = True  # --from: the tuner ran on the forest model, not the system
     warnings: list[str] = field(default_factory=list)
     not_measured: int = 0  # assay show: planned samples with no stored trial
+    reading: Measurements | None = None  # --from: how the file was read
 
     def as_dict(self) -> dict[str, Any]:
         """Everything, as plain data for ``--json``."""
         data = self.analysis.as_dict()
+        if self.reading is not None:
+            data["input"] = self.reading.as_dict()
+        data["warnings"] = list(self.warnings)
         data["tune"] = None if self.tune is None else self.tune.as_dict()
         data["tuning_cost"] = None if self.cost is None else self.cost.as_dict()
         return data
@@ -112,6 +117,7 @@ class KnobSamples:
     directions: dict[str, Direction]
     objective: Objective | None
     source: str
+    reading: Measurements | None = None  # how the file was read: notes, left-out columns
 
 
 def samples_from_csv(
@@ -121,10 +127,15 @@ def samples_from_csv(
     knob_columns: Sequence[str] = (),
     unsafe: Sequence[str] = (),
     objective: str | None = None,
+    repetitions: str | None = None,
+    one_hot: str = "auto",
+    drop_values: Sequence[float] = (),
 ) -> KnobSamples:
     """Read measured settings: ``metrics`` are ``PI[:higher|lower]`` columns; the knob
-    columns are ``knob_columns``, or every column that is not a metric or an objective
-    PI.  :class:`KnobsInputError` (or the reader's ValueError) names what is wrong."""
+    columns are ``knob_columns``, or every column that is not a metric, an objective PI,
+    nor a column that looks like a PI or a row id (see
+    :func:`~assay.importers.knobs.read_samples_csv`).  :class:`KnobsInputError` (or the
+    reader's ValueError) names what is wrong."""
     from assay.importers.knobs import metric_direction, read_samples_csv
 
     goal = parse_objective(objective) if objective else None
@@ -137,7 +148,15 @@ def samples_from_csv(
         name, direction = metric_direction(m)
         directions[name] = "lower" if direction == "lower" else "higher"
     extra = list(goal.pis) if goal else []
-    frame, values = read_samples_csv(path, list(directions), knobs=knob_columns, extra=extra)
+    frame, values, reading = read_samples_csv(
+        path,
+        list(directions),
+        knobs=knob_columns,
+        extra=extra,
+        repetitions=repetitions,
+        one_hot=one_hot,
+        drop_values=drop_values,
+    )
     space = infer_space(frame, list(frame.columns))
     unknown = [u for u in unsafe if u not in space.names]
     if unknown:
@@ -155,7 +174,7 @@ def samples_from_csv(
         for k in space.knobs:
             if isinstance(k, CategoricalKnob):
                 s[k.name] = str(s[k.name])
-    return KnobSamples(space, settings, values, directions, goal, path)
+    return KnobSamples(space, settings, values, directions, goal, path, reading)
 
 
 def rank_samples(
@@ -189,14 +208,16 @@ def rank_samples(
         n_jobs=n_jobs(jobs),
         sources=(samples.source,),
     )
-    warnings = [
+    warnings = [] if samples.reading is None else list(samples.reading.warnings)
+    warnings += _outlier_warnings(samples)
+    warnings += [
         f"{r.knobs[0].knob} alone explains {r.knobs[0].impurity:.0%} of the importance for "
         f"{r.pi}: if it is a measured PI rather than a knob, name it with --metric, or list "
         "the knob columns with --knob"
         for r in analysis.rankings
         if r.knobs[0].impurity > 0.9 and r.knobs[0].knob not in declared_knobs
     ]
-    result = KnobsResult(analysis, warnings=warnings)
+    result = KnobsResult(analysis, warnings=warnings, reading=samples.reading)
     if tune:
         y = (
             composite_score(analysis.objective, samples.values)
@@ -214,6 +235,28 @@ def rank_samples(
             tune_on_model=True,
         )
     return result
+
+
+def _outlier_warnings(samples: KnobSamples) -> list[str]:
+    """A warning for each numeric knob with values far outside the rest (see
+    :func:`~assay.stats.importance.extreme_values`)."""
+    from assay.stats.importance import extreme_values
+
+    out: list[str] = []
+    for k in samples.space.knobs:
+        if isinstance(k, CategoricalKnob):
+            continue
+        a = np.array([float(s[k.name]) for s in samples.settings])
+        count, worst = extreme_values(a)
+        if count:
+            q1, q3 = np.percentile(a, [25, 75])
+            out.append(
+                f"{k.name}: {count} value(s) ({count / a.size:.1%}) lie far outside the rest "
+                f"(up to {worst:.4g}; the middle half is {q1:.4g}..{q3:.4g}): sentinel or "
+                "wrong values? The forest ranks values by order, so they do not distort the "
+                "ranking, but check them"
+            )
+    return out
 
 
 def _tuning_cost(

@@ -183,6 +183,18 @@ class SweepResult:
     # --from: where the simulated sampling and the analysis of all the data disagree
     mismatch: Mismatch | None = None
     comparison: SystemComparison | None = None  # --from --against: a second system
+    # significant terms explaining at least this share of the variance are "material"
+    min_share: float = 0.01
+    mismatch_material: Mismatch | None = None  # --from: the mismatch over material terms
+    notes: list[str] = field(default_factory=list)  # --from: what was done to the data
+    reading: dict[str, Any] | None = None  # --from: how the file was read
+
+    @property
+    def material(self) -> list[str]:
+        """The significant terms that explain at least ``min_share`` of the variance."""
+        if self.analysis is None:
+            return []
+        return [r.name for r in self.analysis.significant if r.pct_var >= 100 * self.min_share]
 
     def as_dict(self) -> dict[str, Any]:
         return (
@@ -211,7 +223,14 @@ class SweepResult:
                 "sources": self.sources,
                 "transform": self.transform,
             }
+            | {"min_share": self.min_share, "significant_material": self.material}
             | ({} if self.mismatch is None else {"mismatch": self.mismatch.to_dict()})
+            | (
+                {}
+                if self.mismatch_material is None
+                else {"mismatch_material": self.mismatch_material.to_dict()}
+            )
+            | ({} if self.reading is None else {"input": self.reading, "notes": self.notes})
             | ({} if self.comparison is None else {"comparison": self.comparison.to_dict()})
         )
 
@@ -438,7 +457,7 @@ class SweepRunner:
 
 def sweep_from_csv(
     path: str,
-    params: list[str],
+    params: list[str] | None,
     metric: str,
     *,
     unit: str = "",
@@ -452,17 +471,29 @@ def sweep_from_csv(
     max_settings: int | None = None,
     seed: int = 0,
     transform: str = "none",
+    repetitions: str | None = None,
+    one_hot: str = "auto",
+    drop_values: Sequence[float] = (),
+    min_share: float = 0.01,
 ) -> SweepResult:
     """``assay sweep --from``: Algorithm 1 simulated on results measured elsewhere
     (Figures 1–2 of the paper), compared with the analysis of all of them; ``against``
-    adds a second system's results over the same space.  The readers' errors
+    adds a second system's results over the same space.  ``params=None``: every column
+    that is not the metric nor looks like a PI or a row id (see
+    :func:`~assay.importers.csvdata.read_measurements`).  The readers' errors
     (:class:`~assay.importers.sweep.SweepDataError`) name the file and line."""
     from assay.importers.sweep import read_results_csv
 
-    data = read_results_csv(path, params, metric)
+    options: dict[str, Any] = {
+        "repetitions": repetitions,
+        "one_hot": one_hot,
+        "drop_values": drop_values,
+    }
+    reading = read_results_csv(path, params, metric, **options)
+    data, names = reading.frame, reading.params
     sim = simulate(
         transformed(data, metric, transform),
-        params,
+        names,
         metric,
         sampler=sampler,
         start=start,
@@ -471,36 +502,77 @@ def sweep_from_csv(
         model=model,
         budget=max_settings,
         seed=seed,
+        min_share=min_share,
     )
     last = sim.steps[-1] if sim.steps else None
     direction: Literal["lower", "higher"] = "lower" if lower_is_better else "higher"
     comparison = None
+    notes = [f"{Path(path).name}: {n}" for n in reading.notes]
+    warnings = [f"{Path(path).name}: {w}" for w in reading.warnings]
     if against:
-        other = read_results_csv(against, params, metric)
+        other = read_results_csv(against, params, metric, **options)
+        if other.params != names:
+            from assay.importers.sweep import SweepDataError
+
+            raise SweepDataError(
+                f"{against}: its parameters ({', '.join(other.params)}) are not those of "
+                f"{path} ({', '.join(names)}); name them with --params"
+            )
+        notes += [f"{Path(against).name}: {n}" for n in other.notes]
+        warnings += [f"{Path(against).name}: {w}" for w in other.warnings]
         comparison = compare_systems(
             transformed(data, metric, transform),
-            transformed(other, metric, transform),
-            params,
+            transformed(other.frame, metric, transform),
+            names,
             metric,
             names=(Path(path).stem, Path(against).stem),
             higher_is_better=direction == "higher",
             threshold=r2,
             seed=seed,
         )
+    measured = sampled_means(data, sim.settings[names], names, metric)
     return SweepResult(
         study=f"sweep --from {Path(path).name}",
         store="",
-        space=f"{len(params)} parameters; {len(data)} rows from {path}",
-        params=params,
+        space=(
+            f"{len(names)} parameters ({', '.join(names)}); {len(sim.space)} distinct "
+            f"settings in {len(data)} rows from {path}"
+        ),
+        params=names,
         pi=PISpec(name=metric, unit=unit, direction=direction),
         steps=list(sim.steps),
         reason=stop_reason(last, r2, False),
-        measured=data.iloc[list(sim.positions)] if sim.positions else data.iloc[:0],
+        measured=measured.drop(columns="trials"),
         analysis=sim.analysis,
         summary=summarise(sim.analysis),
-        trials_total=len(data),
+        trials_total=int(measured["trials"].sum()),
+        warnings=warnings,
         sources=[path],
+        levels={c: list(sim.space[c].unique()) for c in names},
         transform=transform,
         mismatch=sim.mismatch,
         comparison=comparison,
+        min_share=min_share,
+        mismatch_material=sim.mismatch_material,
+        notes=notes,
+        reading=reading.as_dict(),
     )
+
+
+def sampled_means(
+    trials: pd.DataFrame, settings: pd.DataFrame, params: Sequence[str], metric: str
+) -> pd.DataFrame:
+    """Each of ``settings`` (in their order) with the mean ``metric`` of its rows in
+    ``trials`` and how many rows (``trials``) it has: what the simulation measured.
+
+    >>> t = pd.DataFrame({"w": [1, 2, 1, 2, 1], "tps": [1.0, 5.0, 3.0, 7.0, 5.0]})
+    >>> sampled_means(t, pd.DataFrame({"w": [2, 1]}), ["w"], "tps").values.tolist()
+    [[2.0, 6.0, 2.0], [1.0, 3.0, 3.0]]
+    """
+    per = (
+        trials.groupby(list(params), sort=False, dropna=False, observed=True)[metric]
+        .agg(["mean", "size"])
+        .reset_index()
+        .rename(columns={"mean": metric, "size": "trials"})
+    )
+    return settings[list(params)].merge(per, on=list(params), how="left", sort=False)
