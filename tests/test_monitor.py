@@ -270,3 +270,55 @@ def test_compare_reports_resources_by_variant(tmp_path: Path, py: str) -> None:
     res = json.loads(out.read_text())["resources"]
     assert set(res) == {f"{py} -c pass", f"{py} -c 'pass;pass'"}
     assert all(v["under_test"] == "cpu" for v in res.values())
+
+
+def test_one_sampling_thread_serves_every_trial() -> None:
+    """Issue #17: the watch's thread lives across trials (a thread per trial cost ~2.5 ms
+    of Assay's own time each); a trial's in-thread samples come at least one interval
+    after its start, and none is taken between trials."""
+    import threading
+    import time
+
+    before = {t.ident for t in threading.enumerate()}
+    m = ResourceMonitor(interval=0.02)
+    try:
+        for _ in range(5):
+            m.start()
+            t0 = time.monotonic()
+            time.sleep(0.07)
+            series = m.stop().series
+            assert series["memory"].size >= 2  # in-thread samples were taken
+        new = [t for t in threading.enumerate() if t.ident not in before]
+        assert [t.name for t in new] == ["assay-monitor"]
+        m.start()
+        t0 = time.monotonic()
+        m.stop()
+        reads = m._reads.times  # first read, maybe in-thread samples, last read
+        assert all(t - t0 >= 0.02 - 1e-3 for t in reads[1:-1])
+        count = len(m._reads.times)
+        time.sleep(0.08)  # between trials: the thread takes no sample
+        assert len(m._reads.times) == count
+    finally:
+        m.close()
+    assert not any(t.ident not in before and t.is_alive() for t in threading.enumerate())
+
+
+def test_an_idle_sampling_thread_ends_and_comes_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+    import time
+
+    import assay.execute.monitor as monitor_mod
+
+    monkeypatch.setattr(monitor_mod, "IDLE_EXIT_S", 0.1)
+    m = ResourceMonitor(interval=0.02)
+    m.start()
+    first = m._thread
+    m.stop()
+    assert first is not None
+    first.join(5)
+    assert not first.is_alive() and m._thread is None  # ended on its own, unclosed
+    m.start()
+    time.sleep(0.05)
+    assert m._thread is not None and m._thread is not first and m.stop().series
+    m.close()
+    assert not any(t is first or t is m._thread for t in threading.enumerate())

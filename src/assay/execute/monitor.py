@@ -41,6 +41,7 @@ state, which any other caller would disturb): busy = total - idle - iowait.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import threading
@@ -390,7 +391,16 @@ class MonitorSamples:
     """One trial's samples: the series (as stored) and their summary."""
 
     series: dict[str, np.ndarray]
-    summary: ResourceSummary
+
+    @functools.cached_property
+    def summary(self) -> ResourceSummary:
+        """Summarised when asked: the trial loop stores the series only."""
+        return summarize(self.series)
+
+
+#: Seconds the sampling thread waits unarmed before it ends (a monitor nobody closes
+#: leaves no thread behind for long).
+IDLE_EXIT_S = 30.0
 
 
 class ResourceMonitor:
@@ -427,7 +437,15 @@ class ResourceMonitor:
         )
         self.speeds = [float(stats[n].speed) if n in stats else 0.0 for n in self.nics]
         self._reads = _Reads()
-        self._stop = threading.Event()
+        # one sampling thread for the monitor's life, armed by start() and disarmed by
+        # stop(): starting a thread per trial cost ~2.5 ms on a loaded 2-core machine
+        # (Thread.start waits until the new thread runs)
+        self._lock = threading.Lock()
+        self._armed = threading.Event()
+        self._closing = threading.Event()
+        self._active = False
+        self._generation = 0  # one per start(): a sample is kept only in its own trial
+        self._armed_at = 0.0
         self._thread: threading.Thread | None = None
         self._thread_cpu = 0.0
 
@@ -467,30 +485,55 @@ class ResourceMonitor:
         r.net_recv.append([nics[n].bytes_recv if n in nics else nan for n in self.nics])
 
     def _loop(self) -> None:
-        c0 = self.clock()
-        while not self._stop.wait(self.interval):
-            self._read(self._reads)
-        self._thread_cpu = self.clock() - c0
+        """Sample every ``interval`` from the arming while armed; the first sample of a
+        trial waits a whole interval (CPU counters tick every 10 ms: a sample right
+        after the first read would be noise)."""
+        generation, due = -1, 0.0
+        while True:
+            armed = self._armed.wait(IDLE_EXIT_S)
+            with self._lock:
+                if self._closing.is_set():
+                    return
+                if not armed and not self._armed.is_set():
+                    self._thread = None  # idle: the next start() makes another
+                    return
+                if self._generation != generation:
+                    generation, due = self._generation, self._armed_at + self.interval
+            if self._closing.wait(max(due - time.monotonic(), 0.0)):
+                return
+            with self._lock:
+                if self._active and self._generation == generation:
+                    c0 = self.clock()
+                    self._read(self._reads)
+                    self._thread_cpu += self.clock() - c0
+                    due += self.interval
 
     def start(self) -> None:
         """Take the first read and start sampling."""
         if self.cost_per_sample is None:
             self.calibrate()
-        self._reads = _Reads()
-        self._stop.clear()
-        self._thread_cpu = 0.0
-        self._read(self._reads)
-        self._thread = threading.Thread(target=self._loop, name="assay-monitor", daemon=True)
-        self._thread.start()
+        with self._lock:
+            self._reads = _Reads()
+            self._thread_cpu = 0.0
+            self._read(self._reads)
+            self._generation += 1
+            self._armed_at = time.monotonic()
+            self._active = True
+            self._armed.set()
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._loop, name="assay-monitor", daemon=True
+                )
+                self._thread.start()
 
     def stop(self) -> MonitorSamples:
         """Stop sampling, take the last read and return the trial's series and summary."""
-        if self._thread is None:
-            raise RuntimeError("ResourceMonitor.stop() without start()")
-        self._stop.set()
-        self._thread.join()
-        self._thread = None
-        self._read(self._reads)
+        with self._lock:
+            if not self._active:
+                raise RuntimeError("ResourceMonitor.stop() without start()")
+            self._active = False
+            self._armed.clear()
+            self._read(self._reads)
         r = self._reads
         in_thread = max(len(r.times) - 2, 0)
         # the monitor's cost to the benchmark: the sampling thread's CPU time. The first
@@ -520,12 +563,22 @@ class ResourceMonitor:
             self.interval = choose_interval(
                 self.cost_per_sample, self.budget, self.min_interval, self.max_interval
             )
-        return MonitorSamples(series, summarize(series))
+        return MonitorSamples(series)
 
     def __enter__(self) -> ResourceMonitor:
         self.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._thread is not None:
+        if self._active:
             self.stop()
+
+    def close(self) -> None:
+        """End the sampling thread now (it also ends after IDLE_EXIT_S unarmed, and is a
+        daemon: not needed at exit)."""
+        self._closing.set()
+        self._armed.set()
+        with self._lock:
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join()
