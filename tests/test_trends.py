@@ -15,6 +15,7 @@ from assay.stats.trends import (
     TermEffects,
     find_important_point,
     important_points,
+    near_monotone,
     rank_points,
     spearman,
 )
@@ -130,3 +131,38 @@ def test_a_strict_peak_is_found_exactly(n: int, data: st.DataObject) -> None:
     # a peak at the second or second-to-last value has a one-point side (no Spearman)
     if 2 <= peak <= n - 3:
         assert found is not None and found[:2] == ("turning", float(peak))
+
+
+def test_a_saturating_curve_with_noise_on_its_plateau_is_a_knee() -> None:
+    """Issue #21: the published rule runs Kneedle only on a strictly monotone curve, so
+    the plateau's noise made this a turning point; within the tolerance it is a knee."""
+    x = np.array([1, 2, 4, 8, 16, 32, 64], dtype=float)
+    y = np.array([0.0, 0.33, 0.67, 1.0, 1.02, 0.99, 1.01])
+    assert abs(spearman(x, y)) < 1  # not strictly monotone
+    found = find_important_point(x, y)
+    assert found is not None and found[:2] == ("knee", 8.0)
+    flat = np.array([0.0, 0.33, 0.67, 1.0, 1.0, 1.0, 1.0])  # ties: Spearman < 1 too
+    found = find_important_point(x, flat)
+    assert found is not None and found[:2] == ("knee", 8.0)
+
+
+def test_a_real_fall_after_the_peak_stays_a_turning_point() -> None:
+    x = np.array([1, 2, 4, 8, 16, 32, 64], dtype=float)
+    y = np.array([0.0, 0.33, 0.67, 1.0, 0.8, 0.65, 0.5])  # falls by half after 8
+    assert near_monotone(x, y) is None
+    found = find_important_point(x, y)
+    assert found is not None and found[:2] == ("turning", 8.0)
+
+
+@given(st.lists(st.floats(-100, 100), min_size=3, max_size=12), st.booleans())
+def test_a_monotone_curve_is_its_own_monotone_fit(ys: list[float], up: bool) -> None:
+    y = np.sort(np.asarray(ys))
+    if not up:
+        y = y[::-1]
+    x = np.arange(y.size, dtype=float)
+    got = near_monotone(x, y)
+    if np.ptp(y) == 0:
+        assert got is None
+    else:
+        assert got is not None and np.allclose(got[1], y)
+        assert got[0] == (1.0 if up else -1.0)

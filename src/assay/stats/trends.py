@@ -43,6 +43,7 @@ __all__ = [
     "TermEffects",
     "find_important_point",
     "important_points",
+    "near_monotone",
     "rank_points",
     "spearman",
 ]
@@ -129,6 +130,42 @@ def _turn_ratio(p: FloatArray, c: FloatArray, val: float) -> float:
     return abs((kb - ka) / ka)
 
 
+#: A curve whose departures from a monotone one stay within this share of its range is
+#: searched for a knee (issue #21: noise on a plateau made saturating curves "turning
+#: points": 0 of 60 synthetic knees were found as knees with the exact rule).
+MONOTONE_TOLERANCE = 0.1
+
+
+def near_monotone(
+    p: npt.ArrayLike, c: npt.ArrayLike, tolerance: float | None = None
+) -> tuple[float, FloatArray] | None:
+    """``(direction, fit)`` when ``c`` over ``p`` is monotone within ``tolerance`` × its
+    range (default :data:`MONOTONE_TOLERANCE`): the isotonic (least-squares monotone)
+    fit departs from no point by more; ``direction`` is +1 (increasing) or -1; None
+    otherwise.
+
+    >>> near_monotone([1, 2, 4, 8, 16], [1.0, 5.0, 8.0, 8.3, 8.1])[0]
+    1.0
+    >>> near_monotone([1, 2, 3, 4, 5], [1.0, 5.0, 9.0, 5.0, 1.0]) is None
+    True
+    """
+    from sklearn.isotonic import IsotonicRegression
+
+    limit = MONOTONE_TOLERANCE if tolerance is None else tolerance
+    x = np.asarray(p, dtype=float)
+    y = np.asarray(c, dtype=float)
+    span = float(np.ptp(y)) if y.size else 0.0
+    if limit <= 0 or span == 0 or not np.all(np.isfinite(y)):
+        return None
+    best: tuple[float, float, FloatArray] | None = None
+    for direction in (1.0, -1.0):
+        fit = IsotonicRegression(increasing=direction > 0).fit_transform(x, y)
+        worst = float(np.max(np.abs(y - fit))) / span
+        if worst <= limit and (best is None or worst < best[0]):
+            best = (worst, direction, np.asarray(fit, dtype=float))
+    return None if best is None else (best[1], best[2])
+
+
 def _knee(p: FloatArray, c: FloatArray, rho: float) -> float | None:
     from kneed import KneeLocator
 
@@ -146,7 +183,10 @@ def find_important_point(
 ) -> tuple[Kind, float, float] | None:
     """Algorithm 3 on one curve: ``(kind, value, turn_ratio)``, or None when there is none.
 
-    ``values`` are a parameter's (numeric) values, ``coefs`` the effects at them.
+    ``values`` are a parameter's (numeric) values, ``coefs`` the effects at them.  As
+    published, Kneedle runs only on a strictly monotone curve (Spearman ±1); here also
+    on one monotone within :data:`MONOTONE_TOLERANCE` of its range (:func:`near_monotone`),
+    so that noise on a plateau does not make a saturating curve a turning point.
 
     >>> find_important_point([1, 2, 4, 8, 16, 32], [1, 2, 4, 8, 8.2, 8.3])[:2]
     ('knee', 8.0)
@@ -170,6 +210,12 @@ def find_important_point(
         if val is None:
             return None
         return "knee", val, _turn_ratio(p, c, val)
+    monotone = near_monotone(p, c)
+    if monotone is not None:  # monotone within noise: the knee of its monotone fit
+        direction, fit = monotone
+        val = _knee(p, fit, direction)
+        if val is not None:
+            return "knee", val, _turn_ratio(p, c, val)
     delta = np.full(n, math.nan)
     for i in range(1, n - 1):
         delta[i] = spearman(p[:i], c[:i]) - spearman(p[i + 1 :], c[i + 1 :])
