@@ -496,8 +496,13 @@ def compare_pi(
     max_autocorrelation: float = 0.1,
     method: str = "subsession t-interval",
     samples_per_round: Mapping[str, float] | None = None,
+    correct_residual: bool = True,
 ) -> PIComparison:
     """Rank the variants on one PI and compare each with the best (pure).
+
+    ``correct_residual`` is the study's ``stop.residual_correction``: widen each
+    variant's interval and variance for the residual autocorrelation of its merged
+    samples (:func:`assay.stats.compare.analyze_variant`), as ``assay run`` does.
 
     Examples
     --------
@@ -507,14 +512,25 @@ def compare_pi(
     >>> c.best, c.ranking.pairs[0].status, round(c.to_best["slow"].welch.relative, 1)
     ('fast', 'separated', 0.2)
     """
-    ranking = rank_variants(samples, direction, alpha, confidence, max_autocorrelation)
+    ranking = rank_variants(
+        samples,
+        direction,
+        alpha,
+        confidence,
+        max_autocorrelation,
+        correct_residual=correct_residual,
+    )
     first = ranking.order[0]
     to_best: dict[str, Comparison] = {}
     if first in ranking.variants:
         for v in ranking.order[1:]:
             if v in ranking.variants:
                 to_best[v] = compare_samples(
-                    samples[v], samples[first], confidence, max_autocorrelation
+                    samples[v],
+                    samples[first],
+                    confidence,
+                    max_autocorrelation,
+                    correct_residual=correct_residual,
                 )
     return PIComparison(
         name=name,

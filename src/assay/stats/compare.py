@@ -9,6 +9,16 @@ the tests assume independent samples; old results that only survive as summary
 statistics (mean, subsession variance and subsession count) enter as
 :class:`SummaryStats`.
 
+The smallest subsession size that passes ``|r1| <= 0.1`` is chosen on a noisy
+estimate, so the merged samples keep some positive correlation and Pilot's plain
+tests find differences that are not there (bench/RESULTS.md, issue #21: 2.2 % of
+A/A comparisons decided at alpha 1 % under AR(1) noise with phi 0.8, 1.0 %
+corrected).  By default (``correct_residual=True``, as ``assay run`` with
+``residual_correction = true``) each variant's variance is widened by the same
+residual-autocorrelation factor that widens its interval, so Welch's test, the
+extra-sample estimate and the interval rest on one standard error; ``False`` is
+Pilot's method as published.
+
 All functions are pure: arrays or numbers in, frozen dataclasses out.
 """
 
@@ -27,7 +37,7 @@ from scipy import special, stats
 
 from assay.stats._arrays import finite_1d as _finite_1d
 from assay.stats.autocorr import subsession_interval
-from assay.stats.intervals import MeanCI, _check_confidence
+from assay.stats.intervals import MeanCI, _check_confidence, t_interval
 
 __all__ = [
     "Comparison",
@@ -450,7 +460,9 @@ class VariantStats:
     mean : float
         Mean of the merged samples (equal to the mean of the raw samples used).
     var : float
-        Sample variance (``ddof=1``) of the merged samples.
+        Variance the tests use: the sample variance (``ddof=1``) of the merged
+        samples times ``residual_factor ** 2`` (so ``sqrt(var / n)`` is the
+        standard error the interval rests on).
     n : int
         Number of merged (subsession) samples.
     subsession_size : int
@@ -463,6 +475,9 @@ class VariantStats:
         Lag-1 autocorrelation of the merged samples (``nan`` for a summary).
     merged : numpy.ndarray or None
         The merged samples (``None`` for a summary).
+    residual_factor : float, default 1.0
+        Factor by which the residual-autocorrelation correction widened the
+        standard error (and the interval); 1 when uncorrected.
 
     Notes
     -----
@@ -477,6 +492,7 @@ class VariantStats:
     n_raw: int
     autocorrelation: float
     merged: FloatArray | None
+    residual_factor: float = 1.0
 
     @property
     def summary(self) -> SummaryStats:
@@ -488,8 +504,17 @@ def analyze_variant(
     data: ArrayLike | SummaryStats,
     confidence: float = 0.95,
     max_autocorrelation: float = 0.1,
+    *,
+    correct_residual: bool = True,
 ) -> VariantStats:
     """Merge a sample into subsessions and take its t-interval; or wrap a summary.
+
+    With ``correct_residual`` the interval is
+    ``subsession_interval(..., correct_residual=True)``'s (widened for the merged
+    samples' residual lag-1 autocorrelation, floored by the AR(1) value) and the
+    variance is widened by the same factor, so that a Welch test built from
+    ``var`` and ``n`` gives back exactly this interval's standard error.  A
+    summary is taken as it is (its variance is whatever was stored).
 
     Parameters
     ----------
@@ -500,6 +525,9 @@ def analyze_variant(
         Confidence level of the interval.
     max_autocorrelation : float, default 0.1
         Largest acceptable ``|r1|`` of the merged samples (Pilot §III-D).
+    correct_residual : bool, default True, keyword-only
+        Apply the residual-autocorrelation correction (``False``: Pilot's plain
+        subsession t-interval).
 
     Returns
     -------
@@ -534,7 +562,9 @@ def analyze_variant(
             merged=None,
         )
     x = _finite_1d(data)
-    got = subsession_interval(x, confidence=c, max_autocorrelation=max_autocorrelation)
+    got = subsession_interval(
+        x, confidence=c, max_autocorrelation=max_autocorrelation, correct_residual=correct_residual
+    )
     if got is None:
         if x.size < 3:
             raise InsufficientDataError(f"needs at least 3 samples, got {x.size}")
@@ -544,17 +574,30 @@ def analyze_variant(
         )
     ci, sub = got
     merged = sub.means
-    var = float(np.var(merged, ddof=1))
+    factor = _widening(ci, merged, c)
     return VariantStats(
         mean=ci.mean,
-        var=var,
+        var=float(np.var(merged, ddof=1)) * factor * factor,
         n=int(merged.size),
         subsession_size=sub.size,
         ci=ci,
         n_raw=int(x.size),
         autocorrelation=float(sub.autocorrelation),
         merged=merged,
+        residual_factor=factor,
     )
+
+
+def _widening(ci: MeanCI, merged: FloatArray, confidence: float) -> float:
+    """How much ``subsession_interval`` widened the plain t-interval of ``merged``.
+
+    Read off the interval it returned rather than recomputed, so the variance the
+    tests use follows whatever correction ``assay run``'s interval applies.
+    """
+    plain = t_interval(merged, confidence).std
+    if not (math.isfinite(plain) and plain > 0.0 and math.isfinite(ci.std)):
+        return 1.0  # constant or overflowing samples: nothing to widen
+    return max(1.0, ci.std / plain)
 
 
 # --------------------------------------------------------------------------- two variants
@@ -569,8 +612,10 @@ class Comparison:
     a, b : VariantStats
         Each side after subsession merging.
     welch : WelchResult
-        Welch's test on the merged samples (difference and relative difference
-        are ``A - B`` and ``(A - B) / B``).
+        Welch's test on the sides' means, variances and merged-sample counts
+        (``VariantStats.var``: corrected for residual autocorrelation unless
+        asked not to); difference and relative difference are ``A - B`` and
+        ``(A - B) / B``.
     mann_whitney_p : float
         Two-sided Mann–Whitney U p-value on the merged samples (``nan`` when a
         side is a summary).  A robustness check, not a decision rule.
@@ -601,7 +646,10 @@ class Comparison:
 
 def _effect_sizes(a: VariantStats, b: VariantStats) -> tuple[float, float]:
     m = a.n + b.n - 2
-    pooled = math.sqrt(((a.n - 1) * a.var + (b.n - 1) * b.var) / m)
+    # the spread of the merged samples themselves: the correction concerns the mean's error
+    va = a.var / (a.residual_factor * a.residual_factor)
+    vb = b.var / (b.residual_factor * b.residual_factor)
+    pooled = math.sqrt(((a.n - 1) * va + (b.n - 1) * vb) / m)
     diff = a.mean - b.mean
     d = _ratio(diff, pooled)
     j = math.exp(special.gammaln(m / 2.0) - special.gammaln((m - 1) / 2.0)) / math.sqrt(m / 2.0)
@@ -645,6 +693,8 @@ def compare_samples(
     b: ArrayLike | SummaryStats,
     confidence: float = 0.95,
     max_autocorrelation: float = 0.1,
+    *,
+    correct_residual: bool = True,
 ) -> Comparison:
     """Compare two results: subsession merging, then Welch, Mann–Whitney and effect sizes.
 
@@ -659,6 +709,8 @@ def compare_samples(
         Confidence level of every interval.
     max_autocorrelation : float, default 0.1
         Largest acceptable ``|r1|`` of the merged samples.
+    correct_residual : bool, default True, keyword-only
+        Widen each side for residual autocorrelation (:func:`analyze_variant`).
 
     Returns
     -------
@@ -680,7 +732,9 @@ def compare_samples(
     sides = []
     for label, data in (("a", a), ("b", b)):
         try:
-            sides.append(analyze_variant(data, c, max_autocorrelation))
+            sides.append(
+                analyze_variant(data, c, max_autocorrelation, correct_residual=correct_residual)
+            )
         except InsufficientDataError as exc:
             raise InsufficientDataError(f"sample {label}: {exc}") from None
     return _compare(sides[0], sides[1], c)
@@ -785,6 +839,8 @@ def rank_variants(
     confidence: float = 0.95,
     max_autocorrelation: float = 0.1,
     power: float = 0.8,
+    *,
+    correct_residual: bool = True,
 ) -> Ranking:
     """Rank variants by mean and decide each adjacent pair (Pilot §III-F).
 
@@ -811,6 +867,8 @@ def rank_variants(
         Largest acceptable ``|r1|`` of merged samples.
     power : float, default 0.8
         Power used for the extra-sample estimate.
+    correct_residual : bool, default True, keyword-only
+        Widen each variant for residual autocorrelation (:func:`analyze_variant`).
 
     Returns
     -------
@@ -835,7 +893,9 @@ def rank_variants(
     problems: dict[str, str] = {}
     for name, data in samples.items():
         try:
-            variants[name] = analyze_variant(data, c, max_autocorrelation)
+            variants[name] = analyze_variant(
+                data, c, max_autocorrelation, correct_residual=correct_residual
+            )
         except InsufficientDataError as exc:
             problems[name] = str(exc)
     sign = 1.0 if direction == "lower" else -1.0

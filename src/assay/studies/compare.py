@@ -258,6 +258,7 @@ def compare_trials(
         max_autocorrelation=spec.stop.max_autocorrelation,
         method=f"{method}, interleaved rounds; Welch's t-test, Mann-Whitney U, Hedges' g",
         samples_per_round=per_round,
+        correct_residual=spec.stop.residual_correction,
     )
 
 
