@@ -258,3 +258,20 @@ def test_analyze_knobs_per_pi_and_objective() -> None:
     assert res.ranking("p99").top[0] == "delay"
     assert res.primary.pi == str(obj) and "delay" in res.primary.top
     assert res.as_dict()["primary"] == str(obj)
+
+
+def test_trees_grow_on_capped_bootstrap_samples(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue #17: past MAX_TREE_SAMPLES settings each tree sees a bootstrap sample of that
+    many (the forest as a whole sees them all), and the ranking says so."""
+    import assay.stats.importance as imp_mod
+
+    rng = np.random.default_rng(4)
+    X = rng.uniform(size=(200, 3))
+    m = KnobMatrix(X, ("a", "b", "c"), (0, 0, 0))
+    monkeypatch.setattr(imp_mod, "MAX_TREE_SAMPLES", 50)
+    assert imp_mod.forest_model(m).named_steps["forest"].max_samples == 0.25
+    small = m.rows(np.arange(40))
+    assert imp_mod.forest_model(small).named_steps["forest"].max_samples is None
+    r = imp_mod.rank_knobs(m, 5 * X[:, 0] + X[:, 1], pi="y", n_trees=30, max_k=2,
+                           stability_sizes=[], folds=2, permutation_repeats=2)  # fmt: skip
+    assert r.knobs[0].knob == "a" and any("bootstrap sample of 50" in n for n in r.notes)
