@@ -9,8 +9,8 @@ of the relative difference (:func:`assay.stats.compare.welch_test`).  With a
 threshold, the regression gate of :mod:`assay.stats.gate` gives the verdict.
 
 >>> from assay.stats.compare import SummaryStats
->>> c = compare_summaries("wall_time", "s", "lower", SummaryStats(1.1, 0.01, 30),
-...                       SummaryStats(1.0, 0.01, 30), source="old.json", threshold=0.05)
+>>> c = compare_summaries("wall_time", "s", "lower", SummaryStats(1.1, 0.001, 30),
+...                       SummaryStats(1.0, 0.001, 30), source="old.json", threshold=0.05)
 >>> c.gate.verdict, round(c.relative, 3)
 ('worse', 0.1)
 """
