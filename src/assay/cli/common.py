@@ -73,6 +73,30 @@ REPORT_OPTION = click.option(
 )
 
 
+def table_data_options(what: str) -> Callable[[F], F]:
+    """``--one-hot`` and ``--drop-value`` of ``sweep --from`` and ``knobs --from``;
+    ``what`` names a column's role ("parameter", "knob")."""
+
+    def add(f: F) -> F:
+        f = click.option(
+            "--drop-value",
+            "drop_values",
+            type=float,
+            multiple=True,
+            metavar="X",
+            help="--from: leave out rows whose metric is X (failed runs coded as 0, say).",
+        )(f)
+        return click.option(
+            "--one-hot",
+            type=click.Choice(["auto", "off"]),
+            default="auto",
+            show_default=True,
+            help=f"--from: read 0/1 columns of which one is 1 per row as one categorical {what}.",
+        )(f)
+
+    return add
+
+
 def stop_options(f: F) -> F:
     """Options shared by ``run`` and ``compare``: the stopping rule and the executor."""
     options = [

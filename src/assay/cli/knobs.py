@@ -18,6 +18,7 @@ from assay.cli.common import (
     fail,
     refuse_cluster_with_from,
     running_study,
+    table_data_options,
     write_outputs,
     write_study_report,
 )
@@ -74,21 +75,7 @@ Study file: as for 'assay run', plus the knobs (their values fill {name} placeho
     help="--from: the metric's round columns, e.g. 'tput_*' or tput_1,tput_2 (default: "
     "detected when the metric is not a column).",
 )
-@click.option(
-    "--one-hot",
-    type=click.Choice(["auto", "off"]),
-    default="auto",
-    show_default=True,
-    help="--from: read 0/1 columns of which one is 1 per row as one categorical knob.",
-)
-@click.option(
-    "--drop-value",
-    "drop_values",
-    type=float,
-    multiple=True,
-    metavar="X",
-    help="--from: leave out rows whose metric is X (failed runs coded as 0, say).",
-)
+@table_data_options("knob")
 @click.option("--unsafe", multiple=True, help="--from: mark a knob unsafe (not tuned).")
 @click.option("--top", type=click.IntRange(min=1), help="Knobs to hand on (default 5).")
 @click.option("--trees", type=click.IntRange(min=1), help="Random-forest trees (default 300).")

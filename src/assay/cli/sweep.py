@@ -16,6 +16,7 @@ from assay.cli.common import (
     fail,
     refuse_cluster_with_from,
     running_study,
+    table_data_options,
     write_outputs,
     write_study_report,
 )
@@ -91,21 +92,7 @@ def _overrides(spec: Any, opts: dict[str, Any]) -> Any:
     "metric and those that look like PIs or row ids).",
 )
 @click.option("--metric", help="--from: the metric column (or the name of its round columns).")
-@click.option(
-    "--one-hot",
-    type=click.Choice(["auto", "off"]),
-    default="auto",
-    show_default=True,
-    help="--from: read 0/1 columns of which one is 1 per row as one categorical parameter.",
-)
-@click.option(
-    "--drop-value",
-    "drop_values",
-    type=float,
-    multiple=True,
-    metavar="X",
-    help="--from: leave out rows whose metric is X (failed runs coded as 0, say).",
-)
+@table_data_options("parameter")
 @click.option(
     "--min-share",
     type=SHARE,
