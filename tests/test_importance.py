@@ -275,3 +275,26 @@ def test_trees_grow_on_capped_bootstrap_samples(monkeypatch: pytest.MonkeyPatch)
     r = imp_mod.rank_knobs(m, 5 * X[:, 0] + X[:, 1], pi="y", n_trees=30, max_k=2,
                            stability_sizes=[], folds=2, permutation_repeats=2)  # fmt: skip
     assert r.knobs[0].knob == "a" and any("bootstrap sample of 50" in n for n in r.notes)
+
+
+def test_the_curve_and_stability_fit_fewer_trees(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue #17: the importances keep n_trees; the top-k curve and the stability check
+    fit at most CHECK_TREES (their figures were the same with 100 as with 300)."""
+    import assay.stats.importance as imp_mod
+
+    seen: list[int] = []
+    real = imp_mod.forest_model
+
+    def counting(matrix: KnobMatrix, **kw: object) -> object:
+        seen.append(int(kw["n_trees"]))  # type: ignore[call-overload]
+        return real(matrix, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(imp_mod, "forest_model", counting)
+    monkeypatch.setattr(imp_mod, "CHECK_TREES", 7)
+    rng = np.random.default_rng(5)
+    X = rng.uniform(size=(60, 3))
+    m = KnobMatrix(X, ("a", "b", "c"), (0, 0, 0))
+    imp_mod.rank_knobs(m, X[:, 0], pi="y", n_trees=20, max_k=2, stability_sizes=[30],
+                       stability_repeats=2, folds=2, permutation_repeats=2)  # fmt: skip
+    # impurity (1) and permutation folds (2) with 20 trees; curve (2) and stability (2): 7
+    assert seen == [20, 20, 20, 7, 7, 7, 7]
