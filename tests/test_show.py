@@ -353,3 +353,18 @@ def test_summary_is_for_rounds_of_one_measurement(
     _invoke(kind, str(study), "-q", *(["--no-monitor"] if kind == "sweep" else ["--jobs", "1"]))
     res = _invoke("show", str(tmp_path / f"{kind}.assay.db"), "--summary")
     assert f"not {kind} studies" in res.stdout
+
+
+def test_a_run_says_what_its_session_cost_and_show_does_not(tmp_path: Path) -> None:
+    """Issue #17: every result has this session's wall time against the time its
+    commands ran (JSON ``session``; a line on stderr); a stored result shown again has
+    no session of its own."""
+    db = tmp_path / "s.db"
+    ran = _invoke("run", "--store", str(db), "-r", "4", "--no-overhead", "--json", "-",
+                  "--", "sleep", "0.01")  # fmt: skip
+    session = json.loads(ran.stdout)["session"]
+    assert 0.04 <= session["measured_s"] <= session["wall_s"]
+    assert "this session: " in ran.stderr and "of which the commands ran" in ran.stderr
+    res, doc = _shown(db)
+    assert doc["session"] == {"wall_s": None, "measured_s": None}
+    assert "this session" not in res.stderr

@@ -204,6 +204,7 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
     from assay.report.compare import CSV_FIELDS, CompareProgressView, csv_rows, render_comparison
     from assay.report.export import rows_to_csv, to_json
     from assay.report.markdown import compare_markdown
+    from assay.report.terminal import print_session_line
     from assay.studies.compare import CompareResult, CompareRunner, compare_files
 
     console = report_console(opts, 130)
@@ -272,6 +273,8 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
         except ValueError as exc:
             fail(err, exc)
     render_comparison(result, console)
+    if not opts["quiet"]:
+        print_session_line(result, err)
     write_outputs(
         opts,
         {

@@ -115,6 +115,7 @@ def order(target: str, **opts: Any) -> None:
         render_order,
         trials_csv,
     )
+    from assay.report.terminal import print_session_line
     from assay.studies.order import OrderResult, OrderRunner, order_from_csv
 
     console = report_console(opts, 130)
@@ -167,6 +168,8 @@ def order(target: str, **opts: Any) -> None:
             )
             result = runner.run()
     render_order(result, console)
+    if not opts["quiet"]:
+        print_session_line(result, err)
     write_outputs(
         opts,
         {

@@ -105,7 +105,12 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
     # heavy imports (NumPy, SciPy, pandas) only once a command runs: --help stays fast
     from assay.report.export import to_csv, to_json
     from assay.report.markdown import run_markdown
-    from assay.report.terminal import ProgressView, render_baseline, render_result
+    from assay.report.terminal import (
+        ProgressView,
+        print_session_line,
+        render_baseline,
+        render_result,
+    )
     from assay.studies.run import Runner
 
     console = report_console(opts, 110)
@@ -165,6 +170,8 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
             runner.on_trial = trial_output_printer(err)
         result = runner.run()
     render_result(result, console)
+    if not opts["quiet"]:
+        print_session_line(result, err)
     data = result.as_dict()
     comparisons = []
     if baseline is not None:

@@ -34,9 +34,7 @@ def _estimate(row: Mapping[str, Any]) -> str:
     return format_estimate(row["mean"], row["half_width"], row.get("unit", ""))
 
 
-def run_markdown(
-    study: str, pis: Sequence[Mapping[str, Any]], baseline: Sequence[Any] = ()
-) -> str:
+def run_markdown(study: str, pis: Sequence[Mapping[str, Any]], baseline: Sequence[Any] = ()) -> str:
     """``assay run``: one row per PI; with ``--baseline``, a table of each PI against
     the earlier result (:class:`assay.studies.baseline.BaselineComparison`)."""
     rows = [

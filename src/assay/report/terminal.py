@@ -206,6 +206,31 @@ def executor_line(executor: Mapping[str, Any] | None) -> str:
     )
 
 
+def session_line(res: Any) -> Text | None:
+    """This session's wall time against the time its commands ran, and what is left:
+    Assay's own (a result's ``session_wall_s``/``session_measured_s``; None when the
+    result was not measured in this process, as in ``assay show``).  Printed on stderr
+    beside the progress, so that the report stays the one ``assay show`` prints."""
+    wall = getattr(res, "session_wall_s", None)
+    measured = getattr(res, "session_measured_s", None)
+    if wall is None or measured is None or wall <= 0:
+        return None
+    return Text(
+        f"this session: {format_duration(wall)} of wall time, of which the commands ran "
+        f"{format_duration(measured)} ({measured / wall:.0%}); Assay itself "
+        f"{format_duration(max(wall - measured, 0.0))} (start-up probe, setup, resets, "
+        "analysis, store)",
+        style="dim",
+    )
+
+
+def print_session_line(res: Any, err: Console) -> None:
+    """:func:`session_line` on ``err``, when the result has one."""
+    line = session_line(res)
+    if line is not None:
+        err.print(line)
+
+
 def footer_lines(
     bookkeeping_s_per_trial: float | None,
     launch_overhead: LaunchOverhead | None,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections import Counter
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
@@ -72,6 +73,8 @@ class OpenStudy:
     resumed: int  # trials found in the store at the start
     environment: dict[str, Any]
     overhead: LaunchOverhead | None
+    opened: float | None = None  # perf_counter() when this session opened the study
+    measured_now: float = 0.0  # seconds the commands of this session's trials ran
 
 
 class Executed(Protocol):
@@ -87,6 +90,8 @@ class Executed(Protocol):
     environment: dict[str, Any]
     warnings: list[str]
     resources: dict[str, Any] | None
+    session_wall_s: float | None
+    session_measured_s: float | None
 
 
 def execution_dict(res: Executed) -> dict[str, Any]:
@@ -106,6 +111,8 @@ def execution_dict(res: Executed) -> dict[str, Any]:
         "environment": res.environment,
         "warnings": res.warnings,
         "resources": res.resources,
+        # this session's wall time against the time its commands ran: what Assay cost
+        "session": {"wall_s": res.session_wall_s, "measured_s": res.session_measured_s},
     }
 
 
@@ -155,6 +162,8 @@ def execution_fields(st: OpenStudy) -> dict[str, Any]:
         "launch_overhead": st.overhead,
         "environment": st.environment,
         "resumed_trials": st.resumed,
+        "session_wall_s": None if st.opened is None else time.perf_counter() - st.opened,
+        "session_measured_s": None if st.opened is None else st.measured_now,
     }
 
 
@@ -319,6 +328,7 @@ class Study:
 
     def _open(self, store: Store) -> OpenStudy:
         """Open (or resume) the study in the store and start a session."""
+        opened = time.perf_counter()
         spec = self.spec
         store.lock_study(spec.study.name)  # held until the store closes
         if self.fresh:
@@ -334,7 +344,7 @@ class Study:
         self.executor.start()
         if not isinstance(self.executor, LocalExecutor):
             env["executor"] = self.executor.describe()
-        return OpenStudy(store, study_id, session, trials, len(trials), env, overhead)
+        return OpenStudy(store, study_id, session, trials, len(trials), env, overhead, opened)
 
     def _with_setup(self, loop: Callable[[], D]) -> D:
         """Run ``loop`` between the study's setup and teardown steps."""
@@ -361,6 +371,7 @@ class Study:
                 for record in records:
                     st.store.add_trial(st.study_id, record, st.session)
                     st.trials.append(record)
+                    st.measured_now += record.duration or 0.0
                     if self.on_trial is not None:
                         self.on_trial(record)
                     yield record

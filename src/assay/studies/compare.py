@@ -88,6 +88,8 @@ class CompareResult:
     launch_overhead: LaunchOverhead | None = None
     environment: dict[str, Any] = field(default_factory=dict)
     resumed_trials: int = 0
+    session_wall_s: float | None = None  # this session's wall time (None: not run now)
+    session_measured_s: float | None = None  # of which its commands ran
     warnings: list[str] = field(default_factory=list)
     resources: dict[str, Any] | None = None  # the bottleneck watch, by variant
     sources: list[str] = field(default_factory=list)  # --from: the files read

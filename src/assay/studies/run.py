@@ -83,6 +83,8 @@ class StudyResult:
     launch_overhead: LaunchOverhead | None
     environment: dict[str, Any]
     resumed_trials: int = 0
+    session_wall_s: float | None = None  # this session's wall time (None: not run now)
+    session_measured_s: float | None = None  # of which its commands ran
     warnings: list[str] = field(default_factory=list)
     resources: dict[str, Any] | None = None  # the bottleneck watch (None: not monitored)
 
