@@ -53,10 +53,14 @@ def baseline_status(result: Any, comparisons: Any) -> int:
     """``assay run --baseline FILE --fail-if-worse``: 1 when a PI is worse than the
     baseline beyond the threshold, 5 when one cannot be told, else 0; no valid result
     (4) first."""
-    status = run_status(result)
-    if status == NO_RESULT:
-        return status
-    verdicts = {c.gate.verdict for c in comparisons if c.gate is not None}
+    if run_status(result) == NO_RESULT:
+        return NO_RESULT
+    return _verdicts_status([c.gate.verdict for c in comparisons if c.gate is not None])
+
+
+def _verdicts_status(verdicts: list[str]) -> int:
+    """The gate's statuses: 1 when one is worse, else 5 when one (or, with none, the
+    gate itself) could not tell, else 0."""
     if "worse" in verdicts:
         return WORSE
     return SHORT if "undecided" in verdicts or not verdicts else OK
@@ -83,10 +87,7 @@ def gate_status(result: Any) -> int:
     result (4) first."""
     if compare_status(result) == NO_RESULT:
         return NO_RESULT
-    verdicts = {g.verdict for g in result.gates}
-    if "worse" in verdicts:
-        return WORSE
-    return SHORT if "undecided" in verdicts else OK
+    return _verdicts_status([g.verdict for g in result.gates])
 
 
 def order_status(result: Any) -> int:

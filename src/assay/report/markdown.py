@@ -15,6 +15,7 @@ from typing import Any
 
 from assay.report.format import format_estimate, format_percent
 from assay.report.safe import plain
+from assay.stats.gate import change_text
 
 
 def _cell(value: object) -> str:
@@ -55,19 +56,14 @@ def run_markdown(study: str, pis: Sequence[Mapping[str, Any]], baseline: Sequenc
     return text
 
 
-def _change(relative: float, low: float, high: float) -> str:
-    if not all(math.isfinite(x) for x in (relative, low, high)):
-        return "no interval"
-    return f"{relative:+.1%} [{low:+.1%}, {high:+.1%}]"
-
-
 def baseline_markdown(comparisons: Sequence[Any]) -> str:
     """Each PI against the baseline: the change with its CI, Welch's p and the verdict."""
     rows = []
     for c in comparisons:
         verdict = "—" if c.gate is None else c.gate.verdict
         p = f"{c.p_value:.2g}" if math.isfinite(c.p_value) else "n/a"
-        rows.append([c.pi, _change(c.relative, c.rel_low, c.rel_high), p, verdict, c.source])
+        change = change_text(c.relative, c.rel_low, c.rel_high) or "no interval"
+        rows.append([c.pi, change, p, verdict, c.source])
     header = ["PI", "change vs baseline [CI]", "Welch p", "gate", "baseline"]
     return markdown_table(header, rows)
 

@@ -27,6 +27,18 @@ from assay.stats.compare import VariantStats, welch_test
 Verdict = Literal["worse", "not worse", "undecided"]
 
 
+def change_text(relative: float, low: float, high: float) -> str | None:
+    """A relative change with its interval, ``"+30.0% [+25.0%, +35.0%]"``; None when any
+    of them is not finite.
+
+    >>> change_text(0.3, 0.25, 0.35), change_text(0.1, float("-inf"), 0.2)
+    ('+30.0% [+25.0%, +35.0%]', None)
+    """
+    if not all(math.isfinite(x) for x in (relative, low, high)):
+        return None
+    return f"{relative:+.1%} [{low:+.1%}, {high:+.1%}]"
+
+
 @dataclass(frozen=True)
 class GateVerdict:
     """One candidate against the baseline; ``worseness`` bounds are signed so that a
@@ -48,14 +60,16 @@ class GateVerdict:
             return self.relative, self.low, self.high
         return -self.relative, -self.high, -self.low
 
+    @property
+    def limit(self) -> str:
+        """The threshold as people write it: ``5%``, or ``0.50%`` below 1%."""
+        return f"{self.threshold:.0%}" if self.threshold >= 0.01 else f"{self.threshold:.2%}"
+
     def text(self) -> str:
-        est, lo, hi = self.worseness
         word = "slower" if self.direction == "lower" else "lower"
-        if not all(math.isfinite(x) for x in (est, lo, hi)):
-            shown = "no interval"
-        else:
-            shown = f"{est:+.1%} [{lo:+.1%}, {hi:+.1%}] {word}"
-        limit = f"{self.threshold:.0%}" if self.threshold >= 0.01 else f"{self.threshold:.2%}"
+        change = change_text(*self.worseness)
+        shown = "no interval" if change is None else f"{change} {word}"
+        limit = self.limit
         if self.verdict == "worse":
             return f"{self.candidate} is worse than {self.baseline}: {shown}, beyond {limit}"
         if self.verdict == "not worse":

@@ -27,7 +27,15 @@ from assay.designs.run_until_ci import PIResult
 from assay.importers.results import ImportedResult, ResultFileError, read_result_file
 from assay.spec import PISpec
 from assay.stats.compare import SummaryStats, analyze_variant, summary_from_ci, welch_test
-from assay.stats.gate import GateVerdict, gate_verdict
+from assay.stats.gate import GateVerdict, change_text, gate_verdict
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """One PI of the baseline file: its summary, merged as a new result's would be."""
+
+    source: str  # the file's name
+    summary: SummaryStats
 
 
 @dataclass(frozen=True)
@@ -49,14 +57,13 @@ class BaselineComparison:
 
     def text(self) -> str:
         """One line: the change with its interval and Welch's p, and the verdict."""
-        if not all(math.isfinite(x) for x in (self.relative, self.rel_low, self.rel_high)):
-            change = "no interval (too few samples on one side)"
-        else:
-            change = (
-                f"{self.relative:+.1%} [{self.rel_low:+.1%}, {self.rel_high:+.1%}] "
-                f"(Welch p = {self.p_value:.2g})"
-            )
-        line = f"{self.pi} vs baseline {self.source}: {change}"
+        change = change_text(self.relative, self.rel_low, self.rel_high)
+        shown = (
+            "no interval (too few samples on one side)"
+            if change is None
+            else f"{change} (Welch p = {self.p_value:.2g})"
+        )
+        line = f"{self.pi} vs baseline {self.source}: {shown}"
         if self.gate is not None:
             line += f"; {_verdict_words(self.gate)}"
         return line
@@ -68,11 +75,10 @@ class BaselineComparison:
 
 
 def _verdict_words(g: GateVerdict) -> str:
-    limit = f"{g.threshold:.0%}" if g.threshold >= 0.01 else f"{g.threshold:.2%}"
     return {
-        "worse": f"worse than the baseline beyond {limit}",
-        "not worse": f"not worse than the baseline by more than {limit}",
-        "undecided": f"undecided at {limit} (the interval straddles it)",
+        "worse": f"worse than the baseline beyond {g.limit}",
+        "not worse": f"not worse than the baseline by more than {g.limit}",
+        "undecided": f"undecided at {g.limit} (the interval straddles it)",
     }[g.verdict]
 
 
@@ -123,7 +129,7 @@ def compare_summaries(
 
 def read_baseline(
     path: str | Path, pis: Sequence[PISpec], confidence: float = 0.95
-) -> dict[str, ImportedResult]:
+) -> dict[str, Baseline]:
     """The baseline's result for each PI of the study that it has, by PI name.
 
     An Assay ``--json`` file is matched PI by PI; a hyperfine or pyperf export (one
@@ -156,6 +162,7 @@ def read_baseline(
             raise ResultFileError(
                 path, f"has no PI of this study (it has {have}; the study: {', '.join(wanted)})"
             )
+    out: dict[str, Baseline] = {}
     for name, r in matched.items():
         unit = wanted[name].unit
         if r.unit and unit and r.unit != unit:
@@ -163,12 +170,12 @@ def read_baseline(
                 path, f"PI {name!r} is in {r.unit!r} there but in {unit!r} in this study"
             )
         try:
-            _old_summary(r, confidence)
+            out[name] = Baseline(Path(r.source).name, _old_summary(r, confidence))
         except ValueError as exc:
             raise ResultFileError(
                 path, f"PI {name!r}: its samples give no interval ({exc})"
             ) from None
-    return matched
+    return out
 
 
 def _new_summary(r: PIResult) -> SummaryStats | None:
@@ -186,7 +193,7 @@ def _old_summary(r: ImportedResult, confidence: float) -> SummaryStats:
 
 def compare_with_baseline(
     results: Sequence[PIResult],
-    baseline: Mapping[str, ImportedResult],
+    baseline: Mapping[str, Baseline],
     *,
     threshold: float | None = None,
 ) -> list[BaselineComparison]:
@@ -196,15 +203,14 @@ def compare_with_baseline(
         old = baseline.get(r.name)
         if old is None:
             continue
-        old_stats = _old_summary(old, r.confidence)  # read_baseline checked it merges
         out.append(
             compare_summaries(
                 r.name,
                 r.unit,
                 r.direction,
                 _new_summary(r),
-                old_stats,
-                source=Path(old.source).name,
+                old.summary,
+                source=old.source,
                 confidence=r.confidence,
                 threshold=threshold,
             )
