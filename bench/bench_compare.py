@@ -1,10 +1,9 @@
-"""Simulate ``assay compare``: false positives and time to decision, with and without
-the residual-autocorrelation correction.
+"""Simulate ``assay compare``: false positives and time to decision of the sequential rules.
 
 Run from the repository root::
 
     python bench/bench_compare.py [--reps 200] [--budget 1000] [--jobs N]
-                                  [--correction on,off] [--rules looks]
+                                  [--rules looks,always-valid] [--correction on]
 
 Variants A (mean 1) and B (mean ``1 + d``, so A is faster when ``d > 0``; a third
 variant C, when the shape has one, is like B) each give one reading per round in
@@ -14,49 +13,49 @@ and one of these shapes (``SHAPES``), along each variant's own rounds:
 * i.i.d. normal;
 * AR(1) with phi = 0.5 or 0.8 (stationary from the first round);
 * heavy tails: a lognormal with sigma = 1, standardized (skewness 6.2);
-* three variants with AR(1) phi = 0.5 noise.
+* three variants with AR(1) phi = 0.5 noise (A/A/A only).
 
-For every repetition the *live loop's own decision code* runs, exactly as
-:class:`assay.studies.compare.CompareRunner` calls it:
-:func:`assay.designs.compare.compare_pi` on the readings so far (the same arguments
-``compare_trials`` passes, ``correct_residual=stop.residual_correction`` included) and
-then :func:`assay.studies.compare.decide_comparison` (the ``min_samples`` rule, then
-:func:`assay.designs.compare.compare_decision`).  Nothing is executed: the readings
-are drawn from the model.  With the default ``looks`` rule the loop can stop only at a
-look (:func:`assay.designs.compare.look_cycles`) or at the end of the budget, so only
-those cycles are evaluated: the same outcome as asking after every cycle, ~20 times
-faster.
+Differences: 0 (A/A: any decision is a false positive), 2 %, 5 %, 20 % and 100 % (2x).
 
-``--correction``: ``on`` is the study's default ``residual_correction = true`` (each
-variant widened for the residual autocorrelation of its merged samples, as
-``assay run`` does); ``off`` (``residual_correction = false``) is Pilot's plain
-subsession t-interval, the code before issue #21.  Both see the same seeds.
+Sequential rules (``--rules``, values of ``stop.sequential``):
 
-Sequential rules (``--rules``): ``looks`` (the default of ``compare_decision``) and
-``every-cycle`` (Pilot's rule as published, ``sequential="every-cycle"``, evaluated
-after every cycle: slow).  A rule other than the default reaches the live
-``decide_comparison`` by replacing the ``compare_decision`` it calls.
+* ``looks`` (the rule before issue #17): the *live loop's own decision code* runs, as
+  :class:`assay.studies.compare.CompareRunner` calls it: ``compare_pi`` with the
+  arguments ``compare_trials`` passes, then ``decide_comparison``.  It can stop only at
+  a look or at the end of the budget, so only those cycles are evaluated (the same
+  outcome as asking after every cycle).
+* ``always-valid`` (issue #17): can stop after any cycle, so it is evaluated after
+  every cycle; the live code (Mann-Whitney, effect sizes, sample-size estimates) costs
+  ~5 ms a cycle, so the bench runs the part the decision rests on:
+  ``analyze_variant`` per variant with ``compare_trials``' arguments, the ranking by
+  mean, Welch's test and ``pair_e_value`` per adjacent pair, and ``decide_comparison``'s
+  minimum-sample rule.  ``--check N`` replays the first N repetitions of every case
+  through the live code (every cycle up to ``CHECK_CYCLES``) and counts disagreements.
+* ``every-cycle`` (Pilot as published): the live code after every cycle (slow).
+
+``--correction``: ``on`` is the study's default ``residual_correction = true``;
+``off`` is Pilot's plain subsession t-interval (the code before issue #21).
 
 Baselines (two-variant shapes): hyperfine-style fixed repetitions, the first 10 or
-30 readings of each variant and one Welch test at ``alpha`` (no subsession merging).
+30 readings of each variant and one Welch test at ``alpha`` (no subsession merging);
+and the most any level-``alpha`` rule can have by cycle 15 (Neyman-Pearson: the
+one-sided z-test with known variances).
 
 Prints Markdown tables with the machine, date and load; proportions carry
-Clopper–Pearson 95 % intervals (``scipy.stats.binomtest(...).proportion_ci``).
+Clopper-Pearson 95 % intervals (``scipy.stats.binomtest(...).proportion_ci``).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
-import functools
+import itertools
 import math
 import os
 import platform
 import sys
 import time
-from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,17 +71,31 @@ except ModuleNotFoundError:  # a checkout without `pip install -e .`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
     import assay.studies.compare as compare_study
 
-from assay.designs.compare import CompareDecision, compare_decision, compare_pi, look_cycles
+from assay.designs.compare import (
+    ALWAYS_VALID_MIN_SAMPLES,
+    CompareDecision,
+    compare_pi,
+    look_cycles,
+)
+from assay.designs.run_until_ci import INDEPENDENCE_ALPHA
 from assay.execute.environment import cpu_model, usable_cores
 from assay.spec import Spec
-from assay.stats.compare import welch_test
+from assay.stats.compare import (
+    InsufficientDataError,
+    VariantStats,
+    analyze_variant,
+    welch_e_value,
+    welch_test,
+)
 
 FloatArray = npt.NDArray[np.float64]
 
 SD = 0.05  # noise sd, relative to each variant's mean
 FIXED = (10, 30)
-POWER_DIFFS = (0.05, 0.20)
+POWER_DIFFS = (1.0, 0.20, 0.05, 0.02)
 NAMES = ("A", "B", "C")
+CHECK_CYCLES = 120  # --check: cycles of the live code replayed per repetition
+CHUNK = 25  # repetitions per task (the A/A cases run to the budget: spread them)
 
 
 @dataclass(frozen=True)
@@ -106,9 +119,9 @@ POWER_SHAPES = tuple(s for s in SHAPES if s.variants == 2)
 LOGNORMAL_SIGMA = 1.0
 
 
-def make_spec(budget: int, alpha: float, variants: int, correction: bool) -> Spec:
-    """A study with the default stopping rule, a budget of ``budget`` cycles and the
-    residual correction on or off."""
+def make_spec(budget: int, alpha: float, variants: int, correction: bool, rule: str) -> Spec:
+    """A study with the sequential rule ``rule``, a budget of ``budget`` cycles and the
+    residual correction on or off (everything else the defaults)."""
     return Spec.model_validate(
         {
             "study": {"name": "bench-compare"},
@@ -119,6 +132,7 @@ def make_spec(budget: int, alpha: float, variants: int, correction: bool) -> Spe
                 "max_time": 1e12,
                 "alpha": alpha,
                 "residual_correction": correction,
+                "sequential": rule,
             },
         }
     )
@@ -146,20 +160,6 @@ def streams(shape: Shape, diff: float, budget: int, seed: int) -> dict[str, Floa
     return {NAMES[i]: m * (1.0 + SD * noise(shape, budget, rng)) for i, m in enumerate(means)}
 
 
-@contextmanager
-def rule(name: str) -> Iterator[None]:
-    """Make the live ``decide_comparison`` use the sequential rule ``name``."""
-    saved = compare_study.compare_decision
-    if name != "looks":  # "looks" is compare_decision's default: the live code as it is
-        compare_study.compare_decision = functools.partial(  # type: ignore[assignment]
-            compare_decision, sequential=name
-        )
-    try:
-        yield
-    finally:
-        compare_study.compare_decision = saved  # type: ignore[assignment]
-
-
 @dataclass(frozen=True)
 class Outcome:
     cycles: int  # cycles run when the loop stopped
@@ -175,11 +175,27 @@ def checked_cycles(rule_name: str, budget: int) -> list[int]:
     return list(range(1, budget + 1))
 
 
-def sequential(spec: Spec, data: dict[str, FloatArray], rule_name: str) -> Outcome:
-    """The live loop's decision at each cycle it can stop, on the first ``c`` readings."""
+#: ``--merging``: "pilot" is Pilot's rule, what ``compare_trials`` uses; "independence"
+#: is ``assay run``'s (no merging at small n without significant autocorrelation), tried
+#: for compare and dropped: A/A false positives of 3.5% / 13.5% under AR(1) 0.5 / 0.8
+MERGING = {"rule": "pilot"}
+
+
+def independence(spec: Spec) -> float | None:
+    """The merging rule: Pilot's as ``compare_trials`` (or run's, ``--merging independence``)."""
+    if MERGING["rule"] == "pilot" or not spec.stop.residual_correction:
+        return None
+    return INDEPENDENCE_ALPHA
+
+
+def sequential(spec: Spec, data: dict[str, FloatArray], up_to: int | None = None) -> Outcome:
+    """The live loop's decision at each cycle it can stop, on the first ``c`` readings
+    (``up_to``: stop replaying there; the outcome then says ``cycles = up_to + 1``)."""
     stop = spec.stop
     pi = spec.pis[0]
-    for c in checked_cycles(rule_name, stop.max_rounds):
+    for c in checked_cycles(stop.sequential, stop.max_rounds):
+        if up_to is not None and c > up_to:
+            return Outcome(up_to + 1, False, None, 0)
         # as compare_trials: readings (no warm-up rounds), then compare_pi
         comp = compare_pi(
             pi.name,
@@ -191,6 +207,7 @@ def sequential(spec: Spec, data: dict[str, FloatArray], rule_name: str) -> Outco
             max_autocorrelation=stop.max_autocorrelation,
             samples_per_round=dict.fromkeys(data, 1.0),
             correct_residual=stop.residual_correction,
+            independence_alpha=independence(spec),
         )
         d = compare_study.decide_comparison(
             comp, spec, cycles=c, trials=len(data) * c, failed=0, elapsed=0.0
@@ -204,6 +221,66 @@ def sequential(spec: Spec, data: dict[str, FloatArray], rule_name: str) -> Outco
     raise AssertionError("the budget should have stopped the loop")
 
 
+def always_valid(spec: Spec, data: dict[str, FloatArray], up_to: int | None = None) -> Outcome:
+    """``sequential = "always-valid"`` after every cycle: what its decision rests on.
+
+    Per cycle: ``analyze_variant`` of every variant's readings so far (as
+    ``compare_pi`` calls it), the minimum-sample rule of ``decide_comparison``, the
+    ranking by mean (ties in the given order, as ``rank_variants``) and, per adjacent
+    pair, Welch's test on the analysed variants and ``pair_e_value`` against
+    ``1 / alpha``, as ``ranking_by_evidence`` does.
+    """
+    stop = spec.stop
+    need = stop.min_samples
+    if need == type(stop).model_fields["min_samples"].default:
+        need = ALWAYS_VALID_MIN_SAMPLES
+    ind = independence(spec)
+    sign = 1.0 if spec.pis[0].direction == "lower" else -1.0
+    last = stop.max_rounds if up_to is None else min(up_to, stop.max_rounds)
+    for c in range(1, last + 1):
+        vs: dict[str, VariantStats] = {}
+        for k, x in data.items():
+            try:
+                vs[k] = analyze_variant(
+                    x[:c],
+                    stop.confidence,
+                    stop.max_autocorrelation,
+                    correct_residual=stop.residual_correction,
+                    independence_alpha=ind,
+                )
+            except InsufficientDataError:
+                continue
+        spent = c >= stop.max_rounds
+        if not spent and (len(vs) < len(data) or any(v.n < need for v in vs.values())):
+            continue
+        order = sorted(vs, key=lambda k: sign * vs[k].mean)
+        declared = 0
+        for better, worse in itertools.pairwise(order):
+            b, w = vs[better], vs[worse]
+            comp = welch_test(b.mean, b.var, b.n, w.mean, w.var, w.n, stop.confidence)
+            declared += welch_e_value(comp, b, w) >= 1.0 / stop.alpha
+        if len(vs) == len(data) and declared == len(data) - 1:
+            return Outcome(c, True, order[0], declared)
+        if spent:
+            return Outcome(c, False, None, declared)
+    return Outcome(last + 1, False, None, 0)
+
+
+def outcome(spec: Spec, data: dict[str, FloatArray]) -> Outcome:
+    """The comparison's outcome under the spec's rule."""
+    if spec.stop.sequential == "always-valid":
+        return always_valid(spec, data)
+    return sequential(spec, data)
+
+
+def live_check(spec: Spec, data: dict[str, FloatArray], got: Outcome) -> bool:
+    """Does the live code agree with ``got`` over the first ``CHECK_CYCLES`` cycles?"""
+    live = sequential(spec, data, up_to=CHECK_CYCLES)
+    if got.cycles > CHECK_CYCLES:
+        return live.cycles > CHECK_CYCLES
+    return (live.cycles, live.decided, live.winner) == (got.cycles, got.decided, got.winner)
+
+
 def fixed(a: FloatArray, b: FloatArray, n: int, alpha: float) -> str | None:
     """Hyperfine-style: ``n`` runs each, one Welch test; the winner when p < alpha."""
     x, y = a[:n], b[:n]
@@ -215,31 +292,70 @@ def fixed(a: FloatArray, b: FloatArray, n: int, alpha: float) -> str | None:
     return "A" if w.difference < 0 else "B"
 
 
-Case = tuple[str, str, float, bool, int, int, float]
+Case = tuple[str, str, float, bool, int, int, float, int, int]
 
 
 def one_case(args: Case) -> dict[str, Any]:
-    rule_name, shape_name, diff, correction, reps, budget, alpha = args
+    """Repetitions ``first .. first + reps - 1`` of one case."""
+    rule_name, shape_name, diff, correction, first, reps, budget, alpha, check = args
     shape = next(s for s in SHAPES if s.name == shape_name)
-    spec = make_spec(budget, alpha, shape.variants, correction)
+    spec = make_spec(budget, alpha, shape.variants, correction, rule_name)
     outs: list[Outcome] = []
     fixed_winners: dict[int, list[str | None]] = {n: [] for n in FIXED}
+    mismatches = checked = 0
     t0 = time.perf_counter()
-    with rule(rule_name):
-        for r in range(reps):
-            # the same seeds with the correction on and off, and for every rule
-            seed = 1_000_003 * (round(diff * 100) + 1) + 7919 * SHAPES.index(shape) + r
-            data = streams(shape, diff, budget, seed)
-            outs.append(sequential(spec, data, rule_name))
-            if shape.variants == 2:
-                for n in FIXED:
-                    fixed_winners[n].append(fixed(data["A"], data["B"], n, alpha))
+    for r in range(first, first + reps):
+        # the same seeds with the correction on and off, and for every rule
+        seed = 1_000_003 * (round(diff * 100) + 1) + 7919 * SHAPES.index(shape) + r
+        data = streams(shape, diff, budget, seed)
+        got = outcome(spec, data)
+        outs.append(got)
+        if rule_name == "always-valid" and r < check:
+            checked += 1
+            mismatches += not live_check(spec, data, got)
+        if shape.variants == 2:
+            for n in FIXED:
+                fixed_winners[n].append(fixed(data["A"], data["B"], n, alpha))
     return {
         "key": (rule_name, shape_name, diff, correction),
+        "first": first,
         "outs": outs,
         "fixed": fixed_winners,
+        "checked": checked,
+        "mismatches": mismatches,
         "seconds": time.perf_counter() - t0,
     }
+
+
+def merge(parts: list[dict[str, Any]]) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """The chunks of each case, in repetition order."""
+    by: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for x in sorted(parts, key=lambda x: (str(x["key"]), x["first"])):
+        got = by.setdefault(
+            x["key"],
+            {"outs": [], "fixed": {n: [] for n in FIXED}, "checked": 0, "mismatches": 0},
+        )
+        got["outs"].extend(x["outs"])
+        for n in FIXED:
+            got["fixed"][n].extend(x["fixed"][n])
+        got["checked"] += x["checked"]
+        got["mismatches"] += x["mismatches"]
+    return by
+
+
+def np_bound(diff: float, cycles: int, alpha: float) -> float:
+    """The most power any level-alpha rule has by ``cycles`` cycles (Neyman-Pearson:
+    the one-sided z-test of A's and B's means with known sds)."""
+    se = math.sqrt(SD**2 + (SD * (1.0 + diff)) ** 2) / math.sqrt(cycles)
+    return float(stats.norm.cdf(diff / se - stats.norm.isf(alpha)))
+
+
+def quantile_cycles(outs: list[Outcome], q: float) -> str:
+    """The cycle by which a share ``q`` of all repetitions decided, right winner ("-":
+    never within the budget)."""
+    cyc = sorted(o.cycles for o in outs if o.decided and o.winner == "A")
+    k = math.ceil(q * len(outs))
+    return str(cyc[k - 1]) if len(cyc) >= k else "-"
 
 
 def rate(k: int, n: int) -> str:
@@ -248,9 +364,9 @@ def rate(k: int, n: int) -> str:
     return f"{100.0 * k / n:.1f}% [{100.0 * ci.low:.1f}%, {100.0 * ci.high:.1f}%]"
 
 
-def label(rule_name: str, correction: bool, rules: list[str]) -> str:
-    which = "on (after)" if correction else "off (before)"
-    return which if len(rules) == 1 else f"`{rule_name}`, {which}"
+def label(rule_name: str, correction: bool, flags: list[bool]) -> str:
+    which = "" if len(flags) == 1 else (", correction on" if correction else ", correction off")
+    return f"`{rule_name}`{which}"
 
 
 def load() -> str:
@@ -267,41 +383,63 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--budget", type=int, default=1000, help="budget in cycles (stop.max_rounds default)"
     )
-    parser.add_argument("--alpha", type=float, default=0.01, help="Welch threshold")
+    parser.add_argument("--alpha", type=float, default=0.01, help="the false-positive rate")
     parser.add_argument("--jobs", type=int, default=usable_cores(), help="worker processes")
     parser.add_argument(
         "--rules",
-        default="looks",
-        help="comma-separated sequential rules of compare_decision (looks, every-cycle)",
+        default="looks,always-valid",
+        help="comma-separated sequential rules (stop.sequential: looks, always-valid, every-cycle)",
     )
     parser.add_argument(
         "--correction",
-        default="on,off",
-        help="residual correction: on (residual_correction = true), off (before), or both",
+        default="on",
+        help="residual correction: on (residual_correction = true), off (before #21), or both",
     )
+    parser.add_argument(
+        "--check", type=int, default=3, help="always-valid: repetitions replayed in the live code"
+    )
+    parser.add_argument(
+        "--diffs", default="", help="comma-separated differences (default 0 and POWER_DIFFS)"
+    )
+    parser.add_argument(
+        "--merging",
+        choices=("independence", "pilot"),
+        default="pilot",
+        help="subsession merging at small n: Pilot's, as compare_trials, or assay run's "
+        "(independence)",
+    )
+    parser.add_argument("--shapes", default="", help="';'-separated shape names (default all)")
     args = parser.parse_args(argv)
+    MERGING["rule"] = args.merging  # set before the workers fork
     reps: int = args.reps
     budget: int = args.budget
     alpha: float = args.alpha
     rules = [r.strip() for r in args.rules.split(",") if r.strip()]
     flags = [c.strip() == "on" for c in args.correction.split(",") if c.strip()]
+    diffs = [float(d) for d in args.diffs.split(",") if d.strip()] or [0.0, *POWER_DIFFS]
 
-    cases: list[Case] = [
-        (r, s.name, 0.0, f, reps, budget, alpha) for r in rules for s in SHAPES for f in flags
-    ]
-    cases += [
-        (r, s.name, d, f, reps, budget, alpha)
+    wanted = {x.strip() for x in args.shapes.split(";") if x.strip()}
+    shapes = [s for s in SHAPES if not wanted or s.name in wanted]
+    keys = [
+        (r, s.name, d, f)
+        for d in diffs
+        for s in shapes
+        if d == 0.0 or s.variants == 2
         for r in rules
-        for s in POWER_SHAPES
-        for d in POWER_DIFFS
         for f in flags
     ]
+    cases: list[Case] = [
+        (*k, first, min(CHUNK, reps - first), budget, alpha, args.check)
+        for k in keys
+        for first in range(0, reps, CHUNK)
+    ]
+    cases.sort(key=lambda c: (c[2] == 0.0, c[2] == 0.02), reverse=True)  # long ones first
     load_before = load()
     t0 = time.perf_counter()
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         results = list(pool.map(one_case, cases))
     wall = time.perf_counter() - t0
-    by = {x["key"]: x for x in results}
+    by = merge(results)
 
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     print(f"# bench_compare: {reps} repetitions per case, budget {budget} cycles, alpha {alpha:g}")
@@ -311,67 +449,91 @@ def main(argv: list[str] | None = None) -> int:
     print(f"- load average (1, 5, 15 min): {load_before} at the start, {load()} at the end")
     print(f"- python {platform.python_version()}, numpy {np.__version__}")
     print(f"- noise sd {SD:.0%} of the mean; lognormal sigma {LOGNORMAL_SIGMA:g}, standardized")
+    print(f"- subsession merging at small n: {args.merging}")
+    checked = sum(x["checked"] for x in by.values())
+    if checked:
+        bad = sum(x["mismatches"] for x in by.values())
+        print(
+            f"- always-valid: {checked} repetitions replayed in the live code (first "
+            f"{CHECK_CYCLES} cycles): {bad} disagreement(s)"
+        )
     print()
 
-    print("### False positives at a true difference of 0 % (A/A)")
-    print()
-    head = ["noise", "correction", "decided (false positives)", "rate [95% CI]"]
-    head += ["any pair declared [95% CI]"]
-    print("| " + " | ".join(head) + " |")
-    print("|" + "|".join("---" for _ in head) + "|")
-    for s in SHAPES:
-        for r in rules:
-            for f in flags:
-                outs = by[(r, s.name, 0.0, f)]["outs"]
-                k = sum(o.decided for o in outs)
-                anyp = sum(o.declared > 0 for o in outs)
-                print(
-                    f"| {s.name} | {label(r, f, rules)} | {k} / {reps} | {rate(k, reps)} | "
-                    f"{rate(anyp, reps)} |"
-                )
-        if s.variants == 2:
-            for n in FIXED:
-                ws = by[(rules[0], s.name, 0.0, flags[0])]["fixed"][n]
-                k = sum(w is not None for w in ws)
-                print(
-                    f"| {s.name} | fixed {n} runs each + Welch (no merging) | {k} / {reps} | "
-                    f"{rate(k, reps)} | {rate(k, reps)} |"
-                )
-    print()
-
-    print("### Power and time to decision")
-    print()
-    head = [
-        "noise",
-        "true diff",
-        "correction",
-        "decided, right winner [95% CI]",
-        "wrong winner",
-        "median cycles (decided)",
-        "p90 cycles (decided)",
-        "mean cycles run",
-    ]
-    print("| " + " | ".join(head) + " |")
-    print("|" + "|".join("---" for _ in head) + "|")
-    for s in POWER_SHAPES:
-        for d in POWER_DIFFS:
+    if 0.0 in diffs:
+        print("### False positives at a true difference of 0 % (A/A)")
+        print()
+        head = ["noise", "rule", "decided (false positives)", "rate [95% CI]"]
+        head += ["any pair declared [95% CI]", "cycles of the false positives"]
+        print("| " + " | ".join(head) + " |")
+        print("|" + "|".join("---" for _ in head) + "|")
+        for s in shapes:
             for r in rules:
                 for f in flags:
-                    outs = by[(r, s.name, d, f)]["outs"]
-                    right = [o for o in outs if o.decided and o.winner == "A"]
-                    wrong = sum(o.decided and o.winner != "A" for o in outs)
-                    cyc = [o.cycles for o in outs if o.decided]
-                    med = f"{np.median(cyc):.0f}" if cyc else "-"
-                    p90 = f"{np.percentile(cyc, 90):.0f}" if cyc else "-"
-                    mean_run = np.mean([o.cycles for o in outs])
+                    outs = by[(r, s.name, 0.0, f)]["outs"]
+                    k = sum(o.decided for o in outs)
+                    anyp = sum(o.declared > 0 for o in outs)
+                    when = ", ".join(str(o.cycles) for o in outs if o.declared > 0) or "-"
                     print(
-                        f"| {s.name} | {d:.0%} | {label(r, f, rules)} | "
-                        f"{rate(len(right), reps)} | {wrong} / {reps} | {med} | {p90} | "
-                        f"{mean_run:.1f} |"
+                        f"| {s.name} | {label(r, f, flags)} | {k} / {reps} | {rate(k, reps)} | "
+                        f"{rate(anyp, reps)} | {when} |"
                     )
-    print()
+            if s.variants == 2:
+                for n in FIXED:
+                    ws = by[(rules[0], s.name, 0.0, flags[0])]["fixed"][n]
+                    k = sum(w is not None for w in ws)
+                    print(
+                        f"| {s.name} | fixed {n} runs each + Welch (no merging) | {k} / {reps} | "
+                        f"{rate(k, reps)} | {rate(k, reps)} | |"
+                    )
+        print()
+
+    power = [d for d in diffs if d != 0.0]
+    if power:
+        print("### Power and time to decision")
+        print()
+        head = [
+            "noise",
+            "true diff",
+            "rule",
+            "decided, right winner [95% CI]",
+            "wrong winner",
+            "median cycles (decided)",
+            "cycles to 50% / 80% power",
+            "mean cycles run",
+        ]
+        print("| " + " | ".join(head) + " |")
+        print("|" + "|".join("---" for _ in head) + "|")
+        for s in (s for s in shapes if s.variants == 2):
+            for d in power:
+                for r in rules:
+                    for f in flags:
+                        outs = by[(r, s.name, d, f)]["outs"]
+                        right = [o for o in outs if o.decided and o.winner == "A"]
+                        wrong = sum(o.decided and o.winner != "A" for o in outs)
+                        cyc = [o.cycles for o in outs if o.decided]
+                        med = f"{np.median(cyc):.0f}" if cyc else "-"
+                        q = f"{quantile_cycles(outs, 0.5)} / {quantile_cycles(outs, 0.8)}"
+                        mean_run = np.mean([o.cycles for o in outs])
+                        print(
+                            f"| {s.name} | {d:.0%} | {label(r, f, flags)} | "
+                            f"{rate(len(right), reps)} | {wrong} / {reps} | {med} | {q} | "
+                            f"{mean_run:.1f} |"
+                        )
+                ws = by[(rules[0], s.name, d, flags[0])]["fixed"][30]
+                k = sum(w == "A" for w in ws)
+                print(
+                    f"| {s.name} | {d:.0%} | fixed 30 runs each + Welch | {rate(k, reps)} | "
+                    f"{sum(w == 'B' for w in ws)} / {reps} | 30 | | 30 |"
+                )
+        print()
+        print(
+            "Most power any rule at level alpha can have by cycle 15 (i.i.d. normal, "
+            "Neyman-Pearson one-sided z-test with known sds): "
+            + ", ".join(f"{d:.0%}: {np_bound(d, 15, alpha):.1%}" for d in power)
+        )
+        print()
     secs = sum(x["seconds"] for x in results)
-    print(f"CPU time in the simulated decision code: {secs:.0f} s")
+    print(f"Worker time in the simulated decision code (wall, under the load above): {secs:.0f} s")
     return 0
 
 

@@ -2,15 +2,24 @@
 
 Run from the repository root (needs ``hyperfine``, Debian package)::
 
-    python bench/bench_overhead.py [--reps 3] [--runs 300]
+    python bench/bench_overhead.py [--reps 3] [--runs 300] [--before OLD_SRC]
 
 For each command (a no-op, ``sleep 0.05``, a 50 ms Python loop) and each repetition,
-interleaved: ``assay run -r RUNS --ci-width 0.0001`` (so every run does RUNS trials;
-with and without the bottleneck watch, and without a cgroup per trial) and
-``hyperfine -N --runs RUNS``.  Reported:
-the mean measured by each (Assay's timer against hyperfine's), Assay's own cost per
-trial (``overhead.bookkeeping_s_per_trial``: from one command's reap to the next one's
-spawn) and the wall time of the whole command against hyperfine's.
+interleaved: ``hyperfine -N --runs RUNS`` and ``assay run -r RUNS --min-samples RUNS``
+(so every run does exactly RUNS trials, with the default CI target: the analysis after
+each trial is what a user's study costs), with and without the bottleneck watch, and
+without a cgroup (``ASSAY_PROCESS_TREE=scan``).  ``--before OLD_SRC`` adds the same
+runs of another copy of Assay's ``src`` (``PYTHONPATH``): before/after on one machine,
+interleaved.  Reported, medians over the repetitions:
+
+- the mean each tool measured (Assay's timer against hyperfine's);
+- Assay's own cost per trial between trials (from one command's reap to the next one's
+  spawn): the median of the stored trials' ``bookkeeping_s`` (the steady state) and
+  their mean (``overhead.bookkeeping_s_per_trial``: one-time costs included, as the
+  first analysis's imports);
+- Assay's whole own cost per trial: the process's wall time less the commands' (start-up,
+  imports, store, analysis, report included), divided by the trials;
+- the wall time of the whole command against hyperfine's, for the same number of runs.
 
 Prints a Markdown table with the machine, date and load.
 """
@@ -23,6 +32,7 @@ import json
 import os
 import platform
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -31,6 +41,15 @@ import time
 from pathlib import Path
 
 LOOP = "import time\nt = time.perf_counter()\nwhile time.perf_counter() - t < 0.05:\n    pass\n"
+
+#: (key, label, watch on, ASSAY_PROCESS_TREE, use --before's src)
+VARIANTS = [
+    ("a", "assay --no-monitor", False, None, False),
+    ("aw", "assay (watch on)", True, None, False),
+    ("as", "assay --no-monitor, ASSAY_PROCESS_TREE=scan", False, "scan", False),
+    ("b", "before: assay --no-monitor", False, None, True),
+    ("bw", "before: assay (watch on)", True, None, True),
+]
 
 
 def commands(tmp: Path) -> dict[str, list[str]]:
@@ -46,23 +65,38 @@ def commands(tmp: Path) -> dict[str, list[str]]:
 
 
 def assay(
-    argv: list[str], runs: int, watch: bool, store: Path, tree: str | None = None
-) -> tuple[float, float, float]:
-    """(measured mean, own cost per trial, wall seconds) of one ``assay run``; ``tree``
-    sets ASSAY_PROCESS_TREE (``scan``: no cgroup per trial)."""
-    args = [sys.executable, "-m", "assay", "run", "-q", "--json", "-", "--no-overhead",
-            "-r", str(runs), "--ci-width", "0.0001", "--store", str(store), "--fresh"]  # fmt: skip
+    argv: list[str], runs: int, watch: bool, store: Path, tree: str | None, src: str | None
+) -> tuple[float, float, float, float, float]:
+    """(measured mean, own cost between trials: median and mean per trial, whole own
+    cost per trial, wall seconds) of one ``assay run``."""
+    args = [sys.executable, "-m", "assay", "run", "-q", "--json", "-", "--no-overhead", "-r",
+            str(runs), "--min-samples", str(runs), "--store", str(store), "--fresh"]  # fmt: skip
     if not watch:
         args.append("--no-monitor")
+    env = dict(os.environ)
+    if tree:
+        env["ASSAY_PROCESS_TREE"] = tree
+    if src:
+        env["PYTHONPATH"] = src
     t0 = time.perf_counter()
-    env = dict(os.environ) | ({"ASSAY_PROCESS_TREE": tree} if tree else {})
     done = subprocess.run(
         [*args, "--", *argv], capture_output=True, text=True, check=False, env=env
     )
     wall = time.perf_counter() - t0
     data = json.loads(done.stdout)
-    own = data["overhead"]["bookkeeping_s_per_trial"]
-    return float(data["pis"][0]["mean"]), float(own), wall
+    measured = float(data["session"]["measured_s"])
+    db = sqlite3.connect(store)
+    try:
+        gaps = [r[0] for r in db.execute("SELECT bookkeeping_s FROM trials") if r[0] is not None]
+    finally:
+        db.close()
+    return (
+        float(data["pis"][0]["mean"]),
+        statistics.median(gaps),
+        float(data["overhead"]["bookkeeping_s_per_trial"]),
+        (wall - measured) / runs,
+        wall,
+    )
 
 
 def hyperfine(argv: list[str], runs: int, out: Path) -> tuple[float, float]:
@@ -81,44 +115,47 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--runs", type=int, default=300)
+    ap.add_argument("--before", help="another Assay src folder to run beside this one")
+    ap.add_argument("--src", help="the Assay src folder to run (default: the installed one)")
     args = ap.parse_args()
     if shutil.which("hyperfine") is None:
         sys.exit("needs hyperfine (apt-get install hyperfine)")
+    variants = [v for v in VARIANTS if args.before or not v[4]]
     rows = []
+    load0 = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         for name, argv in commands(d).items():
             runs = args.runs if name.startswith("no-op") else max(args.runs // 10, 20)
-            got: dict[str, list[tuple[float, ...]]] = {"hf": [], "a": [], "aw": [], "as": []}
+            got: dict[str, list[tuple[float, ...]]] = {"hf": []} | {v[0]: [] for v in variants}
             for rep in range(args.reps):
                 got["hf"].append(hyperfine(argv, runs, d / "hf.json"))
-                got["a"].append(assay(argv, runs, False, d / f"a{rep}.db"))
-                got["aw"].append(assay(argv, runs, True, d / f"aw{rep}.db"))
-                got["as"].append(assay(argv, runs, False, d / f"as{rep}.db", "scan"))
+                for key, _, watch, tree, before in variants:
+                    src = args.before if before else args.src
+                    got[key].append(assay(argv, runs, watch, d / f"{key}{rep}.db", tree, src))
             hf_mean = statistics.median(x[0] for x in got["hf"])
             hf_wall = statistics.median(x[1] for x in got["hf"])
-            for key, label in (
-                ("a", "assay --no-monitor"),
-                ("aw", "assay (watch on)"),
-                ("as", "assay --no-monitor, no cgroup (ASSAY_PROCESS_TREE=scan)"),
-            ):
-                mean = statistics.median(x[0] for x in got[key])
-                own = statistics.median(x[1] for x in got[key])
-                wall = statistics.median(x[2] for x in got[key])
+            for key, label, *_ in variants:
+                mean, own_med, own_mean, whole, wall = (
+                    statistics.median(x[i] for x in got[key]) for i in range(5)
+                )
                 rows.append(
                     f"| {name} | {runs} | {label} | {mean * 1e3:.3f} ms | {hf_mean * 1e3:.3f} ms "
-                    f"| {(mean - hf_mean) * 1e3:+.3f} ms | {own * 1e3:.2f} ms | {wall:.2f} s "
+                    f"| {(mean - hf_mean) * 1e3:+.3f} ms | {own_med * 1e3:.2f} ms "
+                    f"| {own_mean * 1e3:.2f} ms | {whole * 1e3:.2f} ms | {wall:.2f} s "
                     f"| {hf_wall:.2f} s | {wall / hf_wall:.2f} |"
                 )
     load = os.getloadavg()
     print(f"Machine: {platform.node()}, {os.cpu_count()} cores, {platform.platform()}; "
-          f"{dt.datetime.now().isoformat(timespec='minutes')}; load {load[0]:.2f} "
-          f"{load[1]:.2f} {load[2]:.2f}; {args.reps} repetitions, medians\n")  # fmt: skip
+          f"{dt.datetime.now().isoformat(timespec='minutes')}; load at start "
+          f"{load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}, at end {load[0]:.2f} {load[1]:.2f} "
+          f"{load[2]:.2f}; {args.reps} repetitions, medians\n")  # fmt: skip
     print(
         "| command | runs | tool | Assay's mean | hyperfine's mean | difference "
-        "| Assay's own cost/trial | Assay wall | hyperfine wall | wall ratio |"
+        "| own cost between trials, median | same, mean | whole own cost/trial | Assay wall "
+        "| hyperfine wall | wall ratio |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
 
 

@@ -14,10 +14,12 @@ from statsmodels.tsa.stattools import acf
 
 from assay.stats import autocorr
 from assay.stats.autocorr import (
+    ar1_batch_autocorrelation,
     autocorrelation,
     merge_subsessions,
     optimal_subsession,
     subsession_interval,
+    unbiased_lag1,
 )
 from assay.stats.intervals import harmonic_t_interval, t_interval
 
@@ -314,6 +316,28 @@ def test_residual_correction_widens_by_the_merged_autocorrelation() -> None:
     assert plain is not None and fixed is not None
     (ci0, sub0), (ci1, sub1) = plain, fixed
     assert sub0.size == sub1.size
-    f = residual_autocorrelation_factor(sub0.autocorrelation)
+    # the larger of the merged samples' r1 and the AR(1) floor of the raw r1, its bias
+    # at n corrected (Marriott & Pope)
+    floor = ar1_batch_autocorrelation(unbiased_lag1(autocorrelation(x), x.size), sub0.size)
+    f = residual_autocorrelation_factor(max(sub0.autocorrelation, floor))
+    assert f > 1.0
     assert ci1.half_width == pytest.approx(ci0.half_width * f)
     assert ci1.mean == ci0.mean
+
+
+def test_the_lag1_bias_correction_recovers_phi_at_small_n() -> None:
+    # Marriott & Pope: E[r1] ~ phi - (1 + 4 phi) / n; averaged over many short AR(1)
+    # series the corrected estimate is near phi where the raw one is far below it
+    rng = np.random.default_rng(5)
+    raw, fixed = [], []
+    for _ in range(2000):
+        e = rng.standard_normal(20)
+        x = np.empty(20)
+        x[0] = e[0] / math.sqrt(1 - 0.64)
+        for i in range(1, 20):
+            x[i] = 0.8 * x[i - 1] + e[i]
+        r = autocorrelation(x)
+        raw.append(r)
+        fixed.append(unbiased_lag1(r, 20))
+    assert np.mean(raw) < 0.65
+    assert abs(np.mean(fixed) - 0.8) < abs(np.mean(raw) - 0.8) / 2

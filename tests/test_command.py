@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -201,3 +202,79 @@ def test_a_resume_never_stops_another_studys_benchmark(
     finally:
         runner_a.send_signal(signal.SIGINT)
         runner_a.wait(timeout=60)
+
+
+# --- the launch (issue #17: posix_spawn, everything made before the clock starts) ------
+
+
+def test_the_command_inherits_no_descriptor_of_assay() -> None:
+    """An inheritable descriptor of Assay's (one its own parent passed on) is closed in
+    the command, as Popen's close_fds did: posix_spawn alone would pass it on."""
+    r, w = os.pipe()
+    high = os.dup2(w, 200, inheritable=True)
+    try:
+        res = run_command(["ls", "/proc/self/fd"], timeout=10)
+    finally:
+        for fd in (r, w, high):
+            os.close(fd)
+    assert res.status == "ok", res.error
+    fds = {int(x) for x in res.stdout.split()}
+    assert 200 not in fds
+    assert {0, 1, 2} <= fds
+
+
+def test_signals_python_ignores_are_default_in_the_command() -> None:
+    """Python ignores SIGPIPE and SIGXFSZ; a command must not inherit that (``yes |
+    head`` would print 'Broken pipe' errors and go on)."""
+    res = run_command(["grep", "SigIgn", "/proc/self/status"], timeout=10)
+    assert res.status == "ok", res.error
+    ignored = int(res.stdout.split()[1], 16)
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+        assert not ignored & (1 << (sig - 1)), f"{sig.name} ignored in the command"
+
+
+def test_max_rss_is_the_commands_own(py: str) -> None:
+    """The peak memory is the command's (wait4), not the largest of every command Assay
+    ran so far (getrusage(RUSAGE_CHILDREN) keeps that maximum).  (A vfork'd command's
+    peak is at least Assay's own at the spawn: the kernel records the shared address
+    space's peak at the exec, so the big command allocates 300 MB above this process's
+    own peak: in a long test session that peak passed 300 MB.)"""
+    import resource
+
+    own_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    size_mib = own_mib + 300
+    big = run_command([py, "-c", f"x = b'x' * ({size_mib} << 20)"], timeout=60)
+    small = run_command(["true"], timeout=10)
+    assert big.status == small.status == "ok"
+    assert big.max_rss_kib > (size_mib - 50) * 1024
+    assert 0 < small.max_rss_kib < big.max_rss_kib - 100 * 1024
+
+
+def test_the_program_is_found_on_the_commands_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command's PATH (its ``env``) finds the program, as Popen's lookup did; a bare
+    name is never a file of the working directory's."""
+    (tmp_path / "mybench").write_text("#!/bin/sh\necho found\n")
+    (tmp_path / "mybench").chmod(0o755)
+    res = run_command(["mybench"], timeout=10, env={"PATH": f"{tmp_path}:/usr/bin:/bin"})
+    assert (res.status, res.stdout) == ("ok", b"found\n")
+    monkeypatch.chdir(tmp_path)
+    res = run_command(["mybench"], timeout=10)
+    assert res.status == "launch_error" and "mybench" in res.error
+    assert run_command(["./mybench"], timeout=10).stdout == b"found\n"
+
+
+def test_a_working_directory_that_does_not_exist_is_a_launch_error(tmp_path: Path) -> None:
+    res = run_command(["pwd"], timeout=10, cwd=str(tmp_path))
+    assert (res.status, res.stdout) == ("ok", f"{tmp_path}\n".encode())
+    res = run_command(["pwd"], timeout=10, cwd=str(tmp_path / "gone"))
+    assert res.status == "launch_error" and "gone" in res.error
+
+
+def test_the_timed_region_is_the_commands_life() -> None:
+    """``duration`` is the span between the spawn and reap stamps (Assay's own cost is
+    what lies between two trials' stamps)."""
+    res = run_command(["true"], timeout=10)
+    assert res.spawned is not None and res.reaped is not None
+    assert res.duration == res.reaped - res.spawned > 0

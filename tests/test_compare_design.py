@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 import numpy as np
@@ -10,15 +11,28 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assay.designs.compare import (
+    ALWAYS_VALID_MIN_SAMPLES,
+    SEQUENTIAL_RULES,
     CompareDecision,
     compare_decision,
+    compare_pi,
     cycle_order,
     interleaved_schedule,
     look_cycles,
     look_level,
 )
 from assay.designs.run_until_ci import Decision
-from assay.stats.compare import Ranking, SummaryStats, rank_variants, welch_required_n
+from assay.spec import Spec
+from assay.stats.compare import (
+    Ranking,
+    SummaryStats,
+    pair_e_value,
+    rank_variants,
+    ranking_by_evidence,
+    welch_required_n,
+)
+from assay.stats.sequential import samples_to_decide
+from assay.studies.compare import decide_comparison
 
 names = st.lists(st.text("abcdefgh", min_size=1, max_size=4), min_size=1, max_size=6, unique=True)
 
@@ -104,6 +118,8 @@ def _undecided() -> Ranking:
 
 # Pilot's rule as published (sequential="every-cycle"): decide at any cycle at level alpha.
 EVERY = "every-cycle"
+# the rule before issue #17: geometric looks at shrinking Welch levels
+LOOKS = "looks"
 
 
 def test_decided_ranking_is_done() -> None:
@@ -143,20 +159,23 @@ def test_undecided_running_reports_rounds_left() -> None:
 
 def test_budget_spent_names_undecided_pairs() -> None:
     r = _undecided()
-    d = compare_decision(r, ci_targets_met=True, rounds_done=30, max_rounds=30)
+    d = compare_decision(r, ci_targets_met=True, rounds_done=30, max_rounds=30, sequential=LOOKS)
     assert d.done and not d.decided
     assert "budget spent: 30 rounds" in d.reason
     assert "a vs b" in d.reason and "more rounds needed" in d.reason
-    t = compare_decision(r, ci_targets_met=None, rounds_done=3, elapsed=61.0, max_time=60.0)
+    t = compare_decision(
+        r, ci_targets_met=None, rounds_done=3, elapsed=61.0, max_time=60.0, sequential=LOOKS
+    )
     assert t.done and "61 s" in t.reason
 
 
 def test_unknown_estimate_gives_none() -> None:
     r = rank_variants({"a": SummaryStats(1.0, 1.0, 10), "b": SummaryStats(1.0, 1.0, 10)})
-    d = compare_decision(r, ci_targets_met=None, rounds_done=10)
-    assert not d.done and d.rounds_left is None
-    spent = compare_decision(r, ci_targets_met=None, rounds_done=10, max_rounds=10)
-    assert spent.done and "no estimate" in spent.reason
+    for rule in (LOOKS, "always-valid"):
+        d = compare_decision(r, ci_targets_met=None, rounds_done=10, sequential=rule)
+        assert not d.done and d.rounds_left is None
+        spent = compare_decision(r, None, rounds_done=10, max_rounds=10, sequential=rule)
+        assert spent.done and "no estimate" in spent.reason
 
 
 def test_decision_validation() -> None:
@@ -195,14 +214,14 @@ def test_look_levels_spend_at_most_alpha() -> None:
 
 
 def test_looks_decide_only_at_a_look() -> None:
-    between = compare_decision(_decided(), ci_targets_met=None, rounds_done=50)
+    between = compare_decision(_decided(), ci_targets_met=None, rounds_done=50, sequential=LOOKS)
     assert not between.done and not between.decided
     assert between.reason == "running: the next look is at cycle 53"
     assert between.rounds_left == 3
-    at = compare_decision(_decided(), ci_targets_met=None, rounds_done=53)
+    at = compare_decision(_decided(), ci_targets_met=None, rounds_done=53, sequential=LOOKS)
     assert at.done and at.decided and at.rounds_left == 0
     assert at.reason.startswith("decided: every adjacent pair has Welch p < 0.000333 at look 5")
-    pending = compare_decision(_decided(), ci_targets_met=False, rounds_done=53)
+    pending = compare_decision(_decided(), ci_targets_met=False, rounds_done=53, sequential=LOOKS)
     assert not pending.done and pending.decided and "CI width" in pending.reason
 
 
@@ -216,13 +235,13 @@ def _nominally_significant() -> Ranking:
 def test_looks_need_the_look_level_not_alpha() -> None:
     r = _nominally_significant()
     assert compare_decision(r, None, 10, sequential=EVERY).done
-    d = compare_decision(r, ci_targets_met=None, rounds_done=10)
+    d = compare_decision(r, ci_targets_met=None, rounds_done=10, sequential=LOOKS)
     assert not d.done and not d.decided and d.undecided == (("a", "b"),)
     # Welch's estimate at look 1's level, rounded up to a look
     need = welch_required_n(10.0, 1.0, 10.385, 1.0, alpha=0.005)
     assert d.rounds_left is not None and 10 + d.rounds_left in look_cycles(10**4)
     assert 10 + d.rounds_left >= 10 + need - 100
-    spent = compare_decision(r, ci_targets_met=None, rounds_done=12, max_rounds=12)
+    spent = compare_decision(r, None, rounds_done=12, max_rounds=12, sequential=LOOKS)
     assert spent.done and not spent.decided
     assert "at look 2 (cycle 12), Welch p < 0.00167 needed" in spent.reason
     assert "a vs b (Welch asks for" in spent.reason
@@ -260,3 +279,115 @@ def test_looks_keep_power_for_a_5_percent_difference() -> None:
     got = _sequential_runs(0.05, 100, 80, "looks")
     assert sum(c is not None for c in got) >= 97
     assert np.median([c for c in got if c is not None]) <= 35
+
+
+# ----------------------------------------------------------------------------- always valid
+
+
+def test_default_rule_is_always_valid() -> None:
+    assert SEQUENTIAL_RULES[0] == "always-valid"
+    d = compare_decision(_decided(), ci_targets_met=None, rounds_done=3)
+    assert d.done and d.decided and d.rounds_left == 0
+    assert d.reason.startswith("decided: every adjacent pair has an e-value of at least 100")
+    with pytest.raises(ValueError, match="always-valid, looks, every-cycle"):
+        compare_decision(_decided(), None, 10, sequential="always")  # type: ignore[arg-type]
+
+
+def _two_x(rounds: int) -> Ranking:
+    # A 2x difference, noise 5 % of each mean, after `rounds` rounds of each variant
+    return rank_variants(
+        {"a": SummaryStats(1.0, 0.05**2, rounds), "b": SummaryStats(2.0, 0.1**2, rounds)}
+    )
+
+
+def test_always_valid_decides_a_2x_difference_within_5_cycles() -> None:
+    """Issue #17: the looks rule could not stop before cycle 10; the e-value stops at 4."""
+    assert not compare_decision(_two_x(3), None, 3).done  # 3 rounds: too few for any t
+    d = compare_decision(_two_x(4), None, 4)
+    assert d.done and d.decided
+    assert not compare_decision(_two_x(4), None, 4, sequential=LOOKS).done
+
+
+def test_always_valid_ignores_a_nominal_difference() -> None:
+    """Welch p ≈ 0.007 after 100 rounds: significant at alpha 0.01 once, but not the
+    evidence that survives looking after every cycle."""
+    r = _nominally_significant()
+    assert r.decided  # the fixed-level verdict
+    d = compare_decision(r, ci_targets_met=None, rounds_done=100)
+    assert not d.done and not d.decided and d.undecided == (("a", "b"),)
+    e = pair_e_value(r.pairs[0].comparison)  # type: ignore[arg-type]
+    assert 1.0 < e < 100.0
+    # the estimate of what the pair needs comes from the e-value, at 80 % power
+    judged = ranking_by_evidence(r)
+    comp = r.pairs[0].comparison
+    assert comp is not None
+    more = samples_to_decide(comp.welch.t / math.sqrt(50.0), 0.01, 100, 100)
+    assert judged.pairs[0].extra_better == more and d.rounds_left == more
+    spent = compare_decision(r, None, rounds_done=100, max_rounds=100)
+    assert spent.done and not spent.decided
+    assert "e-value >= 100 needed" in spent.reason
+    assert f"the sequential test asks for {more} more samples of a" in spent.reason
+
+
+def test_always_valid_waits_for_ci_targets() -> None:
+    d = compare_decision(_decided(), ci_targets_met=False, rounds_done=5)
+    assert not d.done and d.decided and "CI width" in d.reason
+
+
+def _spec(**stop: object) -> Spec:
+    return Spec.model_validate(
+        {
+            "study": {"name": "s"},
+            "benchmark": {"command": ["true"]},
+            "variant": [{"name": "a"}, {"name": "b"}],
+            "stop": stop,
+        }
+    )
+
+
+def test_min_samples_only_when_changed_with_always_valid() -> None:
+    comp = compare_pi(
+        "t", "s", "lower", {"a": SummaryStats(1.0, 0.0025, 4), "b": SummaryStats(2.0, 0.01, 4)}
+    )
+    done = decide_comparison(comp, _spec(), cycles=4, trials=8, failed=0, elapsed=1.0)
+    assert done.done and "e-value" in done.reason
+    for spec in (_spec(min_samples=5), _spec(sequential="looks")):
+        wait = decide_comparison(comp, spec, cycles=4, trials=8, failed=0, elapsed=1.0)
+        assert not wait.done and wait.reason.startswith("collecting")
+
+
+def _always_valid_runs(diff: float, seeds: int, budget: int) -> list[int | None]:
+    """Cycle at which the always-valid rule decides (None: never), i.i.d. sd 5 %."""
+    out: list[int | None] = []
+    for s in range(seeds):
+        rng = np.random.default_rng(s)
+        a = rng.normal(1.0, 0.05, budget)
+        b = (1.0 + diff) * rng.normal(1.0, 0.05, budget)
+        got = None
+        for c in range(ALWAYS_VALID_MIN_SAMPLES, budget + 1):
+            r = rank_variants({"a": a[:c], "b": b[:c]}, independence_alpha=0.05)
+            if compare_decision(r, None, c).done:
+                got = c
+                break
+        out.append(got)
+    return out
+
+
+def test_always_valid_decides_large_differences_in_a_few_cycles() -> None:
+    got = _always_valid_runs(1.0, 20, 12)  # 2x, noise 5 % and 10 %
+    assert all(c is not None and c <= 8 for c in got)
+    assert sum(c is not None and c <= 5 for c in got) >= 16  # the goal of #17: 80 % by 5
+
+
+@pytest.mark.slow
+def test_always_valid_keeps_false_positives_under_alpha_looking_every_cycle() -> None:
+    """bench/bench_compare.py in small: A/A, looked at after every cycle from the 3rd."""
+    got = _always_valid_runs(0.0, 200, 60)
+    assert sum(c is not None for c in got) / 200 <= 0.01
+
+
+def test_study_file_names_the_rule() -> None:
+    assert _spec().stop.sequential == "always-valid"
+    assert _spec(sequential="looks").stop.sequential == "looks"
+    with pytest.raises(ValueError, match="sequential"):
+        _spec(sequential="sometimes")

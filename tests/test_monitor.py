@@ -322,3 +322,39 @@ def test_an_idle_sampling_thread_ends_and_comes_back(monkeypatch: pytest.MonkeyP
     assert m._thread is not None and m._thread is not first and m.stop().series
     m.close()
     assert not any(t is first or t is m._thread for t in threading.enumerate())
+
+
+@pytest.mark.skipif(not Path("/proc/stat").exists(), reason="Linux /proc only")
+def test_reads_from_proc_are_psutils_numbers() -> None:
+    """Issue #17: the watch reads /proc itself (a tenth of psutil's cost), with psutil's
+    arithmetic: each cumulative counter lies between two psutil reads taken around it,
+    and memory % is psutil's."""
+    from assay.execute.monitor import _proc_counters, _psutil_counters
+
+    m = ResourceMonitor(interval=1.0)
+    before = _psutil_counters(m.disks, m.nics)
+    got = _proc_counters(m.disks, m.nics)
+    after = _psutil_counters(m.disks, m.nics)
+    assert got is not None
+    for i in (0, 1, 3, 4, 5, 6):  # cpu total, cpu busy, disk bytes/busy, net sent/recv
+        assert len(got[i]) == len(before[i])
+        for lo, x, hi in zip(before[i], got[i], after[i], strict=True):
+            if math.isnan(lo):
+                continue
+            assert lo - 1e-6 <= x <= hi + 1e-6, (i, lo, x, hi)
+    assert min(before[2], after[2]) - 0.5 <= got[2] <= max(before[2], after[2]) + 0.5
+
+
+def test_without_proc_the_watch_reads_through_psutil(monkeypatch: pytest.MonkeyPatch) -> None:
+    import assay.execute.monitor as monitor_mod
+
+    def missing(path: str) -> bytes:
+        raise FileNotFoundError(path)
+
+    monkeypatch.setattr(monitor_mod, "_slurp", missing)
+    m = ResourceMonitor(interval=1.0)
+    m.start()
+    series = m.stop().series
+    assert not m._from_proc
+    assert series["memory"].size == 1 and 0 < series["memory"][0] <= 100
+    assert sum(1 for k in series if k.startswith("cpu.")) == psutil.cpu_count()

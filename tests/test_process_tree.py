@@ -14,9 +14,11 @@ import json
 import os
 import random
 import re
+import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,8 +58,11 @@ def mechanism(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
         monkeypatch.setenv("ASSAY_PROCESS_TREE", "scan")
     else:
         monkeypatch.delenv("ASSAY_PROCESS_TREE", raising=False)
+    proctree.end_session()  # the session cgroup of an earlier test, if any
     monkeypatch.setattr(proctree, "_base", {})  # found again under this setting
+    monkeypatch.setattr(proctree, "_session", {})
     yield request.param
+    proctree.end_session()
 
 
 @pytest.fixture
@@ -136,6 +141,9 @@ LEFT_BEHIND = {
     # the old executor returned at once and left it running (3 per 3 trials)
     "closes stdout": "sleep {t} >/dev/null 2>&1 & echo done",
     "orphaned": "(setsid sleep {t} >/dev/null 2>&1 &) ; echo done",
+    # a daemon: double fork, own session, no marker, no pipes (issue #17: one cgroup for
+    # the whole session; it is found as new there, below no process older than the trial)
+    "daemon, env scrubbed": "(setsid env -i sleep {t} >/dev/null 2>&1 </dev/null &) ; echo done",
 }
 
 
@@ -182,13 +190,118 @@ def test_the_mechanism_is_the_one_asked_for(mechanism: str) -> None:
 
 
 def test_no_cgroup_is_left_behind(mechanism: str, tag: str) -> None:
+    """One cgroup for the session: after its trials it holds Assay alone, and it goes
+    when the session ends."""
     base = proctree._cgroup_base()
     run_command(["sh", "-c", f"setsid sleep {tag} & echo x"], timeout=10)
     run_command(["sh", "-c", f"sleep {tag}"], timeout=0.5)
-    if base is not None:
-        mine = [p for p in base.iterdir() if p.name.startswith(f"assay-{os.getpid()}-")]
-        assert mine == []
     assert _none_left(tag)
+    if base is not None:
+        session = base / f"assay-{os.getpid()}"
+        assert proctree._group_pids(session) == {os.getpid()}
+        mine = [p.name for p in base.iterdir() if p.name.startswith(f"assay-{os.getpid()}")]
+        assert mine == [session.name]
+        proctree.end_session()
+        assert not session.exists()
+        assert _own_cgroup(os.getpid()) == _own_cgroup(1) or "assay-" not in _own_cgroup(
+            os.getpid()
+        )
+
+
+def _own_cgroup(pid: int) -> str:
+    """The cgroup v2 path of a process ("0::" line of /proc/PID/cgroup)."""
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        if line.startswith("0::"):
+            return line[3:]
+    return ""
+
+
+def _server(script: str) -> subprocess.Popen[bytes]:
+    """A long-running shell started by this (Assay's) process, outside any trial."""
+    proc = subprocess.Popen(["sh", "-c", script], stdout=subprocess.PIPE, start_new_session=True)
+    assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+    return proc
+
+
+def _until(flag: Path) -> str:
+    """Shell: wait until ``flag`` is written (the server forked; however loaded the host)."""
+    return f"while [ ! -s {flag} ]; do sleep 0.01; done"
+
+
+def test_a_process_older_than_the_trial_is_spared_with_the_children_it_forks(
+    mechanism: str, tag: str, tmp_path: Path
+) -> None:
+    """Issue #17: a trial's processes are what is new in the session cgroup, less what
+    descends from an older process: a server that Assay's process started before the
+    trial (in the session cgroup too) keeps running, and so does the child it forks
+    while the trial runs."""
+    run_command(["true"], timeout=10)  # the session cgroup exists: the server is born in it
+    flag = tmp_path / "forked"
+    server = _server(
+        f'trap "sleep {tag} & echo \\$! > {flag}" USR1; echo ready; while :; do sleep 0.05; done'
+    )
+    try:
+        if mechanism == "cgroup":
+            assert _own_cgroup(server.pid).endswith(f"/assay-{os.getpid()}")
+        res = run_command(
+            ["sh", "-c", f"kill -USR1 {server.pid}; {_until(flag)}; echo done"], timeout=30
+        )
+        assert res.status == "ok" and res.stdout == b"done\n", res.error
+        assert server.poll() is None, "the trial's end killed a process older than it"
+        assert len(_running(tag)) == 1, "the trial's end killed the child an older process forked"
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_a_steps_server_is_outside_the_session_cgroup_and_keeps_its_daemons(
+    mechanism: str, tag: str, tmp_path: Path
+) -> None:
+    """A setup step's launch steps out of the session cgroup: the server it starts, and
+    a daemon that server double-forks while a trial runs (an orphan: init's child),
+    are no trial's."""
+    run_command(["true"], timeout=10)
+    flag = tmp_path / "forked"
+    ready = tmp_path / "ready"
+    script = (
+        f"trap '(sleep {tag} >/dev/null 2>&1 & echo $! > {flag})' USR1; echo 1 > {ready}; "
+        "while :; do sleep 0.05; done"
+    )
+    start = f"setsid sh -c {shlex.quote(script)} >/dev/null 2>&1 & {_until(ready)}; echo $!"
+    res = run_command(  # the step returns once the server's trap is set
+        ["sh", "-c", start],
+        timeout=30,
+        keep_descendants=True,
+    )
+    assert res.status == "ok", res.error
+    server = int(res.stdout)
+    try:
+        if mechanism == "cgroup":
+            assert "assay-" not in _own_cgroup(server)
+            assert _own_cgroup(os.getpid()).endswith(f"/assay-{os.getpid()}")  # back in
+        res = run_command(["sh", "-c", f"kill -USR1 {server}; {_until(flag)}"], timeout=30)
+        assert res.status == "ok", res.error
+        assert len(_running(tag)) == 1, "the trial's end killed a step's server's daemon"
+    finally:
+        os.kill(server, signal.SIGKILL)
+
+
+def test_trials_of_two_threads_spare_each_other(mechanism: str, tag: str) -> None:
+    """One trial at a time is the rule, but a trial that ends while another thread's
+    runs must not kill the other (a leader newer than its launch)."""
+    first: list[object] = []
+    t_a, t_b = tag + "1", tag + "2"
+    thread = threading.Thread(
+        target=lambda: first.append(run_command(["sh", "-c", "sleep 0.4", t_a], timeout=30))
+    )
+    thread.start()
+    try:
+        _wait_for(t_a)
+        second = run_command(["sh", "-c", "sleep 1.2", t_b], timeout=30)
+    finally:
+        thread.join()
+    assert second.status == "ok", second.error
+    assert [getattr(r, "status", None) for r in first] == ["ok"]
 
 
 def test_interrupting_the_command_kills_its_tree(mechanism: str, tag: str) -> None:

@@ -34,6 +34,13 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from assay.rolespec import (
+    RoleStepsSpec,
+    check_role_steps,
+    check_roles,
+    cluster_placeholders,
+    measured_role,
+)
 from assay.store import NAME_MAX
 from assay.template import placeholders
 
@@ -81,6 +88,8 @@ class PISpec(_Model):
     path: str | None = None
     file: str | None = None
     mean: Literal["arithmetic", "harmonic"] = "arithmetic"
+    # "median": a distribution-free interval, for heavy tails (assay run)
+    statistic: Literal["mean", "median"] = "mean"
     must_satisfy: bool = True
     units: UnitsSpec | None = None
 
@@ -88,6 +97,11 @@ class PISpec(_Model):
     def _check_source_fields(self) -> PISpec:
         if self.source != "wall_time":
             _check_reader_fields(self.source, self.pattern, self.path, self.file)
+        if self.statistic == "median" and self.mean == "harmonic":
+            raise ValueError(
+                "mean = 'harmonic' applies to statistic = 'mean' only (the median of rates "
+                "is already the rate of the median time)"
+            )
         return self
 
 
@@ -160,6 +174,8 @@ class BenchmarkSpec(_Model):
     # bottleneck watch warns when any other passes 80% utilisation; none declared ->
     # it warns for every component above 80%
     under_test: Literal["cpu", "disk", "network", "memory"] | None = None
+    # [benchmark.roles.<role>]: steps on every host of a [cluster.roles] role
+    roles: dict[str, RoleStepsSpec] = Field(default_factory=dict)
 
     @field_validator("command", "setup", "reset", "teardown", "build")
     @classmethod
@@ -291,10 +307,16 @@ class ClusterSpec(_Model):
     runs per host at a time.  ``user``, ``port``, ``key`` (a private key file) and
     ``known_hosts`` are the SSH options (``known_hosts = "none"`` skips host-key checks:
     only for throw-away test hosts); ``remote_python`` is the Python, with Assay
-    installed, that the hosts run.
+    installed, that the hosts run.  ``[cluster.roles]`` groups the hosts into roles
+    (see :mod:`assay.rolespec`; ``hosts`` then defaults to theirs); ``measure`` is the
+    role that runs the measured command, ``on_host_failure`` whether a trial that
+    failed on one host (its step failed, its worker died) stops the study.
     """
 
     hosts: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+    roles: dict[str, list[str]] | None = None
+    measure: str | None = None  # default: the role "client"
+    on_host_failure: Literal["stop", "continue"] = "stop"
     scheduler: str | None = None
     user: str | None = None
     port: Annotated[int, Field(ge=1, le=65535)] = 22
@@ -310,6 +332,24 @@ class ClusterSpec(_Model):
             if h.startswith("-") or any(c.isspace() or not c.isprintable() for c in h):
                 raise ValueError(f"{h!r}: expected a host name or address")
         return v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _hosts_of_roles(cls, data: Any) -> Any:
+        roles = data.get("roles") if isinstance(data, dict) else None
+        if isinstance(roles, dict) and "hosts" not in data:
+            members = [m for m in roles.values() if isinstance(m, list)]
+            data = {**data, "hosts": [h for m in members for h in m]}
+        return data
+
+    @model_validator(mode="after")
+    def _check_roles(self) -> ClusterSpec:
+        if self.roles is not None:
+            check_roles(self.roles, self.hosts)
+            measured_role(self.roles, self.measure)
+        elif self.measure is not None:
+            raise ValueError("measure: names a role of [cluster.roles]; add the roles")
+        return self
 
 
 class KnobsSpec(_Model):
@@ -401,6 +441,9 @@ class StopSpec(_Model):
     max_rounds: Annotated[int, Field(ge=1)] = 1000
     max_time: Annotated[float, Field(gt=0)] = 600.0
     min_samples: Annotated[int, Field(ge=2)] = 10
+    # rounds before any stop: variation between rounds (process start, layout, data
+    # placement) shows only across rounds (Kalibera & Jones; pyperf runs 20 processes)
+    min_rounds: Annotated[int, Field(ge=1)] = 10
     warmup_rounds: Annotated[int, Field(ge=0)] = 0
     max_autocorrelation: Annotated[float, Field(gt=0, lt=1)] = 0.1
     warmup_removal: Literal["edm", "edm-pilot", "none"] = "edm"
@@ -411,6 +454,9 @@ class StopSpec(_Model):
     # condition (every variant's CI within ci_width as well as the ranking decided)
     alpha: Annotated[float, Field(gt=0, lt=1)] = 0.01
     require_ci_width: bool = False
+    # how a comparison may stop after any cycle and keep alpha (assay.designs.compare):
+    # always-valid e-values, the geometric looks before issue #17, or Pilot's rule
+    sequential: Literal["always-valid", "looks", "every-cycle"] = "always-valid"
     # a regression gate for CI (assay compare): exit 1 when a variant is worse than
     # the baseline (default: the first variant) by more than this share, with confidence
     fail_if_worse: Annotated[float, Field(gt=0, le=1)] | None = None
@@ -467,7 +513,10 @@ class Spec(_Model):
             raise ValueError(f"pi: PI names must be unique; repeated: {', '.join(dupes)}")
         if not self.pis:
             raise ValueError("pi: at least one [[pi]] is needed")
-        known = set(self.params)
+        roles = self.cluster.roles if self.cluster else None
+        known = set(self.params) | cluster_placeholders(roles)
+        for where, argv in check_role_steps(self.benchmark.roles, roles):
+            _check_placeholders(where, argv, known)  # rendered with [params] and the hosts
         for step in ("setup", "reset", "teardown"):
             # rendered with [params] alone, once per study (a KeyError when it started)
             _check_placeholders(f"benchmark.{step}", getattr(self.benchmark, step) or [], known)
@@ -645,16 +694,21 @@ class Spec(_Model):
         payload: dict[str, Any] = {
             # under_test changes what is watched, not what is measured: old hashes stay
             "benchmark": self.benchmark.model_dump(
-                mode="json", exclude={"under_test", "ignore_failure", "build"}
+                mode="json", exclude={"under_test", "ignore_failure", "build", "roles"}
             ),
         }
+        if self.benchmark.roles:  # only then: hashes of one-machine studies stay as they were
+            payload["benchmark"]["roles"] = {
+                k: v.model_dump(mode="json") for k, v in self.benchmark.roles.items()
+            }
         if self.benchmark.ignore_failure:  # only then: older hashes stay as they were
             payload["benchmark"]["ignore_failure"] = True
         if self.benchmark.build is not None:  # likewise; a build changes what is measured
             payload["benchmark"]["build"] = self.benchmark.build
         payload |= {
             "params": self.params,
-            "pis": [p.model_dump(mode="json") for p in self.pis],
+            # the statistic is how readings are summarised, not what a trial measures
+            "pis": [p.model_dump(mode="json", exclude={"statistic"}) for p in self.pis],
         }
         if self.variants:  # only then: hashes of studies without variants stay as they were
             payload["variants"] = [v.model_dump(mode="json") for v in self.variants]

@@ -116,6 +116,35 @@ CREATE TABLE IF NOT EXISTS resource_samples (
     data BLOB NOT NULL,
     PRIMARY KEY (trial_id, series)
 );
+-- a multi-host study (assay.execute.roles): each host's part of a trial (trial_id set)
+-- or of a study step (setup, reset, teardown: trial_id NULL), with its exit status,
+-- output and bottleneck-watch samples; created on open, as resource_samples
+CREATE TABLE IF NOT EXISTS host_runs (
+    id INTEGER PRIMARY KEY,
+    study_id INTEGER NOT NULL REFERENCES studies(id),
+    session_id INTEGER REFERENCES sessions(id),
+    trial_id INTEGER REFERENCES trials(id),
+    what TEXT NOT NULL,
+    role TEXT NOT NULL,
+    host TEXT NOT NULL,
+    host_index INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    exit_code INTEGER,
+    error TEXT NOT NULL DEFAULT '',
+    stdout BLOB,
+    stderr BLOB,
+    started REAL,
+    duration REAL,
+    info_json TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS host_runs_trial ON host_runs(trial_id);
+CREATE TABLE IF NOT EXISTS host_samples (
+    host_run_id INTEGER NOT NULL REFERENCES host_runs(id),
+    series TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (host_run_id, series)
+);
 """
 
 
@@ -267,6 +296,40 @@ def _busy_text(store: Path, name: str, holder: Mapping[str, Any]) -> str:
 
 
 @dataclass
+class HostRun:
+    """One host's part of a multi-host trial or study step (:mod:`assay.execute.roles`).
+
+    ``what``: ``setup``, ``reset``, ``teardown``, or ``trial`` (the host's part of a
+    trial: its role's command if any, and the watch); ``status`` as a trial's (``ok``,
+    ``failed``, ``timeout``, ``launch_error``) or ``lost`` (its Dask worker died).
+    ``started`` is the epoch second the host's watch began (its ``resources`` series'
+    ``time_s`` count from it); ``info`` the host's ``cpu_count`` and ``memory_bytes``.
+    """
+
+    what: str
+    role: str
+    host: str
+    index: int
+    status: str
+    exit_code: int | None = None
+    error: str = ""
+    stdout: bytes = b""
+    stderr: bytes = b""
+    started: float | None = None
+    duration: float | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+    resources: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def where(self) -> str:
+        """The host as messages name it: ``10.0.0.2 (server[1])``."""
+        return f"{self.host} ({self.role}[{self.index}])"
+
+
+@dataclass
 class TrialRecord:
     """One trial as stored."""
 
@@ -291,6 +354,8 @@ class TrialRecord:
     unit_readings: dict[str, np.ndarray] = field(default_factory=dict)
     # the bottleneck watch's series, by name (see assay.execute.monitor)
     resources: dict[str, np.ndarray] = field(default_factory=dict)
+    # a multi-host trial: every host's part (its exit status, output and samples)
+    host_runs: list[HostRun] = field(default_factory=list)
     id: int | None = None
     # this process's perf_counter() at the command's spawn and reap (not stored): the
     # executor measures its own cost between trials with them
@@ -734,7 +799,61 @@ class Store:
                     for name, a in t.resources.items()
                 ],
             )
+            _insert_host_runs(db, study_id, session_id, tid, t.host_runs)
         return tid
+
+    def add_host_runs(
+        self, study_id: int, runs: list[HostRun], session_id: int | None = None
+    ) -> None:
+        """Commit the hosts' parts of a study step (setup, reset, teardown) at once."""
+        if runs:
+            with self._transaction("save the hosts' steps") as db:
+                _insert_host_runs(db, study_id, session_id, None, runs)
+
+    def host_runs(self, study_id: int, *, steps: bool = False) -> dict[int | None, list[HostRun]]:
+        """The study's host runs by trial id (``None``: the study's steps, with
+        ``steps``); empty for a store made before hosts were kept, opened read-only."""
+        if not self._has_table("host_runs"):
+            return {}
+        q = (
+            "SELECT id, trial_id, what, role, host, host_index, status, exit_code, error,"
+            " stdout, stderr, started, duration, info_json FROM host_runs WHERE study_id = ?"
+            + ("" if steps else " AND trial_id IS NOT NULL")
+            + " ORDER BY id"
+        )
+        samples: dict[int, dict[str, np.ndarray]] = {}
+        for rid, name, data in self._db.execute(
+            "SELECT s.host_run_id, s.series, s.data FROM host_samples s JOIN host_runs h"
+            " ON h.id = s.host_run_id WHERE h.study_id = ?",
+            (study_id,),
+        ):
+            samples.setdefault(int(rid), {})[str(name)] = np.frombuffer(data, dtype="<f8").copy()
+        out: dict[int | None, list[HostRun]] = {}
+        for r in self._db.execute(q, (study_id,)):
+            out.setdefault(None if r[1] is None else int(r[1]), []).append(
+                HostRun(
+                    what=str(r[2]),
+                    role=str(r[3]),
+                    host=str(r[4]),
+                    index=int(r[5]),
+                    status=str(r[6]),
+                    exit_code=r[7],
+                    error=str(r[8]),
+                    stdout=bytes(r[9] or b""),
+                    stderr=bytes(r[10] or b""),
+                    started=r[11],
+                    duration=r[12],
+                    info=_json_object(r[13]),
+                    resources=samples.get(int(r[0]), {}),
+                )
+            )
+        return out
+
+    def _has_table(self, name: str) -> bool:
+        row = self._db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+        ).fetchone()
+        return row is not None
 
     def trials(self, study_id: int, run: int | None = None) -> list[TrialRecord]:
         """All trials of a study in execution order, with readings and unit readings."""
@@ -772,6 +891,7 @@ class Store:
             (study_id,),
         ):
             resources.setdefault(int(tid), {})[str(name)] = np.frombuffer(data, dtype="<f8").copy()
+        hosts = self.host_runs(study_id)
         for r in rows:
             tid = int(r[0])
             yield TrialRecord(
@@ -796,7 +916,49 @@ class Store:
                 readings=readings.get(tid, {}),
                 unit_readings=units.get(tid, {}),
                 resources=resources.get(tid, {}),
+                host_runs=hosts.get(tid, []),
             )
+
+
+def _insert_host_runs(
+    db: sqlite3.Connection,
+    study_id: int,
+    session_id: int | None,
+    trial_id: int | None,
+    runs: list[HostRun],
+) -> None:
+    """Insert host runs and their samples (inside the caller's transaction)."""
+    for h in runs:
+        cur = db.execute(
+            "INSERT INTO host_runs(study_id, session_id, trial_id, what, role, host, host_index,"
+            " status, exit_code, error, stdout, stderr, started, duration, info_json)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                study_id,
+                session_id,
+                trial_id,
+                h.what,
+                h.role,
+                h.host,
+                h.index,
+                h.status,
+                h.exit_code,
+                h.error,
+                cap_output(h.stdout),
+                cap_output(h.stderr),
+                h.started,
+                h.duration,
+                json.dumps(h.info, sort_keys=True, default=str),
+            ),
+        )
+        rid = int(cur.lastrowid or 0)
+        db.executemany(
+            "INSERT INTO host_samples(host_run_id, series, n, data) VALUES (?,?,?,?)",
+            [
+                (rid, name, int(np.size(a)), np.ascontiguousarray(a, dtype="<f8").tobytes())
+                for name, a in h.resources.items()
+            ],
+        )
 
 
 @contextlib.contextmanager

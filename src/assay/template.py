@@ -1,12 +1,16 @@
 """Argument templates: ``{name}`` is replaced by a parameter's value.
 
-Only ``{identifier}`` is a placeholder; any other brace (Python f-strings, JSON, awk)
-is left as it is, and ``{{`` / ``}}`` stand for literal braces around an identifier.
+Only ``{identifier}`` is a placeholder, and the cluster's dotted names ``{host.NAME}``
+and ``{hosts.NAME}`` (a multi-host study's roles: :mod:`assay.execute.roles`); any other
+brace (Python f-strings, JSON, awk, ``{obj.attr}``) is left as it is, and ``{{`` / ``}}``
+stand for literal braces around a name.
 
 >>> placeholders("--rows={rows} {{literal}} f'{x + 1}'")
 ['rows']
 >>> render("--rows={rows} {{rows}} {x + 1}", {"rows": 5})
 '--rows=5 {rows} {x + 1}'
+>>> placeholders("-h {hosts.server} --id {host.index} {self.x}")
+['hosts.server', 'host.index']
 >>> import shlex
 >>> render("echo {v}", {"v": "$(rm -rf ~)"}, quote=shlex.quote)  # a value as one shell word
 "echo '$(rm -rf ~)'"
@@ -17,7 +21,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-_TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# dotted names only under host./hosts.: an f-string's {obj.attr} stays text, as before
+_TOKEN = re.compile(r"\{\{|\}\}|\{((?:hosts?\.)?[A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def placeholders(template: str) -> list[str]:

@@ -123,6 +123,12 @@ def stop_options(f: F) -> F:
             help="Samples (after subsession merging) needed before stopping (default 10).",
         ),
         click.option(
+            "--min-rounds",
+            type=click.IntRange(min=1),
+            help="assay run: rounds needed before stopping (default 10): rounds can differ "
+            "(process start, memory layout) in ways only more rounds show.",
+        ),
+        click.option(
             "-w", "--warmup", type=click.IntRange(min=0), help="Discard the first N rounds."
         ),
         click.option(
@@ -202,6 +208,7 @@ def stop_overrides(opts: dict[str, Any]) -> dict[str, Any]:
         "max_rounds": "max_rounds",
         "max_time": "max_time",
         "min_samples": "min_samples",
+        "min_rounds": "min_rounds",
         "warmup": "warmup_rounds",
         "alpha": "alpha",
         "require_ci_width": "require_ci_width",
@@ -239,7 +246,9 @@ def quick_spec(
     if opts.get("ignore_failure"):
         bench["ignore_failure"] = True
     name = opts["name"] or quick_name("quick", shlex.join(argv), bench)
-    data = {"study": {"name": name}, "benchmark": bench, "stop": overrides}
+    data: dict[str, Any] = {"study": {"name": name}, "benchmark": bench, "stop": overrides}
+    if opts.get("median"):  # how readings are summed up: the same study, resumed
+        data["pi"] = [{"name": "wall_time", "unit": "s", "statistic": "median"}]
     return quick_store(parse_spec_data(data, source="command line"), opts)
 
 
@@ -407,6 +416,10 @@ def refuse_quick_only(target: tuple[str, ...], opts: dict[str, Any]) -> None:
     says the same in ``[benchmark]``, where it is part of what the study measures."""
     if not is_study_file(target):
         return
+    if opts.get("median"):
+        raise SpecError(
+            '--median: quick mode only; in a study file set statistic = "median" in a [[pi]]'
+        )
     fields = {"prepare": "reset", "ignore_failure": "ignore_failure", "shell": "shell"}
     given = [k for k in fields if opts.get(k)]
     if given:

@@ -36,13 +36,17 @@ from assay.cli.outputs import check_outputs, report_console
 from assay.cli.sections import SectionedCommand
 from assay.spec import Spec, SpecError, parse_spec_data
 
+# assay.designs.compare.SEQUENTIAL_RULES, not imported: the CLI starts without NumPy
+SEQUENTIAL_CHOICES = ("always-valid", "looks", "every-cycle")
+
 COMPARE_FILE_HELP = """
 \b
 Study file: as for 'assay run' (see 'assay run --help'), plus two or more variants:
   [[variant]]  name = "off"  params = {sync = "OFF"}   (laid over [params])
   [[variant]]  name = "new"  command = ["./new", "{rows}"]  env = {K = "v"}
                (a variant without command runs [benchmark].command)
-  [stop]       alpha = 0.01  (Welch threshold)  require_ci_width = false
+  [stop]       alpha = 0.01  (false-positive rate)  require_ci_width = false
+               sequential = "always-valid"  (or "looks", "every-cycle")
                fail_if_worse = 0.05  baseline = "off"  (the CI gate: exit 1 when a
                variant is worse than the baseline by more than 5%)
                max_rounds counts cycles (every variant once); max_time = 600
@@ -97,8 +101,13 @@ def _variant_names(groups: list[list[str]], given: tuple[str, ...]) -> list[str]
 
 def _compare_spec(target: tuple[str, ...], opts: dict[str, Any]) -> tuple[Spec, Path]:
     overrides = stop_overrides(opts)
+    if opts["sequential"] is not None:
+        overrides["sequential"] = opts["sequential"]
     if is_study_file(target):
         spec, store = spec_from_target(target, opts)
+        if opts["sequential"] is not None:
+            stop = spec.stop.model_copy(update={"sequential": opts["sequential"]})
+            spec = spec.model_copy(update={"stop": stop})
         if len(spec.variants) < 2:
             raise SpecError(
                 f"{spec.source_path}: assay compare needs a study file with at least two "
@@ -146,7 +155,16 @@ def _compare_spec(target: tuple[str, ...], opts: dict[str, Any]) -> tuple[Spec, 
 @click.option(
     "--alpha",
     type=SHARE,
-    help="Welch's threshold for a significant difference, e.g. 1% or 0.01 (default 1%).",
+    help="The false-positive rate, e.g. 1% or 0.01 (default 1%): the e-value must reach "
+    "1/alpha (Welch's p < alpha with --from).",
+)
+@click.option(
+    "--sequential",
+    type=click.Choice(SEQUENTIAL_CHOICES),
+    help="When the study may stop: always-valid (default; after any cycle, as soon as "
+    "every pair's e-value reaches 1/alpha), looks (cycles 10, 15, 23, ... at shrinking "
+    "Welch levels; the former default) or every-cycle (Pilot's fixed-level rule, "
+    "which finds differences that are not there).",
 )
 @click.option(
     "--require-ci-width/--no-require-ci-width",
@@ -195,10 +213,12 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
       assay compare "sleep 0.01" "sleep 0.02"
 
     Rounds are interleaved (A0 B0 A1 B1 ...), in a fresh seeded random order per cycle.
-    After each cycle the variants are ranked on the deciding PI; it stops when every
-    adjacent pair's CIs are separated or Welch's p < alpha (and every CI is narrow
-    enough, with --require-ci-width), or when the budget ends, saying which pairs are
-    undecided and how many more rounds Welch's sample-size estimate asks for.
+    After each cycle the variants are ranked on the deciding PI; it stops as soon as
+    every adjacent pair's always-valid e-value reaches 1/alpha (a test that may be
+    looked at after every cycle and still finds a difference that is not there at
+    most alpha of the time; --sequential picks another rule), and every CI is narrow
+    enough with --require-ci-width; or when the budget ends, saying which pairs are
+    undecided and how many more rounds they need.
     """
     refuse_unknown_option(target)
     from assay.report.compare import CSV_FIELDS, CompareProgressView, csv_rows, render_comparison

@@ -3,11 +3,9 @@ spreadsheet (the tables: :mod:`assay.studies.export`)."""
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import importlib
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -99,17 +97,6 @@ def _refusal(fmt: str, path: Path | None) -> str | None:
     return None
 
 
-@contextlib.contextmanager
-def _replacing(path: Path) -> Iterator[Path]:
-    """A file to write beside ``path``, moved over it when complete (never half a file)."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        yield tmp
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def _write_csv(out: TextIO, table: Table) -> None:
     w = csv.writer(out)
     w.writerow(table.fields)
@@ -160,7 +147,7 @@ def export(store: str, study: str | None, fmt: str | None, output: str, show_all
 
     Reads the store without changing it, so it works while a study is running.
     """
-    from assay.report.export import to_json, write_text
+    from assay.report.export import replacing, to_json, write_text
     from assay.studies.export import UnknownStudyError, export_store
 
     err = err_console()
@@ -188,7 +175,7 @@ def export(store: str, study: str | None, fmt: str | None, output: str, show_all
     else:
         upath = units_path(path, fmt)
         for table, p in ((trials, path), (units, upath)):
-            with _replacing(p) as tmp:
+            with replacing(p) as tmp:
                 if fmt == "csv":
                     with tmp.open("w", newline="", encoding="utf-8") as f:
                         _write_csv(f, table)

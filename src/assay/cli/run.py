@@ -43,8 +43,10 @@ Study file (TOML):
   [[pi]]       name = "tps"  unit = "tx/s"  direction = "higher"
                source = "wall_time" | "regex" (pattern) | "json" (path) | "file" (file)
                units = {source = "regex", pattern = 'lat=([0-9.]+)'}  (unit readings)
+               statistic = "mean" | "median" (heavy tails: a distribution-free CI)
   [stop]       ci_width = 0.05  confidence = 0.95  max_rounds = 1000  max_time = 600
-               min_samples = 10  warmup_rounds = 0  max_autocorrelation = 0.1
+               min_samples = 10  min_rounds = 10  warmup_rounds = 0
+               max_autocorrelation = 0.1
                warmup_removal = "edm" | "edm-pilot" (as published) | "none"
                residual_correction = true  (false: Pilot's plain subsession t-interval)
                max_failures = 0.5  (stop early when more than this share of trials fail)
@@ -65,6 +67,12 @@ Study file (TOML):
 @click.argument("target", nargs=-1, type=click.UNPROCESSED, required=True)
 @click.option("-r", "--max-rounds", type=click.IntRange(min=1), help="Stop after this many trials.")
 @click.option("--name", help="Quick mode: the study name (default: from the command).")
+@click.option(
+    "--median",
+    is_flag=True,
+    help="Quick mode: the median wall time with a distribution-free CI (heavy tails, "
+    'outliers) instead of the mean; in a study file: statistic = "median" in a [[pi]].',
+)
 @click.option("--csv", "csv_out", metavar="PATH", help="Write one CSV row per PI ('-' = stdout).")
 @click.option(
     "--baseline",

@@ -144,9 +144,8 @@ def _short(stored: Any, result: Any) -> str | None:
 
 def summary_lines(stored: Any, trials: list[TrialRecord]) -> list[str]:
     """ELECT's summaries of a study: per PI, per variant (compare) or test (order)."""
-    from assay.execute.monitor import resources_dict
     from assay.report.summary import pi_block, resource_block
-    from assay.studies.base import resource_summaries
+    from assay.studies.base import watch_report
 
     spec = stored.spec
     if stored.kind in ("sweep", "knobs"):
@@ -168,9 +167,8 @@ def summary_lines(stored: Any, trials: list[TrialRecord]) -> list[str]:
             values = [t.readings[pi.name] for t in mine if t.ok and pi.name in t.readings]
             lines.extend(pi_block(pi.name, pi.unit, values))
         lines.append(f"[Resource usage] {where}")
-        summaries = resource_summaries(mine)
-        watched = resources_dict(summaries, spec.benchmark.under_test) if summaries else None
-        lines.extend(resource_block(watched))
+        # watch_report: a study on several hosts adds its cluster summary
+        lines.extend(resource_block(watch_report(spec, mine)[1]))
         lines.append("")
     return lines[:-1]
 

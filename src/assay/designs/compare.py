@@ -29,9 +29,12 @@ from assay.stats.compare import (
     compare_samples,
     rank_variants,
     ranking_at_level,
+    ranking_by_evidence,
 )
 
 __all__ = [
+    "ALWAYS_VALID_MIN_SAMPLES",
+    "SEQUENTIAL_RULES",
     "CompareDecision",
     "PIComparison",
     "compare_decision",
@@ -44,7 +47,15 @@ __all__ = [
 ]
 
 #: How a comparison guards against looking at its data after every cycle.
-Sequential = Literal["looks", "every-cycle"]
+Sequential = Literal["always-valid", "looks", "every-cycle"]
+
+#: The rules, the default first.
+SEQUENTIAL_RULES: tuple[Sequential, ...] = ("always-valid", "looks", "every-cycle")
+
+#: Merged samples per variant the always-valid rule needs before it may stop, unless
+#: ``min_samples`` is set: the fewest a lag-1 autocorrelation (and so the merging)
+#: is computed on.  The e-value itself asks for more when the difference is small.
+ALWAYS_VALID_MIN_SAMPLES = 3
 
 #: First look and growth of the look schedule (cycles 10, 15, 23, 35, 53, 80, ...).
 FIRST_LOOK = 10
@@ -278,7 +289,7 @@ def compare_decision(
     elapsed: float = 0.0,
     max_time: float | None = None,
     samples_per_round: Mapping[str, float] | None = None,
-    sequential: Sequential = "looks",
+    sequential: Sequential = "always-valid",
 ) -> CompareDecision:
     """Is the comparison done?  Pilot §III-F's stopping rule plus the budget.
 
@@ -291,11 +302,15 @@ def compare_decision(
     The loop asks after every cycle, and a fixed-level test asked again and
     again finds a difference that is not there far more often than its level
     (``bench/bench_compare.py``: about 10 % instead of 1 % over 200 cycles).
-    So by default (``sequential="looks"``) the comparison may stop only at the
-    looks of :func:`look_cycles` (10, 15, 23, 35, ... cycles) and at the end of
-    the budget, and a pair is decided at look ``j`` only when Welch's p is
-    below ``alpha / (j (j + 1))`` (:func:`look_level`), which keeps the
-    overall false-positive rate under ``alpha``.  ``sequential="every-cycle"``
+    By default (``sequential="always-valid"``) a pair is decided, at any cycle,
+    when its always-valid e-value (the mixture sequential t-test on Welch's t,
+    :func:`assay.stats.compare.pair_e_value`) reaches ``1 / alpha``: by Ville's
+    inequality the chance that a true equality ever gets there is at most
+    ``alpha``, however often one looks, and a large difference is decided after
+    a few cycles.  ``sequential="looks"`` (the rule before issue #17) may stop
+    only at the looks of :func:`look_cycles` (10, 15, 23, 35, ... cycles) and at
+    the end of the budget, deciding a pair at look ``j`` only when Welch's p is
+    below ``alpha / (j (j + 1))`` (:func:`look_level`).  ``sequential="every-cycle"``
     is Pilot's rule as published: stop at the first cycle where every pair is
     CI-separated or Welch p < ``alpha``.
 
@@ -315,7 +330,7 @@ def compare_decision(
     samples_per_round : mapping of str to float, keyword-only
         Raw samples one round of each variant contributes (default 1: one
         reading per round); turns extra samples into rounds.
-    sequential : {"looks", "every-cycle"}, keyword-only
+    sequential : {"always-valid", "looks", "every-cycle"}, keyword-only
         The guard against repeated looks (see above).
 
     Returns
@@ -331,17 +346,22 @@ def compare_decision(
     >>> from assay.stats.compare import rank_variants
     >>> rng = np.random.default_rng(3)
     >>> r = rank_variants({"a": rng.normal(1.2, 0.1, 60), "b": rng.normal(1.0, 0.1, 60)})
-    >>> d = compare_decision(r, ci_targets_met=None, rounds_done=53)
+    >>> d = compare_decision(r, ci_targets_met=None, rounds_done=60)
+    >>> d.done, d.rounds_left, d.reason[:46]
+    (True, 0, 'decided: every adjacent pair has an e-value of')
+    >>> d = compare_decision(r, ci_targets_met=None, rounds_done=53, sequential="looks")
     >>> d.done, d.rounds_left, d.reason[:51]
     (True, 0, 'decided: every adjacent pair has Welch p < 0.000333')
-    >>> d = compare_decision(r, ci_targets_met=None, rounds_done=60)
+    >>> d = compare_decision(r, ci_targets_met=None, rounds_done=60, sequential="looks")
     >>> d.done, d.rounds_left
     (False, 20)
     >>> compare_decision(r, None, 60, sequential="every-cycle").reason
     'decided: every adjacent pair is CI-separated or Welch p < 0.01'
     """
-    if sequential not in ("looks", "every-cycle"):
-        raise ValueError(f"sequential must be 'looks' or 'every-cycle', got {sequential!r}")
+    if sequential not in SEQUENTIAL_RULES:
+        raise ValueError(
+            f"sequential must be one of {', '.join(SEQUENTIAL_RULES)}, got {sequential!r}"
+        )
     done_rounds = _check_nonneg_int(rounds_done, "rounds_done")
     budget = None
     if max_rounds is not None and done_rounds >= max_rounds:
@@ -350,6 +370,8 @@ def compare_decision(
         budget = f"budget spent: {elapsed:.0f} s (max_time)"
     if sequential == "looks":
         return _looks_decision(ranking, ci_targets_met, done_rounds, budget, samples_per_round)
+    if sequential == "always-valid":
+        return _always_valid_decision(ranking, ci_targets_met, budget, samples_per_round)
     undecided = ranking.undecided
     pairs = tuple((p.better, p.worse) for p in undecided)
     decided = not undecided
@@ -432,15 +454,54 @@ def _looks_decision(
     )
 
 
-def undecided_text(ranking: Ranking) -> str:
-    """``undecided: A vs B (Welch asks for ...)``: the undecided pairs and what they need."""
+def _always_valid_decision(
+    ranking: Ranking,
+    ci_targets_met: bool | None,
+    budget: str | None,
+    samples_per_round: Mapping[str, float] | None,
+) -> CompareDecision:
+    """:func:`compare_decision` with ``sequential="always-valid"``."""
+    judged = ranking_by_evidence(ranking)
+    undecided = judged.undecided
+    pairs = tuple((p.better, p.worse) for p in undecided)
+    decided = not undecided
+    left = 0 if decided else _rounds_for(judged, samples_per_round)
+
+    def make(done: bool, reason: str, rounds: int | None) -> CompareDecision:
+        return CompareDecision(done, reason, rounds, decided=decided, undecided=pairs)
+
+    if decided and ci_targets_met is not False:
+        return make(
+            True,
+            f"decided: every adjacent pair has an e-value of at least {1.0 / ranking.alpha:g} "
+            f"(always valid at alpha {ranking.alpha:g}: mixture sequential t-test on Welch's t)",
+            0,
+        )
+    if budget is None:
+        if decided:
+            return make(False, "ranking decided; waiting for the CI width targets", None)
+        return make(False, "running", left)
+    if decided:
+        return make(True, f"{budget}; ranking decided but some CI width targets not met", None)
+    more = "" if left is None else f"; about {left} more rounds needed"
+    return make(
+        True,
+        f"{budget}; {undecided_text(judged, 'the sequential test')}, "
+        f"e-value >= {1.0 / ranking.alpha:g} needed{more}",
+        left,
+    )
+
+
+def undecided_text(ranking: Ranking, estimate: str = "Welch") -> str:
+    """``undecided: A vs B (Welch asks for ...)``: the undecided pairs and what they need
+    (``estimate`` names the sample-size estimate)."""
     parts = []
     for p in ranking.undecided:
         if p.extra_better is None or p.extra_worse is None:
             parts.append(f"{_pair_text(p)} (no estimate: {p.note or 'not enough data'})")
         else:
             parts.append(
-                f"{_pair_text(p)} (Welch asks for {p.extra_better} more samples of "
+                f"{_pair_text(p)} ({estimate} asks for {p.extra_better} more samples of "
                 f"{p.better} and {p.extra_worse} of {p.worse})"
             )
     return f"undecided: {'; '.join(parts)}"
@@ -497,12 +558,15 @@ def compare_pi(
     method: str = "subsession t-interval",
     samples_per_round: Mapping[str, float] | None = None,
     correct_residual: bool = True,
+    independence_alpha: float | None = None,
 ) -> PIComparison:
     """Rank the variants on one PI and compare each with the best (pure).
 
     ``correct_residual`` is the study's ``stop.residual_correction``: widen each
     variant's interval and variance for the residual autocorrelation of its merged
-    samples (:func:`assay.stats.compare.analyze_variant`), as ``assay run`` does.
+    samples (:func:`assay.stats.compare.analyze_variant`), as ``assay run`` does;
+    ``independence_alpha`` is its merging rule at small n (no merging while the lag-1
+    autocorrelation is not significant at that level).
 
     Examples
     --------
@@ -519,6 +583,7 @@ def compare_pi(
         confidence,
         max_autocorrelation,
         correct_residual=correct_residual,
+        independence_alpha=independence_alpha,
     )
     first = ranking.order[0]
     to_best: dict[str, Comparison] = {}
@@ -531,6 +596,7 @@ def compare_pi(
                     confidence,
                     max_autocorrelation,
                     correct_residual=correct_residual,
+                    independence_alpha=independence_alpha,
                 )
     return PIComparison(
         name=name,

@@ -16,6 +16,13 @@ Per PI, the method follows Pilot:
 * with an adjustable work amount: additionally the work-per-second regression
   t = alpha + w / v gives the stable speed v with its CI.
 
+Beyond Pilot (issue #21; bench/bench_shapes.py): no merging without significant
+autocorrelation and no merge to fewer than ``min_samples``; the interval rests on the
+round means when rounds differ (Kalibera & Jones); no stop before ``min_rounds``; a
+skew the t-interval cannot carry yet, or a change of level, keeps the target unmet
+(the latter ends the study with no valid CI); ``statistic = "median"`` gives the
+median with a distribution-free interval.
+
 >>> import numpy as np
 >>> from assay.spec import PISpec, StopSpec
 >>> rng = np.random.default_rng(1)
@@ -35,9 +42,15 @@ from typing import Any, Literal
 import numpy as np
 
 from assay.spec import PISpec, StopSpec, WorkSpec
-from assay.stats.autocorr import autocorrelation, subsession_interval
+from assay.stats.autocorr import (
+    autocorrelation,
+    is_white_noise,
+    merge_subsessions,
+    subsession_interval,
+)
 from assay.stats.changepoint import dominant_segment
-from assay.stats.intervals import required_sample_size
+from assay.stats.intervals import _t_quantile, required_sample_size
+from assay.stats.validity import LevelShift
 from assay.stats.workamount import WorkAmountPlanner
 from assay.stats.wps import fit_wps
 
@@ -65,6 +78,16 @@ EDM_PRUNE_ALPHA = 0.01
 EDM_PRUNE_BLOCK: int | None = 1
 # Quantile, across rounds, of the head and tail cuts applied to every round (method "edm").
 EDM_CUT_QUANTILE = 0.5
+# No merging while the lag-1 autocorrelation is not significant at this level (#17).
+INDEPENDENCE_ALPHA = 0.05
+# Level of the preliminary test for a between-round variance component (#21).
+ROUND_EFFECT_ALPHA = 0.25
+# Level of the test for a change of level at each look that would meet the target (#21):
+# a study has several such looks (bench/bench_shapes.py: 4% false alarms with 0.01 on
+# rounds in two modes), and its permutations, on at most SHIFT_MAX_SAMPLES block means
+SHIFT_ALPHA = 0.002
+SHIFT_PERMUTATIONS = 999
+SHIFT_MAX_SAMPLES = 60
 
 
 def round_segment(units: np.ndarray, method: str = "edm") -> tuple[int, int] | None:
@@ -158,6 +181,18 @@ def stable_unit_readings(
 ) -> tuple[np.ndarray, int, int]:
     """Concatenate the stable part of every round; return (samples, removed, rounds rejected).
 
+    See :func:`stable_parts` for the rules.
+    """
+    kept, removed, rejected = stable_parts(rounds, method)
+    samples = np.concatenate(kept) if kept else np.empty(0)
+    return samples, removed, rejected
+
+
+def stable_parts(
+    rounds: Sequence[RoundData], method: str = "edm"
+) -> tuple[list[np.ndarray], int, int]:
+    """The stable part of every round; return (parts, removed, rounds rejected).
+
     ``edm-pilot`` (Pilot as published): each round keeps its own dominant segment, and a
     round without one contributes nothing. ``edm``: the warm-up and cool-down are taken
     as properties of the workload, the same in every round, so every round is cut at the
@@ -190,8 +225,7 @@ def stable_unit_readings(
                 continue
             kept.append(units[seg[0] : seg[1]])
             removed += int(units.size) - (seg[1] - seg[0])
-    samples = np.concatenate(kept) if kept else np.empty(0)
-    return samples, removed, rejected
+    return kept, removed, rejected
 
 
 def analyze_samples(
@@ -204,12 +238,16 @@ def analyze_samples(
     rejected: int = 0,
 ) -> PIResult:
     """Subsession merging and a t-interval on an ordered sample; the shared core of both paths."""
+    if pi.statistic == "median":
+        return median_result(pi, samples, stop, method, rounds_used, removed, rejected)
     got = subsession_interval(
         samples,
         confidence=stop.confidence,
         max_autocorrelation=stop.max_autocorrelation,
+        min_subsessions=stop.min_samples,
         harmonic=pi.mean == "harmonic",
         correct_residual=stop.residual_correction,
+        independence_alpha=INDEPENDENCE_ALPHA if stop.residual_correction else None,
     )
     if got is None:
         drifting = samples.size >= 3 * stop.min_samples
@@ -265,6 +303,95 @@ def analyze_samples(
     )
 
 
+def median_result(
+    pi: PISpec,
+    samples: np.ndarray,
+    stop: StopSpec,
+    method: str,
+    rounds_used: int,
+    removed: int = 0,
+    rejected: int = 0,
+) -> PIResult:
+    """The median with its distribution-free interval (``statistic = "median"``).
+
+    The interval between two order statistics whose binomial coverage is at least the
+    confidence (``scipy.stats.quantile_test``): valid for any continuous distribution,
+    heavy tails included, but only for independent samples, so samples whose lag-1
+    autocorrelation is significant get no interval (the mean's subsession interval is
+    the tool for those).
+    """
+    from scipy import stats
+
+    method = method.replace("subsession t-interval", "median, order-statistic interval")
+    n = int(samples.size)
+    if n < 3:
+        return _empty(
+            pi.name,
+            pi.unit,
+            pi.direction,
+            method,
+            stop.confidence,
+            "not enough samples yet",
+            samples,
+            rounds_used,
+            removed,
+            rejected,
+        )
+    r1 = autocorrelation(samples)
+    if not is_white_noise(samples, INDEPENDENCE_ALPHA):
+        return replace(
+            _empty(
+                pi.name,
+                pi.unit,
+                pi.direction,
+                method,
+                stop.confidence,
+                f"no valid CI for the median: the samples' lag-1 autocorrelation ({r1:.2f}) "
+                "is significant, and an order-statistic interval needs independent samples "
+                "(statistic = 'mean' merges them into subsessions)",
+                samples,
+                rounds_used,
+                removed,
+                rejected,
+            ),
+            mean=float(np.median(samples)),
+        )
+    median = float(np.median(samples))
+    ci = stats.quantile_test(samples, q=median, p=0.5).confidence_interval(stop.confidence)
+    low, high = float(ci.low), float(ci.high)
+    finite = math.isfinite(low) and math.isfinite(high)
+    half = (high - low) / 2 if finite else math.inf
+    rel = half / abs(median) if finite and median != 0 else math.inf
+    met = n >= stop.min_samples and rel <= stop.ci_width
+    # the interval narrows as 1/sqrt(n)
+    required = (
+        max(math.ceil(n * (rel / stop.ci_width) ** 2), stop.min_samples)
+        if math.isfinite(rel)
+        else None
+    )
+    return PIResult(
+        name=pi.name,
+        unit=pi.unit,
+        direction=pi.direction,
+        method=method,
+        mean=median,
+        low=low if finite else -math.inf,
+        high=high if finite else math.inf,
+        half_width=half,
+        relative_half_width=rel,
+        confidence=stop.confidence,
+        n_samples=n,
+        n_raw=n,
+        rounds_used=rounds_used,
+        subsession_size=1,
+        autocorrelation=r1,
+        warmup_removed=removed,
+        rounds_rejected=rejected,
+        required_raw=required,
+        met=met,
+    )
+
+
 @dataclass(frozen=True)
 class PISamples:
     """One PI's ordered samples after warm-up handling, before subsession merging."""
@@ -274,6 +401,9 @@ class PISamples:
     rounds_used: int
     removed: int  # unit readings (or rounds) removed as non-stable or warm-up
     rejected: int = 0  # rounds with no stable segment
+    # unit readings: the stable part of each round, in order (None: readings)
+    parts: tuple[np.ndarray, ...] | None = None
+    first_round: int = 0  # readings: the round (0-based) of samples[0]
 
 
 def pi_samples(pi: PISpec, rounds: Sequence[RoundData], stop: StopSpec) -> PISamples:
@@ -281,12 +411,13 @@ def pi_samples(pi: PISpec, rounds: Sequence[RoundData], stop: StopSpec) -> PISam
     the first ``warmup_rounds`` (Pilot's UR or readings path)."""
     if pi.units is not None or any(r.units is not None for r in rounds):
         unit_rounds = [r for r in rounds if r.units is not None]
-        samples, removed, rejected = stable_unit_readings(unit_rounds, stop.warmup_removal)
+        parts, removed, rejected = stable_parts(unit_rounds, stop.warmup_removal)
+        samples = np.concatenate(parts) if parts else np.empty(0)
         method = {
             "edm": "unit readings, EDM warm-up removal (pruned), subsession t-interval",
             "edm-pilot": "unit readings, EDM warm-up removal (Pilot), subsession t-interval",
         }.get(stop.warmup_removal, "unit readings, subsession t-interval")
-        return PISamples(samples, method, len(unit_rounds), removed, rejected)
+        return PISamples(samples, method, len(unit_rounds), removed, rejected, tuple(parts))
     readings = np.array([r.reading for r in rounds if r.reading is not None], dtype=float)
     skipped = min(stop.warmup_rounds, readings.size)
     return PISamples(
@@ -294,14 +425,246 @@ def pi_samples(pi: PISpec, rounds: Sequence[RoundData], stop: StopSpec) -> PISam
         "readings, subsession t-interval",
         int(readings.size - skipped),
         removed=skipped,
+        first_round=skipped,
     )
 
 
 def analyze_pi(pi: PISpec, rounds: Sequence[RoundData], stop: StopSpec) -> PIResult:
-    """The estimate of one PI from the rounds done so far (Pilot's UR or readings path)."""
+    """The estimate of one PI from the rounds done so far (Pilot's UR or readings path).
+
+    Beyond Pilot (issue #21, bench/bench_shapes.py): with unit readings, an interval
+    rests on the round means when the rounds differ more than their unit readings
+    explain (:func:`between_rounds`); and before a result meets its target, the
+    samples it rests on are checked for a skew the t-interval cannot carry at this
+    sample size (:func:`check_tails`) and for a change of level (:func:`check_level`).
+    """
     got = pi_samples(pi, rounds, stop)
-    return analyze_samples(
+    res = analyze_samples(
         pi, got.samples, stop, got.method, got.rounds_used, got.removed, got.rejected
+    )
+    if got.parts is not None and pi.statistic == "mean":
+        res = between_rounds(pi, got.parts, res, stop)
+    res = _require_rounds(res, stop)
+    if not math.isfinite(res.half_width) and res.rounds_used >= 6 and got.samples.size >= 6:
+        res = locate_change(pi, got, res)
+    if res.met and pi.statistic == "mean":
+        res = check_tails(pi, got, res, stop)
+    if res.met:  # last: the fewer looks it gets, the fewer false alarms
+        res = check_level(pi, got, res, stop)
+    return res
+
+
+def _require_rounds(res: PIResult, stop: StopSpec) -> PIResult:
+    if not res.met or res.rounds_used >= stop.min_rounds:
+        return res
+    per_round = res.n_raw / max(res.rounds_used, 1)
+    need = math.ceil(stop.min_rounds * per_round)
+    return replace(res, met=False, required_raw=max(res.required_raw or 0, need))
+
+
+def _round_means(parts: Sequence[np.ndarray], harmonic: bool) -> np.ndarray:
+    return np.array(
+        [p.size / float(np.sum(1.0 / p)) if harmonic else float(np.mean(p)) for p in parts]
+    )
+
+
+def between_rounds(
+    pi: PISpec, parts: Sequence[np.ndarray], res: PIResult, stop: StopSpec
+) -> PIResult:
+    """The unit-level result, or one resting on the round means when the rounds differ.
+
+    Kalibera & Jones' two-level view (rounds x unit readings): the variance of the mean
+    has a between-round part that only more rounds reduce. Its F test
+    (:func:`~assay.stats.validity.round_effect`) is a preliminary test in Bancroft's
+    "sometimes pool" sense, at ``ROUND_EFFECT_ALPHA`` = 0.25 so that a modest
+    between-round part is not pooled away; when it rejects, the interval is the
+    subsession t-interval of the round means (``n_samples`` = rounds).
+    """
+    from assay.stats.validity import round_effect
+
+    kept = [p for p in parts if p.size > 0]
+    if len(kept) < 2:
+        return res
+    means = _round_means(kept, pi.mean == "harmonic")
+    if math.isfinite(res.half_width) and res.n_samples >= 2:
+        se = res.half_width / _t_quantile(res.confidence, res.n_samples - 1)
+        p = round_effect(means, se * se, res.n_samples - 1)
+        why = f"the rounds differ more than their unit readings explain (F test p = {p:.2g})"
+    elif len(kept) >= 3:
+        # no subsession of the unit readings is uncorrelated: rounds that sit at
+        # different levels look exactly like that, so the round means may still do
+        p = 0.0
+        why = "the unit readings' autocorrelation does not merge away"
+    else:
+        return res
+    extra = {**res.extra, "round_effect_p": p}
+    if p >= ROUND_EFFECT_ALPHA:
+        return replace(res, extra=extra)
+    per_round = res.n_raw / len(kept)
+    by_round = analyze_samples(
+        pi,
+        means,
+        stop,
+        res.method.replace("subsession t-interval", "t-interval of round means"),
+        res.rounds_used,
+        res.warmup_removed,
+        res.rounds_rejected,
+    )
+    need = None if by_round.required_raw is None else math.ceil(by_round.required_raw * per_round)
+    note = (
+        f"rests on {by_round.n_samples} round means (of {res.n_raw} unit readings): {why}, "
+        "so only more rounds narrow the interval"
+    )
+    if by_round.note:
+        note = f"{note}; {by_round.note}"
+    return replace(
+        by_round,
+        n_raw=res.n_raw,
+        required_raw=need,
+        note=note,
+        extra={**extra, "rounds_level": 1.0},
+    )
+
+
+def _round_of(got: PISamples, res: PIResult, sample: int) -> int:
+    """The round (0-based, among the analysed ones) of merged sample ``sample``."""
+    raw = sample * max(res.subsession_size, 1)
+    if got.parts is None:
+        return got.first_round + raw
+    starts = np.cumsum([0] + [p.size for p in got.parts])
+    return int(np.searchsorted(starts, raw, side="right") - 1)
+
+
+def _shift_base(pi: PISpec, got: PISamples, res: PIResult) -> tuple[np.ndarray, list[int]]:
+    """The series a change of level is looked for in, and the round (0-based) each of
+    its values starts in: the round means with unit readings (the unit readings inside
+    one round need not be exchangeable, rounds in modes; the rounds are), else the
+    merged samples the interval rests on."""
+    rounds = [k for k, p in enumerate(got.parts or ()) if p.size > 0]
+    if got.parts is not None and ("rounds_level" in res.extra or len(rounds) >= 6):
+        q = max(res.subsession_size, 1) if "rounds_level" in res.extra else 1
+        means = _round_means([got.parts[k] for k in rounds], pi.mean == "harmonic")
+        merged = merge_subsessions(means, q)
+        return merged, [rounds[i * q] for i in range(merged.size)]
+    q = max(res.subsession_size, 1) if math.isfinite(res.half_width) else 1
+    merged = merge_subsessions(got.samples, q)
+    at = replace(res, subsession_size=q)
+    return merged, [_round_of(got, at, i) for i in range(merged.size)]
+
+
+def _find_shift(
+    pi: PISpec, got: PISamples, res: PIResult, alpha: float, permutations: int
+) -> tuple[LevelShift, int] | None:
+    """The most significant change of level and its round (1-based), or None."""
+    from assay.stats.validity import level_shift
+
+    series, starts = _shift_base(pi, got, res)
+    shift = level_shift(
+        series,
+        alpha=alpha,
+        permutations=permutations,
+        confidence=res.confidence,
+        max_samples=SHIFT_MAX_SAMPLES,
+    )
+    if shift is None:
+        return None
+    return shift, starts[min(shift.index, len(starts) - 1)] + 1
+
+
+def check_level(pi: PISpec, got: PISamples, res: PIResult, stop: StopSpec) -> PIResult:
+    """No single interval when the level shifted (or drifted) during the study.
+
+    The merged samples the interval rests on (with unit readings: the round means) are
+    (nearly) exchangeable when the PI is stationary, so E-Divisive means with a
+    permutation test at ``SHIFT_ALPHA`` (:func:`~assay.stats.validity.level_shift`) can
+    look for a change among them. It runs only when the result would meet its target,
+    at most ``confirm_rounds`` times per study, which keeps the false alarms on a
+    stationary PI near ``SHIFT_ALPHA`` per look.
+    """
+    found = _find_shift(pi, got, res, SHIFT_ALPHA, SHIFT_PERMUTATIONS)
+    if found is None:
+        return res
+    shift, at = found
+    rel = shift.mean_after / shift.mean_before - 1 if shift.mean_before else math.nan
+    note = (
+        f"no valid CI: the mean moved during the study, from {shift.mean_before:.6g} to "
+        f"{shift.mean_after:.6g} ({rel:+.1%}, difference [{shift.diff_low:.4g}, "
+        f"{shift.diff_high:.4g}]) at round {at} of {res.rounds_used} (E-Divisive means, "
+        f"permutation p = {shift.p_value:.2g}"
+        + (f"; {shift.changes} changes in all" if shift.changes > 1 else "")
+        + "): a level shift or a drift (background load, frequency scaling, a growing "
+        "data set?); no single interval describes it"
+    )
+    return replace(
+        res,
+        low=-math.inf,
+        high=math.inf,
+        half_width=math.inf,
+        relative_half_width=math.inf,
+        met=False,
+        required_raw=None,
+        note=note,
+        extra={
+            **res.extra,
+            "shift_round": float(at),
+            "shift_p": shift.p_value,
+            "mean_before": shift.mean_before,
+            "mean_after": shift.mean_after,
+        },
+    )
+
+
+def locate_change(pi: PISpec, got: PISamples, res: PIResult) -> PIResult:
+    """Where the level of a PI without an interval changed most, added to its note.
+
+    Its samples are autocorrelated here (that is why no interval exists), so no test
+    is made: E-Divisive's best split says where, not whether
+    (:func:`~assay.stats.validity.largest_step`).
+    """
+    from assay.stats.validity import largest_step
+
+    series, starts = _shift_base(pi, got, res)
+    step = largest_step(series, max_samples=SHIFT_MAX_SAMPLES)
+    if step is None:
+        return res
+    k, before, after = step
+    at = starts[min(k, len(starts) - 1)] + 1
+    return replace(
+        res,
+        note=f"{res.note}; the largest change of level is at round {at} of "
+        f"{res.rounds_used}: from {before:.6g} to {after:.6g}",
+    )
+
+
+def check_tails(pi: PISpec, got: PISamples, res: PIResult, stop: StopSpec) -> PIResult:
+    """Not met while the samples are too skewed for a t-interval at this size.
+
+    Cochran's rule (:func:`~assay.stats.validity.cochran_min_samples`) on the merged
+    samples the interval rests on: heavy tails need many samples before the mean's
+    t-interval covers (bench/bench_shapes.py: lognormal sigma 1, 87.5% without it).
+    """
+    from assay.stats.validity import cochran_min_samples
+
+    base = (
+        _round_means(got.parts, pi.mean == "harmonic")
+        if got.parts is not None and "rounds_level" in res.extra
+        else got.samples
+    )
+    q = max(res.subsession_size, 1)
+    need = cochran_min_samples(merge_subsessions(base, q))
+    if res.n_samples >= need:
+        return res
+    per_sample = res.n_raw / max(res.n_samples, 1)
+    note = (
+        f"skewed samples: a t-interval of the mean needs about {need} samples at this "
+        f"skewness (Cochran's rule), {res.n_samples} so far (statistic = 'median' gives "
+        "a distribution-free interval of the median)"
+    )
+    return replace(
+        res,
+        met=False,
+        required_raw=max(res.required_raw or 0, math.ceil(need * per_sample)),
+        note=note if not res.note else f"{res.note}; {note}",
     )
 
 
@@ -413,6 +776,13 @@ def decide(
     rounds_left = _rounds_left(pending, rounds_done - rounds_failed, raw_per_round or {})
     if rounds_done >= 5 and rounds_failed / rounds_done > stop.max_failures:
         return Decision(True, f"stopped early: {rounds_failed} of {rounds_done} trials failed")
+    moved = [r for r in results if r.name in must and "shift_round" in r.extra]
+    if moved:
+        # more rounds cannot give one interval to a PI whose level moved: say so now
+        names = ", ".join(f"{r.name} (round {r.extra['shift_round']:.0f})" for r in moved)
+        return Decision(
+            True, f"stopped early: the mean moved during the study: {names}; no valid CI"
+        )
     if met and met_streak + 1 >= stop.confirm_rounds:
         return Decision(
             True, "target reached: every CI is within the requested width", 0, target_met=True

@@ -5,7 +5,9 @@ single-threaded worker processes on this machine, bound to loopback; ``--cluster
 ADDRESS``, an existing scheduler; the study file's ``[cluster]`` table, machines reached
 over SSH (Dask's ``SSHCluster``: a scheduler on one host, one worker per host).  The
 command line's choice wins over the file's.  Without any, trials run here, one at a
-time.
+time.  A ``[cluster]`` with ``roles`` makes every trial span the hosts
+(:class:`~assay.execute.roles.RoleExecutor`) on whichever of the three clusters: with
+``--workers N``, worker ``i`` stands for host ``i`` of the roles.
 
 >>> with open_executor(monitor=False) as ex:
 ...     ex.describe()
@@ -38,6 +40,7 @@ def open_executor(
     """The executor for a study; a cluster this starts is stopped on the way out."""
     if workers is not None and address is not None:
         raise ValueError("--workers starts a cluster here, --cluster names one: give one")
+    roles = ssh if ssh is not None and ssh.roles is not None else None
     if workers is None and address is None:
         if ssh is not None:
             with _ssh_executor(ssh, monitor) as ex:
@@ -47,11 +50,16 @@ def open_executor(
         return
     from distributed import Client, LocalCluster
 
-    from assay.execute.dask_executor import RESOURCE, DaskExecutor
+    from assay.execute.dask_executor import RESOURCE
 
     if workers is not None:
         if workers < 1:
             raise ValueError(f"--workers {workers}: expected 1 or more")
+        if roles is not None and workers < len(roles.hosts):
+            raise StudyError(
+                f"--workers {workers}: the study's [cluster.roles] name {len(roles.hosts)} "
+                f"hosts, one worker each: give --workers {len(roles.hosts)} or more"
+            )
         cluster = LocalCluster(
             n_workers=workers,
             threads_per_worker=1,
@@ -62,7 +70,7 @@ def open_executor(
             silence_logs=logging.ERROR,
         )
         with _closed_quietly(cluster), _closed_quietly(client := Client(cluster)):
-            yield DaskExecutor(client, monitor=monitor, expected_workers=workers)
+            yield _dask_executor(client, roles, monitor, workers)
         return
     assert address is not None
     try:
@@ -70,7 +78,23 @@ def open_executor(
     except (OSError, TimeoutError) as exc:
         raise StudyError(f"--cluster {address}: cannot reach the Dask scheduler: {exc}") from None
     with _closed_quietly(client):
-        yield DaskExecutor(client, monitor=monitor)
+        yield _dask_executor(client, roles, monitor, 1)
+
+
+def _dask_executor(
+    client: Any, roles: ClusterSpec | None, monitor: bool, expected: int, *, identical: bool = False
+) -> Executor:
+    """A :class:`DaskExecutor`, or the multi-host one when the study file has roles."""
+    from assay.execute.dask_executor import DaskExecutor
+
+    if roles is not None:
+        from assay.execute.roles import RoleExecutor
+
+        need = len(roles.hosts)
+        return RoleExecutor(client, roles, monitor=monitor, expected_workers=max(expected, need))
+    return DaskExecutor(
+        client, monitor=monitor, require_identical=identical, expected_workers=expected
+    )
 
 
 @contextlib.contextmanager
@@ -106,29 +130,55 @@ def ssh_connect_options(spec: ClusterSpec) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def _ssh_executor(spec: ClusterSpec, monitor: bool) -> Iterator[Executor]:
-    from distributed import Client, SSHCluster
-
-    from assay.execute.dask_executor import RESOURCE, DaskExecutor
+    from distributed import Client
 
     scheduler = spec.scheduler or spec.hosts[0]
     try:
-        cluster = SSHCluster(
-            [scheduler, *spec.hosts],
-            connect_options=ssh_connect_options(spec),
-            worker_options={"nthreads": 1, "resources": {RESOURCE: 1}},
-            # the scheduler listens on the host named for it, nowhere else
-            scheduler_options={"host": scheduler, "port": 0, "dashboard_address": None},
-            remote_python=spec.remote_python,
-        )
+        cluster = ssh_cluster(spec, scheduler)
     except Exception as exc:  # asyncssh's and Dask's errors: refused, auth, no python
         raise StudyError(
             f"[cluster]: cannot start the Dask cluster over SSH on {', '.join(spec.hosts)}: "
             f"{type(exc).__name__}: {exc}"
         ) from None
     with _closed_quietly(cluster), _closed_quietly(client := Client(cluster)):
-        yield DaskExecutor(
-            client,
-            monitor=monitor,
-            require_identical=spec.require_identical,
-            expected_workers=len(spec.hosts),
+        roles = spec if spec.roles is not None else None
+        yield _dask_executor(
+            client, roles, monitor, len(spec.hosts), identical=spec.require_identical
         )
+
+
+def ssh_cluster(spec: ClusterSpec, scheduler: str) -> Any:
+    """Dask's SSH cluster (what ``distributed.SSHCluster`` builds), with each worker named
+    by its host's place in ``hosts`` and listening on that host's address: a study with
+    roles finds host ``i``'s worker by its name, also where several "hosts" are
+    addresses of one machine (127.0.0.2, 127.0.0.3)."""
+    from distributed import SpecCluster
+    from distributed.deploy.ssh import Scheduler, Worker
+
+    from assay.execute.dask_executor import RESOURCE
+
+    options = ssh_connect_options(spec)
+    workers = {
+        i: {
+            "cls": Worker,
+            "options": {
+                "address": host,
+                "connect_options": options,
+                "kwargs": {"nthreads": 1, "resources": {RESOURCE: 1}, "name": i, "host": host},
+                "worker_class": "distributed.Nanny",  # SSHCluster's default
+                "remote_python": spec.remote_python,
+            },
+        }
+        for i, host in enumerate(spec.hosts)
+    }
+    scheduler_spec = {
+        "cls": Scheduler,
+        "options": {
+            "address": scheduler,
+            "connect_options": options,
+            # the scheduler listens on the host named for it, nowhere else
+            "kwargs": {"host": scheduler, "port": 0, "dashboard_address": None},
+            "remote_python": spec.remote_python,
+        },
+    }
+    return SpecCluster(workers, scheduler_spec, name="SSHCluster")

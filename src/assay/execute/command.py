@@ -14,17 +14,22 @@ the program as literal arguments; no shell sees them unless the user set
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
+import gc
 import io
 import os
 import resource
 import selectors
 import shlex
+import shutil
 import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, TextIO
+from typing import Any, Literal, TextIO
 
 from assay.execute.interrupts import deferred, terminate_as_interrupt
 from assay.execute.output import Spool
@@ -59,6 +64,8 @@ class CommandResult:
     error: str = ""
     cpu_user: float = 0.0
     cpu_system: float = 0.0
+    # the command's peak (wait4); at least Assay's own at the spawn (vfork: the kernel
+    # records the shared address space's peak at the exec)
     max_rss_kib: int = 0
     extra: dict[str, float] = field(default_factory=dict)
     # perf_counter() at the spawn and at the reap: what lies between two trials' stamps
@@ -113,73 +120,81 @@ def run_command(
     The command runs in a session of its own, its processes held by a cgroup or found
     by a scan (:mod:`assay.execute.proctree`), and carries ``ASSAY_TRIAL`` in its
     environment (``env``'s value if given, else a fresh one).  The command is its first
-    process: ``duration`` runs from the spawn to its reap.  When it exits, whatever it
-    left running is killed (a trial is over when its command is), unless
-    ``keep_descendants`` (a setup step starting a server); then its output is read to
-    the end, within the timeout.  At the timeout, or when Assay is interrupted
-    (Ctrl-C, SIGTERM, SIGHUP: see :mod:`assay.execute.interrupts`), all are killed.
+    process: ``duration`` runs from the spawn to its reap, and nothing else is in it
+    (the pipes, the executable's lookup and the environment are made before; reading
+    the output while it runs is all).  When it exits, whatever it left running is
+    killed (a trial is over when its command is), unless ``keep_descendants`` (a setup
+    step starting a server); then its output is read to the end, within the timeout.
+    At the timeout, or when Assay is interrupted (Ctrl-C, SIGTERM, SIGHUP: see
+    :mod:`assay.execute.interrupts`), all are killed.
 
     Output is streamed, so memory does not grow with it: ``stdout``/``stderr`` are
     capped heads and tails, the whole of stdout is in ``output`` (call ``close()``).
 
     With ``shell=True`` the argv elements are joined with spaces and run by ``/bin/sh -c``:
-    only for users who ask for shell syntax. No ``preexec_fn`` is used: it disables the
-    vfork fast path and added 17 ms to every measured launch here (bench/RESULTS.md).
+    only for users who ask for shell syntax. The launch is ``posix_spawn`` (vfork and
+    exec, as hyperfine's), or ``subprocess.Popen`` with a working directory; never a
+    ``preexec_fn``: it disables the vfork fast path and added 17 ms to every measured
+    launch here (bench/RESULTS.md).
     """
     args = list(argv)
-    full_env = dict(os.environ)
-    if env:
-        full_env.update(env)
-    full_env[MARKER] = env[MARKER] if env and MARKER in env else new_marker()
+    # bytes, as the kernel takes them: no decoding of Assay's environment per trial
+    full_env = dict(os.environb)
+    for key, value in (env or {}).items():
+        full_env[os.fsencode(key)] = os.fsencode(value)
+    marker = env[MARKER] if env and MARKER in env else new_marker()
+    full_env[os.fsencode(MARKER)] = os.fsencode(marker)
     out, err = Spool(keep_all=True), Spool()
     with terminate_as_interrupt():
-        tree = ProcessTree(full_env[MARKER], hold=not keep_descendants)
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        tree.enter()  # the cgroup, if any: the command is born in it
-        started = time.time()
-        t0 = time.perf_counter()
+        tree = ProcessTree(marker, hold=not keep_descendants)
+        launch: _Launch | None = None
+        started, t0 = time.time(), time.perf_counter()
+        gc_on = gc.isenabled()
+        gc.disable()  # no collection in the timed region
         try:
-            proc = subprocess.Popen(
-                " ".join(args) if shell else args,
-                shell=shell,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=full_env,
-                cwd=cwd,
-                start_new_session=True,
-            )
-        except (OSError, ValueError) as exc:
-            tree.close()
-            return CommandResult(
-                argv=args,
-                status="launch_error",
-                exit_code=None,
-                started=started,
-                duration=time.perf_counter() - t0,
-                stdout=b"",
-                stderr=b"",
-                error=f"cannot start {args[0]!r}: {exc}",
-            )
-        tree.attach(proc.pid)
-        try:
-            end, timed_out, after = _follow(proc, tree, out, err, t0 + timeout, keep_descendants)
-        except BaseException:
-            # Ctrl-C, SIGTERM: never leave the benchmark running behind us; a second
-            # signal waits for the clean-up
-            with deferred():
-                tree.kill()
-                _kill_group(proc)
-                proc.wait()
-                tree.close()
-                out.close()
-            raise
+            try:
+                launch = _Launch(exec_argv(args, shell), full_env, cwd)
+                tree.enter()  # the command is born where the tree holds it
+                started = time.time()
+                t0 = time.perf_counter()
+                child = launch.spawn()
+            except (OSError, ValueError) as exc:
+                return CommandResult(
+                    argv=args,
+                    status="launch_error",
+                    exit_code=None,
+                    started=started,
+                    duration=time.perf_counter() - t0,
+                    stdout=b"",
+                    stderr=b"",
+                    error=f"cannot start {args[0]!r}: {exc}",
+                )
+            finally:
+                if launch is not None:
+                    launch.close_child_ends()
+            tree.attach(child.pid)
+            try:
+                end, timed_out, usage = _follow(
+                    child, launch, tree, out, err, t0 + timeout, keep_descendants
+                )
+            except BaseException:
+                # Ctrl-C, SIGTERM: never leave the benchmark running behind us; a second
+                # signal waits for the clean-up
+                with deferred():
+                    tree.kill()
+                    _kill_group(child)
+                    child.reap()
+                    tree.close()
+                    out.close()
+                raise
         finally:
-            for pipe in (proc.stdout, proc.stderr):
-                if pipe is not None:
-                    pipe.close()
-        tree.close()
-    code = proc.returncode
+            if launch is not None:
+                launch.close()
+            tree.close()
+            if gc_on:
+                gc.enable()
+    code = child.code
+    assert code is not None  # reaped by _follow
     if timed_out:
         status: TrialStatus = "timeout"
         error = f"timed out after {timeout:g} s; every process it started was killed"
@@ -198,17 +213,157 @@ def run_command(
         stdout=out.kept(),
         stderr=err.kept(),
         error=error,
-        cpu_user=after.ru_utime - before.ru_utime,
-        cpu_system=after.ru_stime - before.ru_stime,
-        max_rss_kib=int(after.ru_maxrss),
+        cpu_user=usage.ru_utime,
+        cpu_system=usage.ru_stime,
+        max_rss_kib=int(usage.ru_maxrss),
         spawned=t0,
         reaped=end,
         output=out,
     )
 
 
+# Popen's restore_signals: what Python ignores must not stay ignored in the command
+_SIGDEF = tuple(getattr(signal, n) for n in ("SIGPIPE", "SIGXFZ", "SIGXFSZ") if hasattr(signal, n))
+
+
+@dataclass
+class _Child:
+    """The command's first process, reaped by ``os.wait4`` (its own resource usage)."""
+
+    pid: int
+    popen: subprocess.Popen[bytes] | None = None
+    code: int | None = None
+
+    def reap(self, block: bool = True) -> resource.struct_rusage | None:
+        """Wait for the exit; its resource usage, or None when ``block`` is false and it
+        still runs."""
+        if self.code is not None:
+            return None
+        try:
+            pid, status, usage = os.wait4(self.pid, 0 if block else os.WNOHANG)
+        except ChildProcessError:  # reaped by someone else: no status nor usage to tell
+            pid, status, usage = self.pid, 255 << 8, resource.struct_rusage((0,) * 16)
+        if pid == 0:
+            return None
+        self.code = os.waitstatus_to_exitcode(status)
+        if self.popen is not None:
+            self.popen.returncode = self.code  # reaped: Popen must not wait for it again
+        return usage
+
+
+class _Launch:
+    """Everything the spawn needs, made before the clock starts: the pipes (read ends
+    in ``out``/``err``), the executable's path and the spawn's file actions."""
+
+    def __init__(self, argv: list[str], env: dict[bytes, bytes], cwd: str | None) -> None:
+        self.argv, self.env, self.cwd = argv, env, cwd
+        self.fds: list[int] = []
+        self.out, w_out = self._pipe()
+        self.err, w_err = self._pipe()
+        self.writers = [w_out, w_err]
+        self.spawns = cwd is None  # else Popen: posix_spawn cannot change directory
+        self.path: str | None = None
+        if self.spawns:
+            name = argv[0]
+            self.path = name if os.path.dirname(name) else _lookup(name, env)
+            self.actions: list[tuple[Any, ...]] = [
+                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDWR, 0),
+                (os.POSIX_SPAWN_DUP2, w_out, 1),
+                (os.POSIX_SPAWN_DUP2, w_err, 2),
+                *((os.POSIX_SPAWN_CLOSE, fd) for fd in _inherited_fds()),
+            ]
+
+    def _pipe(self) -> tuple[int, int]:
+        r, w = os.pipe()
+        # above stdio, so that the dup2s onto 0-2 cannot overwrite them
+        r, w = _above_stdio(r), _above_stdio(w)
+        self.fds += [r, w]
+        return r, w
+
+    def spawn(self) -> _Child:
+        """Start the command in a session of its own."""
+        if self.spawns:
+            if self.path is None:  # as Popen: never a file of that name in the cwd
+                raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), self.argv[0])
+            pid = os.posix_spawn(
+                self.path,
+                self.argv,
+                self.env,
+                file_actions=self.actions,
+                setsid=True,
+                setsigdef=_SIGDEF,
+            )
+            return _Child(pid)
+        proc = subprocess.Popen(
+            self.argv,
+            stdin=subprocess.DEVNULL,
+            stdout=self.writers[0],
+            stderr=self.writers[1],
+            env=self.env,
+            cwd=self.cwd,
+            start_new_session=True,
+        )
+        return _Child(proc.pid, proc)
+
+    def close_child_ends(self) -> None:
+        """After the spawn: the command holds the write ends; the reader sees their end."""
+        for fd in self.writers:
+            self._close(fd)
+        self.writers = []
+
+    def close(self) -> None:
+        for fd in list(self.fds):
+            self._close(fd)
+
+    def _close(self, fd: int) -> None:
+        if fd in self.fds:
+            self.fds.remove(fd)
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+_found: dict[tuple[str, bytes], str] = {}  # (program, PATH) -> its path
+
+
+def _lookup(name: str, env: Mapping[bytes, bytes]) -> str | None:
+    """``name`` on the command's PATH, as Popen finds it (the first executable file);
+    remembered while it stays executable (a lookup costs ~0.1 ms with a long PATH)."""
+    key = (name, env.get(b"PATH", b""))
+    hit = _found.get(key)
+    if hit is not None and os.access(hit, os.X_OK):
+        return hit
+    found = None
+    with contextlib.suppress(ValueError):  # a NUL in it: the spawn says so
+        found = shutil.which(name, path=os.pathsep.join(os.get_exec_path(env)))  # type: ignore[arg-type]
+    if found is not None:
+        _found[key] = found
+    return found
+
+
+def _above_stdio(fd: int) -> int:
+    if fd > 2:
+        return fd
+    high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    os.close(fd)
+    return high
+
+
+def _inherited_fds() -> list[int]:
+    """This process's inheritable descriptors above stdio (Popen's close_fds closes them
+    in the child; posix_spawn would pass them on)."""
+    fds: list[int] = []
+    with contextlib.suppress(OSError):
+        for name in os.listdir("/proc/self/fd"):
+            fd = int(name)
+            with contextlib.suppress(OSError):
+                if fd > 2 and os.get_inheritable(fd):
+                    fds.append(fd)
+    return fds
+
+
 def _follow(
-    proc: subprocess.Popen[bytes],
+    child: _Child,
+    launch: _Launch,
     tree: ProcessTree,
     out: Spool,
     err: Spool,
@@ -216,17 +371,16 @@ def _follow(
     keep: bool,
 ) -> tuple[float, bool, resource.struct_rusage]:
     """Read the pipes until the command ends, or the deadline; kill its tree when the
-    trial is over; the reap's time, whether it timed out and the children's usage."""
-    assert proc.stdout is not None and proc.stderr is not None
+    trial is over; the reap's time, whether it timed out and the command's usage."""
     sel = _Selector()
-    sel.register(proc.stdout, selectors.EVENT_READ, out)
-    sel.register(proc.stderr, selectors.EVENT_READ, err)
-    pidfd = _pidfd(proc.pid)
+    sel.register(launch.out, selectors.EVENT_READ, out)
+    sel.register(launch.err, selectors.EVENT_READ, err)
+    pidfd = _pidfd(child.pid)
     if pidfd is not None:
         sel.register(pidfd, selectors.EVENT_READ, None)  # readable when the command exits
     pipes = 2
     end: float | None = None
-    after: resource.struct_rusage | None = None
+    usage: resource.struct_rusage | None = None
     timed_out = False
     drain_until = deadline
     try:
@@ -235,7 +389,7 @@ def _follow(
             if end is None and now >= deadline:
                 timed_out = True
                 tree.kill()
-                _kill_group(proc)
+                _kill_group(child)
             elif end is not None and now >= drain_until:
                 if not keep or timed_out:
                     break  # a writer out of reach holds a pipe: stop reading it
@@ -243,13 +397,16 @@ def _follow(
                 tree.kill()
                 drain_until = time.perf_counter() + _DRAIN_S
                 continue
-            if end is None and (timed_out or (pidfd is None and proc.poll() is not None)):
+            exited = False
+            if end is None and pidfd is None and not timed_out:
+                usage = child.reap(block=False)
+                exited = usage is not None
+            if end is None and (timed_out or exited):
                 exited = True
             else:
                 limit = (deadline if end is None else drain_until) - now
                 if end is None and pidfd is None:
                     limit = min(limit, _POLL_S)
-                exited = False
                 for key, _ in sel.select(max(limit, 0.0)):
                     if key.data is None:
                         exited = True
@@ -261,9 +418,9 @@ def _follow(
                         sel.unregister(key.fileobj)
                         pipes -= 1
             if exited and end is None:
-                proc.wait()
+                if usage is None:
+                    usage = child.reap()
                 end = time.perf_counter()
-                after = resource.getrusage(resource.RUSAGE_CHILDREN)
                 if pidfd is not None:
                     sel.unregister(pidfd)
                 if not keep:
@@ -273,8 +430,8 @@ def _follow(
         sel.close()
         if pidfd is not None:
             os.close(pidfd)
-    assert after is not None
-    return end, timed_out, after
+    assert usage is not None
+    return end, timed_out, usage
 
 
 def _pidfd(pid: int) -> int | None:
@@ -294,13 +451,14 @@ def _exit_text(code: int) -> str:
     return f"exited with status {code}"
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    if proc.returncode is not None:
+def _kill_group(child: _Child) -> None:
+    if child.code is not None:
         return  # reaped: its pid (and group id) may be another's now
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(child.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        proc.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child.pid, signal.SIGKILL)
 
 
 def exec_argv(argv: Sequence[str], shell: bool = False) -> list[str]:

@@ -26,11 +26,14 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.execute.monitor import ResourceMonitor
 from assay.execute.trial import Step, TrialJob, TrialRequest, run_step, run_trial
-from assay.store import TrialRecord
+from assay.store import HostRun, TrialRecord
+
+if TYPE_CHECKING:
+    from assay.spec import Spec
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,22 @@ class Executor(ABC):
     def status(self) -> ExecutorStatus | None:
         """Workers and trials in flight, for a live display (None: one trial at a time)."""
         return None
+
+    def prepare(self, spec: Spec) -> None:
+        """Take what the executor needs of the study file (a multi-host executor: the
+        roles' steps); nothing here."""
+        del spec
+
+    def run_phase(self, job: TrialJob, what: str, step: Step | None) -> None:
+        """The study's ``setup`` or ``teardown``: ``step`` (``[benchmark]``'s) on every
+        host that runs trials; a multi-host executor adds its roles' steps."""
+        if step is not None:
+            self.run_step(job, step)
+
+    def drain_host_runs(self) -> list[HostRun]:
+        """The hosts' outcomes of the study's steps since the last call, for the store
+        (a multi-host executor's; none here)."""
+        return []
 
     @abstractmethod
     def start(self) -> None:

@@ -27,7 +27,9 @@ benchmark's wall time.
 
 CPU utilisation is computed from ``psutil.cpu_times(percpu=True)`` differences (the
 same arithmetic as ``psutil.cpu_percent(percpu=True)``, without its process-wide
-state, which any other caller would disturb): busy = total - idle - iowait.
+state, which any other caller would disturb): busy = total - idle - iowait.  On Linux
+the counters are read from /proc directly, with psutil's arithmetic (psutil's readers
+cost ~0.5 ms a read; two reads bracket every trial); elsewhere through psutil.
 
 >>> s = series_from_counters(
 ...     times=np.array([0.0, 1.0]),
@@ -374,6 +376,102 @@ def _whole_disks(names: Sequence[str]) -> list[str]:
     return list(names)
 
 
+#: One read: CPU total and busy seconds per core, memory %, bytes and busy ms per disk,
+#: bytes sent and received per NIC (NaN where a device is gone).
+Counters = tuple[
+    list[float], list[float], float, list[float], list[float], list[float], list[float]
+]
+
+
+def _psutil_counters(disks: Sequence[str], nics: Sequence[str]) -> Counters:
+    """One read through psutil (any platform)."""
+    cpus = psutil.cpu_times(percpu=True)
+    total = [sum(c) for c in cpus]
+    idle = [c.idle + getattr(c, "iowait", 0.0) for c in cpus]
+    mem = psutil.virtual_memory().percent
+    dio = psutil.disk_io_counters(perdisk=True) or {}
+    nio = psutil.net_io_counters(pernic=True)
+    nan = math.nan
+    return (
+        total,
+        [a - b for a, b in zip(total, idle, strict=True)],
+        mem,
+        [dio[d].read_bytes + dio[d].write_bytes if d in dio else nan for d in disks],
+        [float(getattr(dio[d], "busy_time", nan)) if d in dio else nan for d in disks],
+        [float(nio[n].bytes_sent) if n in nio else nan for n in nics],
+        [float(nio[n].bytes_recv) if n in nio else nan for n in nics],
+    )
+
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_SECTOR = 512  # /proc/diskstats counts 512-byte sectors, whatever the device's
+
+
+def _slurp(path: str) -> bytes:
+    """A /proc file's text (os.read: half the cost of open().read() on these)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(fd, 1 << 20)
+    finally:
+        os.close(fd)
+
+
+def _proc_counters(disks: Sequence[str], nics: Sequence[str]) -> Counters | None:
+    """One read straight from Linux's /proc, with psutil's arithmetic (the same
+    numbers as :func:`_psutil_counters`); None where a file is missing or not as
+    expected.  psutil's readers cost 0.4-0.6 ms a read here, these ~0.1 ms: two reads
+    bracket every trial, and the sampling budget buys more samples."""
+    try:
+        total: list[float] = []
+        busy: list[float] = []
+        for line in _slurp("/proc/stat").splitlines():
+            if not line.startswith(b"cpu"):
+                break
+            if line[3:4].isdigit():
+                v = [int(x) for x in line.split()[1:]]
+                t = sum(v) / _TICKS
+                total.append(t)
+                busy.append(t - (v[3] + (v[4] if len(v) > 4 else 0)) / _TICKS)
+        mem_kib: dict[bytes, int] = {}
+        for line in _slurp("/proc/meminfo").splitlines():
+            key, _, rest = line.partition(b":")
+            if key in (b"MemTotal", b"MemAvailable"):
+                mem_kib[key] = int(rest.split()[0])
+                if len(mem_kib) == 2:
+                    break
+        used = mem_kib[b"MemTotal"] - mem_kib[b"MemAvailable"]
+        mem = round(100.0 * used / mem_kib[b"MemTotal"], 1)
+        dio: dict[str, tuple[float, float]] = {}
+        if disks:
+            for line in _slurp("/proc/diskstats").splitlines():
+                w = line.split()
+                name = w[2].decode()
+                if name in disks:
+                    dio[name] = (float((int(w[5]) + int(w[9])) * _SECTOR), float(w[12]))
+        nio: dict[str, tuple[float, float]] = {}
+        if nics:
+            for line in _slurp("/proc/net/dev").splitlines()[2:]:
+                name_b, _, rest = line.rpartition(b":")
+                name = name_b.strip().decode()
+                if name in nics:
+                    w = rest.split()
+                    nio[name] = (float(w[8]), float(w[0]))
+    except (OSError, ValueError, IndexError, KeyError, ZeroDivisionError):
+        return None
+    if not total:
+        return None
+    nan = math.nan
+    return (
+        total,
+        busy,
+        mem,
+        [dio[d][0] if d in dio else nan for d in disks],
+        [dio[d][1] if d in dio else nan for d in disks],
+        [nio[n][0] if n in nio else nan for n in nics],
+        [nio[n][1] if n in nio else nan for n in nics],
+    )
+
+
 @dataclass
 class _Reads:
     times: list[float] = field(default_factory=list)
@@ -448,6 +546,7 @@ class ResourceMonitor:
         self._armed_at = 0.0
         self._thread: threading.Thread | None = None
         self._thread_cpu = 0.0
+        self._from_proc = True  # read /proc directly (Linux): a tenth of psutil's cost
 
     def calibrate(self, reads: int = 10) -> float:
         """Measure the CPU cost of one sample and choose the interval from the budget."""
@@ -464,25 +563,19 @@ class ResourceMonitor:
 
     def _read(self, r: _Reads) -> None:
         t = time.monotonic()
-        cpus = psutil.cpu_times(percpu=True)
-        total = [sum(c) for c in cpus]
-        idle = [c.idle + getattr(c, "iowait", 0.0) for c in cpus]
-        mem = psutil.virtual_memory().percent
-        disks = psutil.disk_io_counters(perdisk=True) or {}
-        nics = psutil.net_io_counters(pernic=True)
+        got = _proc_counters(self.disks, self.nics) if self._from_proc else None
+        if got is None:
+            self._from_proc = False  # not Linux (or /proc not as expected): psutil
+            got = _psutil_counters(self.disks, self.nics)
+        total, busy, mem, disk_bytes, disk_busy, sent, recv = got
         r.times.append(t)
         r.cpu_total.append(total)
-        r.cpu_busy.append([a - b for a, b in zip(total, idle, strict=True)])
+        r.cpu_busy.append(busy)
         r.memory.append(mem)
-        nan = math.nan
-        r.disk_bytes.append(
-            [disks[d].read_bytes + disks[d].write_bytes if d in disks else nan for d in self.disks]
-        )
-        r.disk_busy.append(
-            [float(getattr(disks[d], "busy_time", nan)) if d in disks else nan for d in self.disks]
-        )
-        r.net_sent.append([nics[n].bytes_sent if n in nics else nan for n in self.nics])
-        r.net_recv.append([nics[n].bytes_recv if n in nics else nan for n in self.nics])
+        r.disk_bytes.append(disk_bytes)
+        r.disk_busy.append(disk_busy)
+        r.net_sent.append(sent)
+        r.net_recv.append(recv)
 
     def _loop(self) -> None:
         """Sample every ``interval`` from the arming while armed; the first sample of a

@@ -6,39 +6,108 @@ group, output capture, resource accounting) and through a bare ``subprocess.run`
 alternating, and the difference of the mean wall times is reported with its Welch
 confidence interval.
 
->>> o = measure_launch_overhead(repetitions=5)
->>> o.repetitions
-5
+The probe measures the machine and Assay's executor, not a study, so it is run once and
+its launch times are cached per user (``$XDG_CACHE_HOME/assay/launch-overhead.json``,
+mode 0600): a session does not spend its start-up on 40 launches before the first trial
+(#17).  The cache serves while it is under :data:`MAX_AGE_S` old and was measured on the
+same host, kernel, Python, Assay (its executor's source files included) and ``ASSAY_*``
+environment with the same probe; else the probe runs again and replaces it.  The
+interval is computed when it is first read, after the trials: SciPy is not imported
+before the first trial either way.  (Not run after the trials instead: every session
+would still pay for it, at its end; nor in the gaps between trials, where its launches
+would disturb what the trials measure.)
+
+>>> o = probe_launch_overhead(repetitions=5)
+>>> o.repetitions, o.difference_s == o.with_assay_s - o.without_assay_s
+(5, True)
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import hashlib
+import json
+import math
+import os
 import shutil
+import stat
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeGuard
 
-import numpy as np
-
+from assay import __version__
 from assay.execute.command import run_command
+from assay.execute.proctree import MARKER
+
+#: How long a cached probe serves (seconds): a day, so that a changed machine (a new
+#: kernel is in the key; its load, cgroup set-up or firmware are not) is re-probed soon.
+MAX_AGE_S = 24 * 3600
+CACHE_NAME = "launch-overhead.json"
+_READ_LIMIT = 1 << 16  # bytes: the cache holds a few hundred; more is not ours
 
 
 @dataclass(frozen=True)
 class LaunchOverhead:
-    """Extra wall time per trial from Assay's executor vs a bare subprocess launch."""
+    """Extra wall time per trial from Assay's executor vs a bare subprocess launch: the
+    probe's wall times (seconds, one per launch of each kind) and what reports show."""
 
-    with_assay_s: float
-    without_assay_s: float
-    difference_s: float
-    difference_low_s: float
-    difference_high_s: float
-    repetitions: int
+    with_assay: tuple[float, ...]
+    without_assay: tuple[float, ...]
     probe: str
+    confidence: float = 0.95
+
+    @property
+    def repetitions(self) -> int:
+        return len(self.with_assay)
+
+    @property
+    def with_assay_s(self) -> float:
+        return statistics.fmean(self.with_assay)
+
+    @property
+    def without_assay_s(self) -> float:
+        return statistics.fmean(self.without_assay)
+
+    @property
+    def difference_s(self) -> float:
+        return self.with_assay_s - self.without_assay_s
+
+    @property
+    def difference_low_s(self) -> float:
+        return self._interval[0]
+
+    @property
+    def difference_high_s(self) -> float:
+        return self._interval[1]
+
+    @functools.cached_property
+    def _interval(self) -> tuple[float, float]:
+        """Welch's interval of the difference of the means; unbounded below 2 launches."""
+        if min(len(self.with_assay), len(self.without_assay)) < 2:
+            return -math.inf, math.inf
+        from scipy import stats  # here: SciPy takes ~0.6 s to import; read after the trials
+
+        res = stats.ttest_ind(self.with_assay, self.without_assay, equal_var=False)
+        ci = res.confidence_interval(self.confidence)
+        return float(ci.low), float(ci.high)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The JSON form results carry (the launch times themselves are left out)."""
+        return {
+            "with_assay_s": self.with_assay_s,
+            "without_assay_s": self.without_assay_s,
+            "difference_s": self.difference_s,
+            "difference_low_s": self.difference_low_s,
+            "difference_high_s": self.difference_high_s,
+            "repetitions": self.repetitions,
+            "probe": self.probe,
+        }
 
 
 def _noop_argv() -> list[str]:
@@ -46,8 +115,10 @@ def _noop_argv() -> list[str]:
     return [true] if true else [sys.executable, "-c", ""]
 
 
-def measure_launch_overhead(repetitions: int = 20, confidence: float = 0.95) -> LaunchOverhead:
-    """Alternate executor and bare launches of a no-op program; compare mean wall times."""
+def probe_launch_overhead(repetitions: int = 20, confidence: float = 0.95) -> LaunchOverhead:
+    """Alternate executor and bare launches of a no-op program, now (no cache)."""
+    if repetitions < 1:
+        raise ValueError(f"repetitions must be >= 1, got {repetitions}")
     argv = _noop_argv()
     with_s: list[float] = []
     without_s: list[float] = []
@@ -56,23 +127,121 @@ def measure_launch_overhead(repetitions: int = 20, confidence: float = 0.95) -> 
         t0 = time.perf_counter()
         subprocess.run(argv, check=False)
         without_s.append(time.perf_counter() - t0)
-    a = np.asarray(with_s)
-    b = np.asarray(without_s)
-    diff = float(a.mean() - b.mean())
-    if repetitions >= 2:
-        from scipy import stats  # here: SciPy takes ~1 s to import, before the first trial
+    return LaunchOverhead(tuple(with_s), tuple(without_s), " ".join(argv), confidence)
 
-        res = stats.ttest_ind(a, b, equal_var=False)
-        ci = res.confidence_interval(confidence)
-        low, high = float(ci.low), float(ci.high)
-    else:
-        low, high = -np.inf, np.inf
-    return LaunchOverhead(
-        with_assay_s=float(a.mean()),
-        without_assay_s=float(b.mean()),
-        difference_s=diff,
-        difference_low_s=low,
-        difference_high_s=high,
-        repetitions=repetitions,
-        probe=" ".join(argv),
-    )
+
+def measure_launch_overhead(
+    repetitions: int = 20, confidence: float = 0.95, *, cache: Path | None = None
+) -> LaunchOverhead:
+    """The launch overhead on this machine: the cached probe's while it is valid (see the
+    module notes), else :func:`probe_launch_overhead` run now and cached.  ``cache``: the
+    cache file (default: :func:`cache_path`); a cache that cannot be read or written is
+    passed over, never an error."""
+    path = cache if cache is not None else cache_path()
+    argv = _noop_argv()
+    key = cache_key(argv, repetitions)
+    if path is not None:
+        found = read_cache(path, key, repetitions)
+        if found is not None:
+            return LaunchOverhead(*found, " ".join(argv), confidence)
+    measured = probe_launch_overhead(repetitions, confidence)
+    if path is not None:
+        write_cache(path, key, measured)
+    return measured
+
+
+def cache_path() -> Path | None:
+    """``$XDG_CACHE_HOME/assay/launch-overhead.json`` (default ``~/.cache``); ``None``
+    when there is no home directory to put it in."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    try:
+        base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
+    except RuntimeError:  # no HOME and no password entry
+        return None
+    return base / "assay" / CACHE_NAME
+
+
+def cache_key(argv: list[str], repetitions: int) -> str:
+    """A digest of what the probe's result depends on: host, kernel, Python, Assay and
+    its executor's source files, the ``ASSAY_*`` environment, the probe and its size."""
+    here = Path(__file__).parent
+    sources = []
+    for f in sorted(here.glob("*.py")):
+        with contextlib.suppress(OSError):
+            st = f.stat()
+            sources.append([f.name, st.st_size, st.st_mtime_ns])
+    env = sorted((k, v) for k, v in os.environ.items() if k.startswith("ASSAY_") and k != MARKER)
+    what = {
+        "uname": list(os.uname()),
+        "python": [sys.executable, sys.version],
+        "assay": __version__,
+        "executor": sources,
+        "env": env,
+        "probe": argv,
+        "repetitions": repetitions,
+    }
+    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
+
+
+def read_cache(
+    path: Path, key: str, repetitions: int, now: float | None = None
+) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+    """The cached launch times (with, without Assay) when ``path`` is a regular file of
+    this user that no one else may read or write, made for ``key`` less than
+    :data:`MAX_AGE_S` before ``now``; else ``None``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            return None
+        raw = f.read(_READ_LIMIT)
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("key") != key:
+        return None
+    measured, with_s, without_s = (data.get(k) for k in ("measured", "with_assay", "without_assay"))
+    if not isinstance(measured, int | float) or isinstance(measured, bool):
+        return None
+    if not 0.0 <= (time.time() if now is None else now) - measured < MAX_AGE_S:  # NaN too
+        return None
+    if not (_durations(with_s, repetitions) and _durations(without_s, repetitions)):
+        return None
+    return tuple(with_s), tuple(without_s)
+
+
+def _number(x: object) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _durations(x: object, n: int) -> TypeGuard[list[float]]:
+    return isinstance(x, list) and len(x) == n and all(_number(v) and v >= 0 for v in x)
+
+
+def write_cache(path: Path, key: str, o: LaunchOverhead, now: float | None = None) -> bool:
+    """Store ``o``'s launch times under ``key`` in ``path`` (mode 0600, replaced whole so
+    that a reader never sees half a file); ``False`` when it could not be written."""
+    data = {
+        "key": key,
+        "measured": time.time() if now is None else now,
+        "with_assay": list(o.with_assay),
+        "without_assay": list(o.without_assay),
+    }
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # mode 0600
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(data, f)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    except OSError:  # a read-only or full home: the study goes on without a cache
+        return False
+    return True

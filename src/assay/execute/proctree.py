@@ -6,10 +6,17 @@ stdout kept a ``timeout = 2`` trial alive for 413 s (issue #13, item 5).  A
 :class:`ProcessTree` holds every descendant by the best means the host offers:
 
 ``cgroup``
-    a cgroup v2 of its own, where the hierarchy is writable (root, or a delegated
-    subtree).  Assay steps into it just before the launch and back out after the reap
-    (both outside the timed region; no ``preexec_fn``: the vfork fast path stays), so
-    the command and all it forks are born inside.  The kill is ``cgroup.kill``.
+    a cgroup v2 of Assay's own for the whole session (``assay-PID``), where the
+    hierarchy is writable (root, or a delegated subtree).  Assay steps into it once,
+    before its first trial, so every command and all it forks are born inside (no
+    ``preexec_fn``: the vfork fast path stays).  A trial's processes are those of the
+    session cgroup (and the cgroups below it) that were not there before its launch,
+    other than Assay and whatever descends from a process that was: a server started
+    before the trial, and the children it forks meanwhile, are spared.  Setup, reset
+    and teardown steps step out of it for their launch, so the servers they start are
+    never in it.  Moving a process between cgroups waits for an RCU grace period
+    (~5 ms here once the kernel's fast path has gone cold): one cgroup per trial, stepped
+    into and out of, cost 10-12 ms per trial (bench/RESULTS.md, issue #17).
 ``scan``
     elsewhere (or with ``ASSAY_PROCESS_TREE=scan`` in the environment: the tests run
     both).  While the command runs Assay is a child subreaper
@@ -23,6 +30,7 @@ Linux only; elsewhere the scan finds nothing and the caller's group kill is all.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import os
@@ -50,16 +58,20 @@ _GONE_S = 5.0  # how long to wait for killed processes to leave their cgroup
 _lock = threading.Lock()
 _subreaper_users = 0
 _base: dict[int, Path | None] = {}  # per process (a forked worker finds its own)
-_serial = 0
+# per process: the session cgroup it sits in while it runs trials (None: the scan)
+_session: dict[int, Path | None] = {}
+# per process: the leaders of the trials running now (a trial's kill spares the others)
+_leaders: dict[int, set[int]] = defaultdict(set)
 
 
 class ProcessTree:
     """The processes one command starts (see the module docstring).
 
     ``hold=False`` (setup and reset steps, whose daemons must outlive them): no cgroup
-    and no subreaper; :meth:`kill` still finds the command's session and marked
-    processes.  Use: ``tree.enter()`` just before the launch, ``tree.attach(pid)``
-    after it, ``tree.kill()`` at the end, ``tree.close()`` in a ``finally``.
+    and no subreaper (the launch steps out of the session cgroup); :meth:`kill` still
+    finds the command's session and marked processes.  Use: ``tree.enter()`` just
+    before the launch, ``tree.attach(pid)`` right after it, ``tree.kill()`` at the end,
+    ``tree.close()`` in a ``finally``.
     """
 
     def __init__(self, marker: str, *, hold: bool = True) -> None:
@@ -69,13 +81,14 @@ class ProcessTree:
         self._me = os.getpid()
         self._since = _ticks_now() - 2 * _HZ  # /proc start times are in clock ticks
         self._cgroup: Path | None = None
-        self._inside = False
+        self._stepped_out = False
         self._subreaper = False
         self._adopted: set[int] = set()
         self._before: set[int] = set()  # Assay's children before the launch
+        self._present: dict[int, int] = {}  # the session cgroup's processes before it
         self._clean = False  # killed, and nothing was left
         if hold:
-            self._cgroup = _new_cgroup()
+            self._cgroup = _session_cgroup()
             if self._cgroup is None:
                 self._subreaper = _subreaper_on()
 
@@ -85,40 +98,34 @@ class ProcessTree:
         return "cgroup" if self._cgroup is not None else "scan"
 
     def enter(self) -> None:
-        """Just before the launch: step into the cgroup, so that the next process started
-        is born in it; or note Assay's children, to tell the orphans adopted later."""
+        """Just before the launch: note what the session cgroup holds already (or
+        Assay's children, to tell the orphans adopted later); a step steps out of the
+        session cgroup, so that what it starts is not Assay's to kill."""
         if self._cgroup is not None:
-            try:
-                _write(self._cgroup / "cgroup.procs", str(self._me))
-                self._inside = True
-                return
-            except OSError:  # not allowed to migrate here: fall back to the scan
-                _rmdir(self._cgroup)
-                self._cgroup = None
-                self._subreaper = _subreaper_on()
-        if self._subreaper:
+            self._present = _starts(_group_pids(self._cgroup) - {self._me})
+        elif self._subreaper:
             kids = _children_of(self._me)
             if kids is None:
                 kids = {p for p, info in _proc_table().items() if info[0] == self._me}
             self._before = kids
-
-    def leave(self) -> None:
-        """Step back out of the cgroup (before anything kills it)."""
-        base = _cgroup_base()
-        if self._inside and base is not None:
-            with contextlib.suppress(OSError):  # then the kill spares Assay (see below)
-                _write(base / "cgroup.procs", str(self._me))
-                self._inside = False
+        elif not self.hold:
+            self._stepped_out = _step(_base.get(self._me), _session.get(self._me))
 
     def attach(self, pid: int) -> None:
         """The command was started as ``pid`` (a session leader)."""
         self.leader = pid
+        _leaders[self._me].add(pid)
+        self._step_back()
+
+    def _step_back(self) -> None:
+        if self._stepped_out:
+            self._stepped_out = False
+            _step(_session.get(self._me), _base.get(self._me))
 
     def kill(self) -> None:
         """SIGKILL every process of the tree, until none is left."""
-        self.leave()
         if self._cgroup is not None:
-            self._kill_cgroup(self._cgroup)
+            self._kill_group(self._cgroup)
         else:
             for _ in range(_KILL_ROUNDS):
                 pids = self._scan()
@@ -132,33 +139,56 @@ class ProcessTree:
         self._clean = True
 
     def close(self) -> None:
-        """Kill what is left of a held tree; give the cgroup and the subreaper back."""
+        """Kill what is left of a held tree; give the subreaper back."""
+        self._step_back()
         if self.hold and not self._clean:
             self.kill()
-        self.leave()
-        if self._cgroup is not None:
-            deadline = time.monotonic() + _GONE_S
-            while not _rmdir(self._cgroup) and time.monotonic() < deadline:
-                time.sleep(0.001)  # killed processes still exiting
-            self._cgroup = None
+        if self.leader is not None:
+            _leaders[self._me].discard(self.leader)
         self._reap()
         if self._subreaper:
             _subreaper_off()
             self._subreaper = False
 
-    def _kill_cgroup(self, group: Path) -> None:
+    def _kill_group(self, group: Path) -> None:
+        """SIGKILL the trial's processes in the session cgroup until none is left (or
+        ``_GONE_S`` passed: a process stuck in the kernel)."""
         deadline = time.monotonic() + _GONE_S
-        if not self._inside:  # cgroup.kill would kill Assay too
-            with contextlib.suppress(OSError):  # before Linux 5.14: one by one, below
-                _write(group / "cgroup.kill", "1")
-        while time.monotonic() < deadline:
-            pids = {p for p in _read_pids(group / "cgroup.procs") if p != self._me}
-            if not pids:
+        while True:
+            pids = self._trial_pids(group)
+            if not pids or time.monotonic() > deadline:
                 return
             for pid in pids:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
-            time.sleep(0.001)
+            time.sleep(0.001)  # killed processes leave the cgroup as they exit
+
+    def _trial_pids(self, group: Path) -> set[int]:
+        """The live processes of the session cgroup that are this trial's: not Assay,
+        not there before the launch (the same start time: a pid can be reused), and not
+        below one that was, nor below another trial's leader."""
+        stats: dict[int, tuple[int, int, bytes]] = {}
+        for pid in _group_pids(group) - {self._me}:
+            st = _stat(pid)
+            if st is not None:
+                stats[pid] = st
+        others = _leaders[self._me] - {self.leader}
+        spared = {p for p, st in stats.items() if self._present.get(p) == st[1]} | others
+        verdict: dict[int, bool] = {}  # pid -> the trial's
+        for pid in stats:
+            chain: list[int] = []
+            cur = pid
+            while cur not in verdict and cur not in spared and cur in stats:
+                if len(chain) > len(stats):  # a loop of re-used pids: stop here
+                    break
+                chain.append(cur)
+                cur = stats[cur][0]
+            # the chain ends in a spared process, or leaves the cgroup: at Assay (the
+            # leader), at init or an outside subreaper (an orphan)
+            ours = verdict.get(cur, cur not in spared)
+            for p in chain:
+                verdict[p] = ours
+        return {p for p, ours in verdict.items() if ours and stats[p][2] not in (b"Z", b"X")}
 
     def _scan(self) -> set[int]:
         if self._subreaper:
@@ -167,8 +197,9 @@ class ProcessTree:
                 return walked
         procs = _proc_table()
         held: set[int] = set()
+        others = _leaders[self._me] - {self.leader}
         for pid, (ppid, pgrp, sid, start, _) in procs.items():
-            if pid == self._me:
+            if pid == self._me or pid in others:
                 continue
             in_session = self.leader is not None and self.leader in (sid, pgrp)
             if in_session or (
@@ -192,7 +223,8 @@ class ProcessTree:
         kids = _children_of(self._me)
         if kids is None:
             return None
-        todo = [k for k in kids if k not in self._before]
+        others = _leaders[self._me] - {self.leader}  # other trials' (another thread's)
+        todo = [k for k in kids if k not in self._before and k not in others]
         self._adopted.update(k for k in todo if k != self.leader)
         seen: set[int] = set()
         live: set[int] = set()
@@ -370,7 +402,7 @@ def _subreaper_off() -> None:
 def _cgroup_base() -> Path | None:
     """This process's own cgroup v2 directory where it may make sub-cgroups, else None.
 
-    Found once per process, before Assay first steps into a trial's cgroup."""
+    Found once per process, before Assay first steps into its session cgroup."""
     pid = os.getpid()
     if pid not in _base:
         base = _base[pid] = _find_base()
@@ -388,6 +420,8 @@ def _find_base() -> Path | None:
             for line in Path("/proc/self/cgroup").read_text().splitlines()
             if line.startswith("0::")
         )
+        if own.rsplit("/", 1)[-1] == f"assay-{os.getpid()}":  # already in its session
+            own = own.rsplit("/", 1)[0] or "/"
         for line in Path("/proc/self/mountinfo").read_text().splitlines():
             left, _, right = line.partition(" - ")
             if right.split()[:1] != ["cgroup2"]:
@@ -403,27 +437,89 @@ def _find_base() -> Path | None:
     return None
 
 
-def _new_cgroup() -> Path | None:
-    global _serial
+def _session_cgroup() -> Path | None:
+    """This process's session cgroup, made and stepped into at the first call (the one
+    migration of the session); None where it cannot be (then the scan holds trees)."""
+    pid = os.getpid()
+    if pid in _session:
+        return _session[pid]
     base = _cgroup_base()
-    if base is None:
-        return None
+    group: Path | None = None
+    if base is not None:
+        path = base / f"assay-{pid}"
+        with contextlib.suppress(OSError):
+            path.mkdir(exist_ok=True)
+            if _step(path, base):
+                group = path
+            else:
+                _rmdir(path)
     with _lock:
-        _serial += 1
-        path = base / f"assay-{os.getpid()}-{_serial}"
+        first = not _session
+        _session[pid] = group
+    if first:
+        atexit.register(end_session)
+    return group
+
+
+def end_session() -> None:
+    """Step this process out of its session cgroup and remove it (at exit; a test
+    that changes the mechanism).  What still runs in it is left alone: the trials'
+    processes were killed with their trials."""
+    pid = os.getpid()
+    group = _session.pop(pid, None)
+    if group is not None and _step(_base.get(pid), group):
+        _rmdir(group)
+
+
+def _step(to: Path | None, away_from: Path | None) -> bool:
+    """Move this process (all its threads) to the cgroup ``to``; whether it moved."""
+    if to is None or away_from is None:
+        return False
     try:
-        path.mkdir()
+        _write(to / "cgroup.procs", str(os.getpid()))
     except OSError:
+        return False
+    return True
+
+
+def _group_pids(group: Path) -> set[int]:
+    """The processes in ``group`` and the cgroups below it (a benchmark running Assay
+    makes its own there)."""
+    pids = _read_pids(group / "cgroup.procs")
+    with contextlib.suppress(OSError), os.scandir(group) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                pids |= _group_pids(Path(entry.path))
+    return pids
+
+
+def _stat(pid: int) -> tuple[int, int, bytes] | None:
+    """(parent, start time in ticks, state) of a process; None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return int(fields[1]), int(fields[19]), fields[0]
+    except (OSError, IndexError, ValueError):
         return None
-    return path
+
+
+def _starts(pids: set[int]) -> dict[int, int]:
+    """pid -> start time of the processes that still run."""
+    out: dict[int, int] = {}
+    for pid in pids:
+        st = _stat(pid)
+        if st is not None:
+            out[pid] = st[1]
+    return out
 
 
 def _remove_stale(base: Path) -> None:
-    """Remove the empty cgroups of Assay processes that were killed (SIGKILL)."""
+    """Remove the empty cgroups of Assay processes that were killed (SIGKILL): session
+    cgroups (``assay-PID``) and the per-trial ones of older versions (``assay-PID-N``)."""
     with contextlib.suppress(OSError):
         for entry in base.iterdir():
             parts = entry.name.split("-")
-            ours = len(parts) == 3 and parts[0] == "assay" and parts[1].isdigit()
+            ours = len(parts) in (2, 3) and parts[0] == "assay" and parts[1].isdigit()
             if ours and not Path(f"/proc/{parts[1]}").exists():
                 _rmdir(entry)
 

@@ -23,10 +23,12 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from assay.stats.order import HOST_COLUMN, ORDER_COLUMNS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class OrderDataError(ValueError):
@@ -137,6 +139,8 @@ class _Rows:
                     f"{p}: column 'order': no {kind}-order trials{ok}; the ordering "
                     "trap compares fixed-order runs with random-order runs, so both are needed"
                 )
+        import pandas as pd  # not before the first trial of 'assay order' (start-up)
+
         columns = [*ORDER_COLUMNS, HOST_COLUMN]
         table = pd.DataFrame(self.rows, columns=columns)
         if not self.host_column:

@@ -1,7 +1,8 @@
 """Reports of a comparison: the ranked table, its JSON/CSV form and the live progress line.
 
 Every mean comes with its CI half-width and sample count; every verdict names the
-test behind it (CI separation, or Welch's p below the threshold).
+test behind it (CI separation, or Welch's p below the threshold); the decision line
+names the sequential rule that stopped the study.
 """
 
 from __future__ import annotations
@@ -143,8 +144,9 @@ def render_comparison(res: CompareResult, console: Console) -> None:
             Text(
                 f"method: {c.method}; CIs at {conf}; Welch p and Mann-Whitney p and Hedges g "
                 "against the variant ranked just above; verdict: separated (CIs do not "
-                f"overlap) or significant (Welch p < {c.ranking.alpha:g}); the study stops "
-                "only when every pair passes the level of the current look (see the decision)",
+                f"overlap) or significant (Welch p < {c.ranking.alpha:g}), as one test; the "
+                "study stops by its sequential rule (see the decision: by default every "
+                f"pair's always-valid e-value at least {1.0 / c.ranking.alpha:g})",
                 style="dim",
             )
         )

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import math
-from collections.abc import Mapping, Sequence
+import os
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,12 +65,33 @@ def rows_to_csv(fields: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> str
     return buf.getvalue()
 
 
+@contextlib.contextmanager
+def replacing(path: Path) -> Iterator[Path]:
+    """A file to write beside ``path``, moved over it when the block ends (never half a
+    file); removed when the block fails.
+
+    The file is new and private (``mkstemp``: mode 0600, a fresh name, so no link
+    planted beside the output is followed). A ``path`` that exists and is not a regular
+    file (``/dev/null``, a FIFO, ``/dev/stdout``) is written in place: renaming over it
+    would replace the device (as root, ``--json /dev/null`` did).
+    """
+    if path.exists() and not path.is_file():
+        yield path
+        return
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def write_text(path: str, text: str) -> None:
     """Write to a file, or to stdout for '-'; the file is replaced atomically."""
     if path == "-":
         print(text, end="" if text.endswith("\n") else "\n")
         return
-    p = Path(path)
-    tmp = p.with_name(p.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(p)
+    with replacing(Path(path)) as tmp:
+        tmp.write_text(text, encoding="utf-8")

@@ -25,7 +25,7 @@ from assay.store import TrialRecord
 from assay.studies.base import StoredStudy
 
 #: The page's sections, in order (the browser tests look for each heading).
-SECTIONS = ("What was run", "Results", "Warnings", "Failures", "Plots")
+SECTIONS = ("What was run", "Results", "Resource usage", "Warnings", "Failures", "Plots")
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:72em;padding:0 1em;
@@ -76,6 +76,7 @@ def html_report(
         "from its store (nothing was run for this report)</p>",
         _section("What was run", _what_was_run(stored, result, doc)),
         _section("Results", _results(stored.kind, doc)),
+        _section("Resource usage", _resources(doc)),
         _section("Warnings", _warnings(doc, result)),
         _section("Failures", _failures(doc)),
         _section("Plots", _plots(plots)),
@@ -205,6 +206,34 @@ def _what_was_run(stored: StoredStudy, result: Any, doc: Mapping[str, Any]) -> s
         "<h3>Environment</h3>" + (_dl(env.items()) if env else '<p class="muted">not recorded</p>')
     )
     return "\n".join(out)
+
+
+def _resources(doc: Mapping[str, Any]) -> str:
+    """ELECT's resource lines (and, on several hosts, the cluster's and each host's)."""
+    from assay.report.summary import resource_block
+
+    resources = doc.get("resources")
+    if not isinstance(resources, Mapping) or not resources:
+        return '<p class="muted">not monitored</p>'
+    # one study's summary, or one per variant (compare)
+    groups = (
+        {"": resources}
+        if "cpu_p95_percent" in resources
+        else {k: v for k, v in resources.items() if isinstance(v, Mapping)}
+    )
+    out: list[str] = []
+    for label, summary in groups.items():
+        if label:
+            out.append(f"<h3>{_e(label)}</h3>")
+        if "cpu_p95_percent" not in summary:
+            out.append('<p class="muted">not monitored</p>')
+            continue
+        out.append(f"<pre>{_e(chr(10).join(resource_block(summary)))}</pre>")
+        hosts = (summary.get("cluster") or {}).get("hosts") or {}
+        rows = [{**f, "host": h} for h, f in hosts.items()]
+        if rows:
+            out.append(_records(rows, "each host: its own figures over the trials"))
+    return "\n".join(out) or '<p class="muted">not monitored</p>'
 
 
 def _results(kind: str, doc: Mapping[str, Any]) -> str:

@@ -15,7 +15,6 @@ from typing import Any
 
 from assay.report.format import format_estimate, format_percent
 from assay.report.safe import plain
-from assay.stats.gate import change_text
 
 
 def _cell(value: object) -> str:
@@ -58,6 +57,10 @@ def run_markdown(study: str, pis: Sequence[Mapping[str, Any]], baseline: Sequenc
 
 def baseline_markdown(comparisons: Sequence[Any]) -> str:
     """Each PI against the baseline: the change with its CI, Welch's p and the verdict."""
+    # here: stats.gate imports SciPy (~0.6 s), and assay run imports this module before
+    # its first trial
+    from assay.stats.gate import change_text
+
     rows = []
     for c in comparisons:
         verdict = "—" if c.gate is None else c.gate.verdict

@@ -13,12 +13,10 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from assay.report.compare import format_p
 from assay.report.export import rows_to_csv
 from assay.report.fit import fitted
 from assay.report.format import _decimals, _scale_time, format_duration
@@ -28,6 +26,8 @@ from assay.stats.order import HOST_COLUMN, ORDER_COLUMNS, MedianCI
 from assay.studies.order import method_text, order_row
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from assay.studies.order import OrderProgress, OrderResult
 
 CSV_FIELDS = [
@@ -118,6 +118,10 @@ ORDER_DROP_ORDER = ("drift ρ (p)", "pooled p", "MWU p", "n (f/r)", "Δ% means")
 
 
 def _table(res: OrderResult) -> Table:
+    # here: report.compare imports SciPy (~0.6 s), and assay order imports this module
+    # before its first trial
+    from assay.report.compare import format_p
+
     a = res.analysis
     arrow = "↓" if res.direction == "lower" else "↑"
     conf = f"{a.confidence:.0%}"
@@ -240,6 +244,8 @@ def plot_order(res: OrderResult, path: str | Path) -> None:
     Panels are separate because tests differ in scale; a flagged test's title says so.
     """
     import matplotlib
+
+    from assay.report.compare import format_p  # SciPy: see _table
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -102,7 +102,8 @@ def pi_block(name: str, unit: str, values: Sequence[float]) -> list[str]:
 def resource_block(resources: Mapping[str, Any] | None) -> list[str]:
     """ELECT's resource usage lines from the bottleneck watch's ``resources`` summary:
     95th-percentile CPU (mean over cores) and memory, disk I/O and network traffic
-    (sent and received) per round in GiB; one line when no trial was monitored.
+    (sent and received) per round in GiB; one line when no trial was monitored.  A
+    study on several hosts adds the cluster's (:func:`cluster_block`).
 
     >>> r = {"cpu_p95_percent": rounds([1.19]), "memory_p95_percent": rounds([40.0]),
     ...      "disk_bytes_per_trial": rounds([GIB]), "network_bytes_per_trial": rounds([0.0])}
@@ -128,4 +129,43 @@ def resource_block(resources: Mapping[str, Any] | None) -> list[str]:
         round_line(resources["disk_bytes_per_trial"], GIB),
         "Total Network traffic (GiB):",
         round_line(resources["network_bytes_per_trial"], GIB),
+        *cluster_block(resources.get("cluster")),
     ]
+
+
+def cluster_block(cluster: Mapping[str, Any] | None) -> list[str]:
+    """ELECT's resource lines for all hosts, then each role, from
+    :func:`~assay.studies.cluster.cluster_report`.
+
+    >>> doc = {"all": {"hosts": 2, "cores": 4, "cpu_p95_percent": rounds([1.19]),
+    ...        "memory_p95_bytes": rounds([GIB]), "disk_bytes_per_trial": rounds([0.0]),
+    ...        "network_bytes_per_trial": rounds([GIB / 2])}, "roles": {}}
+    >>> print("\\n".join(cluster_block(doc)))
+    [Cluster resource usage] all hosts (2 hosts, 4 cores)
+    95%-percentile CPU Usage (%):
+    Only one round: 1.19
+    95%-percentile RAM Usage (GiB):
+    Only one round: 1.00
+    Total Disk I/O (GiB):
+    Only one round: 0.00
+    Total Network traffic (GiB):
+    Only one round: 0.50
+    """
+    if not cluster:
+        return []
+    groups = {"all hosts": cluster["all"]}
+    groups.update({f"role {r}": v for r, v in cluster.get("roles", {}).items()})
+    lines: list[str] = []
+    for name, g in groups.items():
+        lines += [
+            f"[Cluster resource usage] {name} ({g['hosts']} hosts, {g['cores']} cores)",
+            "95%-percentile CPU Usage (%):",
+            round_line(g["cpu_p95_percent"]),
+            "95%-percentile RAM Usage (GiB):",
+            round_line(g["memory_p95_bytes"], GIB),
+            "Total Disk I/O (GiB):",
+            round_line(g["disk_bytes_per_trial"], GIB),
+            "Total Network traffic (GiB):",
+            round_line(g["network_bytes_per_trial"], GIB),
+        ]
+    return lines

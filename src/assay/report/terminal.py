@@ -111,7 +111,7 @@ def render_result(res: StudyResult, console: Console) -> None:
     table.add_column("PI")
     table.add_column("mean ± CI half-width", justify="right")
     table.add_column("CI", justify="right")
-    table.add_column("n (subsession)", justify="right")
+    table.add_column("n (subsession), rounds", justify="right")
     table.add_column("warm-up removed", justify="right")
     table.add_column("met", justify="center")
     for r in res.results:
@@ -120,14 +120,17 @@ def render_result(res: StudyResult, console: Console) -> None:
             Text(plain(f"{r.name} {better}")),
             Text(plain(format_estimate(r.mean, r.half_width, r.unit))),
             f"{format_percent(r.relative_half_width)} @ {r.confidence:.0%}",
-            f"{r.n_samples} × {r.subsession_size}" if r.subsession_size else str(r.n_samples),
+            (f"{r.n_samples} × {r.subsession_size}" if r.subsession_size else str(r.n_samples))
+            + f", {r.rounds_used} rounds",
             str(r.warmup_removed),
             Text("yes", "green") if r.met else Text("no", "yellow"),
         )
-    drop = ("warm-up removed", "met", "n (subsession)")
+    drop = ("warm-up removed", "met", "n (subsession), rounds")
     lines: list[RenderableType] = fitted(table, console, drop, label="PI")
     methods = sorted({f"{r.name}: {r.method}" for r in res.results})
     lines.append(Text("method: " + "; ".join(methods), style="dim"))
+    # why a CI rests on round means, moved, or is not met yet: the reader must see it
+    lines.extend(Text(plain(f"{r.name}: {r.note}"), "yellow") for r in res.results if r.note)
     by = ", ".join(f"{n} {s}" for s, n in sorted(res.trials_by_status.items()))
     lines.append(
         Text(

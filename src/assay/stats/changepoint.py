@@ -55,15 +55,14 @@ change points and starts the dominant segment later.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
-from pandas.api.indexers import BaseIndexer
-from scipy import stats
 
 from assay.stats._arrays import finite_1d
 
@@ -113,27 +112,35 @@ def _expanding_median(values: FloatArray) -> FloatArray:
     """``out[k] = median(values[: k + 1])`` in O(len log len), computed in C by pandas."""
     if values.size == 0:
         return np.empty(0, dtype=np.float64)
+    import pandas as pd  # here: pandas takes ~0.3 s to import; not before the first trial
+
     med = pd.Series(values, copy=False).expanding().median().to_numpy(dtype=np.float64)
     return np.asarray(med, dtype=np.float64)
 
 
-class _PiecewiseExpandingIndexer(BaseIndexer):  # type: ignore[misc]
-    """Window bounds that restart an expanding window at each piece's offset."""
+@functools.cache
+def _piecewise_indexer() -> Any:
+    """The pandas window indexer class that restarts an expanding window at each piece's
+    offset (made on first use: it subclasses a pandas class, and pandas is imported late)."""
+    from pandas.api.indexers import BaseIndexer
 
-    def __init__(self, start: IntArray, end: IntArray) -> None:
-        super().__init__()
-        self._start = start
-        self._end = end
+    class PiecewiseExpandingIndexer(BaseIndexer):  # type: ignore[misc]
+        def __init__(self, start: IntArray, end: IntArray) -> None:
+            super().__init__()
+            self._start = start
+            self._end = end
 
-    def get_window_bounds(
-        self,
-        num_values: int = 0,
-        min_periods: int | None = None,
-        center: bool | None = None,
-        closed: str | None = None,
-        step: int | None = None,
-    ) -> tuple[IntArray, IntArray]:
-        return self._start, self._end
+        def get_window_bounds(
+            self,
+            num_values: int = 0,
+            min_periods: int | None = None,
+            center: bool | None = None,
+            closed: str | None = None,
+            step: int | None = None,
+        ) -> tuple[IntArray, IntArray]:
+            return self._start, self._end
+
+    return PiecewiseExpandingIndexer
 
 
 def _piecewise_expanding_median(values: FloatArray, lengths: IntArray) -> FloatArray:
@@ -148,9 +155,9 @@ def _piecewise_expanding_median(values: FloatArray, lengths: IntArray) -> FloatA
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
     start = np.repeat(offsets, lengths).astype(np.int64)
     end = np.arange(1, values.size + 1, dtype=np.int64)
-    rolled = pd.Series(values, copy=False).rolling(
-        _PiecewiseExpandingIndexer(start, end), min_periods=1
-    )
+    import pandas as pd  # here: pandas takes ~0.3 s to import; not before the first trial
+
+    rolled = pd.Series(values, copy=False).rolling(_piecewise_indexer()(start, end), min_periods=1)
     return np.asarray(rolled.median().to_numpy(dtype=np.float64), dtype=np.float64)
 
 
@@ -622,6 +629,7 @@ def prune_change_points(
     if block < 1:
         raise ValueError(f"block must be >= 1, got {block}")
     pts = sorted(int(p) for p in points)
+    from scipy import stats  # here: SciPy takes ~0.6 s to import; not before the first trial
 
     def reduced(seg: FloatArray) -> FloatArray:
         m = seg.size // block

@@ -26,18 +26,21 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 from numpy.typing import ArrayLike
-from scipy import special, stats
 
 from assay.stats._arrays import finite_1d as _finite_1d
 from assay.stats.autocorr import subsession_interval
 from assay.stats.intervals import MeanCI, _check_confidence, t_interval
+from assay.stats.sequential import DEFAULT_SCALES, mixture_e_value, samples_to_decide
+
+# SciPy is imported inside the functions that use it: `assay compare` starts its first
+# trial without it (~0.6 s of imports; bench/RESULTS.md, start-up)
 
 __all__ = [
     "Comparison",
@@ -49,9 +52,12 @@ __all__ = [
     "WelchResult",
     "analyze_variant",
     "compare_samples",
+    "pair_e_value",
     "rank_variants",
     "ranking_at_level",
+    "ranking_by_evidence",
     "summary_from_ci",
+    "welch_e_value",
     "welch_required_n",
     "welch_test",
 ]
@@ -159,6 +165,8 @@ def summary_from_ci(
     >>> round(s.var, 3)
     1.141
     """
+    from scipy import stats
+
     c = _check_confidence(confidence)
     n = _check_n(n, "n")
     hw = float(half_width)
@@ -288,6 +296,8 @@ def welch_test(
     >>> round(r.relative, 3), r.rel_low < 0.0 < r.rel_high
     (0.05, True)
     """
+    from scipy import stats
+
     c = _check_confidence(confidence)
     ma, va = _check_moments(mean_a, var_a, "a")
     mb, vb = _check_moments(mean_b, var_b, "b")
@@ -396,6 +406,8 @@ def welch_required_n(
     >>> welch_required_n(10.5, 1.0, 10.0, 1.0, alpha=0.05, power=0.8)
     64
     """
+    from scipy import stats
+
     ma, va = _check_moments(mean_a, var_a, "a")
     mb, vb = _check_moments(mean_b, var_b, "b")
     a = float(alpha)
@@ -506,6 +518,7 @@ def analyze_variant(
     max_autocorrelation: float = 0.1,
     *,
     correct_residual: bool = True,
+    independence_alpha: float | None = None,
 ) -> VariantStats:
     """Merge a sample into subsessions and take its t-interval; or wrap a summary.
 
@@ -528,6 +541,11 @@ def analyze_variant(
     correct_residual : bool, default True, keyword-only
         Apply the residual-autocorrelation correction (``False``: Pilot's plain
         subsession t-interval).
+    independence_alpha : float or None, keyword-only
+        No merging while the raw lag-1 autocorrelation is not significant at this
+        level (:func:`assay.stats.autocorr.optimal_subsession`; ``assay run`` uses
+        it with the residual correction); ``None``: Pilot's rule, which at small n
+        merges, or finds no subsession size, on noise alone.
 
     Returns
     -------
@@ -547,6 +565,8 @@ def analyze_variant(
     >>> v.subsession_size, v.n, v.ci.low < 10.0 < v.ci.high
     (1, 200, True)
     """
+    from scipy import stats
+
     c = _check_confidence(confidence)
     if isinstance(data, SummaryStats):
         half = float(stats.t.ppf((1.0 + c) / 2.0, data.n - 1)) * data.standard_error
@@ -563,7 +583,11 @@ def analyze_variant(
         )
     x = _finite_1d(data)
     got = subsession_interval(
-        x, confidence=c, max_autocorrelation=max_autocorrelation, correct_residual=correct_residual
+        x,
+        confidence=c,
+        max_autocorrelation=max_autocorrelation,
+        correct_residual=correct_residual,
+        independence_alpha=independence_alpha,
     )
     if got is None:
         if x.size < 3:
@@ -645,6 +669,8 @@ class Comparison:
 
 
 def _effect_sizes(a: VariantStats, b: VariantStats) -> tuple[float, float]:
+    from scipy import special
+
     m = a.n + b.n - 2
     # the spread of the merged samples themselves: the correction concerns the mean's error
     va = a.var / (a.residual_factor * a.residual_factor)
@@ -668,6 +694,8 @@ def _overlap(a: MeanCI, b: MeanCI) -> bool:
 
 
 def _compare(a: VariantStats, b: VariantStats, confidence: float) -> Comparison:
+    from scipy import stats
+
     welch = welch_test(a.mean, a.var, a.n, b.mean, b.var, b.n, confidence)
     if a.merged is not None and b.merged is not None:
         if np.ptp(np.concatenate((a.merged, b.merged))) == 0.0:
@@ -695,6 +723,7 @@ def compare_samples(
     max_autocorrelation: float = 0.1,
     *,
     correct_residual: bool = True,
+    independence_alpha: float | None = None,
 ) -> Comparison:
     """Compare two results: subsession merging, then Welch, Mann–Whitney and effect sizes.
 
@@ -711,6 +740,8 @@ def compare_samples(
         Largest acceptable ``|r1|`` of the merged samples.
     correct_residual : bool, default True, keyword-only
         Widen each side for residual autocorrelation (:func:`analyze_variant`).
+    independence_alpha : float or None, keyword-only
+        The merging rule at small n (:func:`analyze_variant`).
 
     Returns
     -------
@@ -733,7 +764,13 @@ def compare_samples(
     for label, data in (("a", a), ("b", b)):
         try:
             sides.append(
-                analyze_variant(data, c, max_autocorrelation, correct_residual=correct_residual)
+                analyze_variant(
+                    data,
+                    c,
+                    max_autocorrelation,
+                    correct_residual=correct_residual,
+                    independence_alpha=independence_alpha,
+                )
             )
         except InsufficientDataError as exc:
             raise InsufficientDataError(f"sample {label}: {exc}") from None
@@ -841,6 +878,7 @@ def rank_variants(
     power: float = 0.8,
     *,
     correct_residual: bool = True,
+    independence_alpha: float | None = None,
 ) -> Ranking:
     """Rank variants by mean and decide each adjacent pair (Pilot §III-F).
 
@@ -869,6 +907,8 @@ def rank_variants(
         Power used for the extra-sample estimate.
     correct_residual : bool, default True, keyword-only
         Widen each variant for residual autocorrelation (:func:`analyze_variant`).
+    independence_alpha : float or None, keyword-only
+        The merging rule at small n (:func:`analyze_variant`).
 
     Returns
     -------
@@ -894,7 +934,11 @@ def rank_variants(
     for name, data in samples.items():
         try:
             variants[name] = analyze_variant(
-                data, c, max_autocorrelation, correct_residual=correct_residual
+                data,
+                c,
+                max_autocorrelation,
+                correct_residual=correct_residual,
+                independence_alpha=independence_alpha,
             )
         except InsufficientDataError as exc:
             problems[name] = str(exc)
@@ -1011,6 +1055,112 @@ def ranking_at_level(ranking: Ranking, alpha: float, power: float = 0.8) -> Rank
                 comp,
                 more_b * vb.subsession_size,
                 more_w * vw.subsession_size,
+            )
+        )
+    return Ranking(
+        order=ranking.order,
+        variants=ranking.variants,
+        pairs=tuple(pairs),
+        direction=ranking.direction,
+        alpha=a,
+        confidence=ranking.confidence,
+        problems=ranking.problems,
+    )
+
+
+# --------------------------------------------------------------------------- always valid
+
+
+def pair_e_value(comp: Comparison, scales: Sequence[float] = DEFAULT_SCALES) -> float:
+    """The always-valid e-value of ``A != B``: the mixture sequential t-test on Welch's t.
+
+    :func:`assay.stats.sequential.mixture_e_value` of Welch's t-statistic (on the
+    corrected variances Welch's test uses), with the effective sample size
+    ``1 / (1/n_a + 1/n_b)`` of the merged samples and Welch's degrees of freedom
+    times ``(1 - r) / (1 + r)``, ``r`` the larger positive lag-1 autocorrelation of
+    the two merged samples: positively correlated samples hold fewer independent
+    pieces of evidence about their variance than their count (the effective sample
+    size of an AR(1) series), and the e-value then asks for a larger t.  Under equal
+    means the chance that it *ever* reaches ``1 / alpha``, however often it is looked
+    at, is at most ``alpha`` for i.i.d. normal samples of equal variance;
+    ``bench/bench_compare.py`` measures the rest.
+
+    Examples
+    --------
+    A 2x difference after 4 rounds, noise 5 % of each mean:
+
+    >>> c = compare_samples(SummaryStats(2.0, 0.01, 4), SummaryStats(1.0, 0.0025, 4))
+    >>> round(c.welch.t, 1), pair_e_value(c) > 100
+    (17.9, True)
+    """
+    return welch_e_value(comp.welch, comp.a, comp.b, scales)
+
+
+def welch_e_value(
+    welch: WelchResult,
+    a: VariantStats,
+    b: VariantStats,
+    scales: Sequence[float] = DEFAULT_SCALES,
+) -> float:
+    """:func:`pair_e_value` from Welch's test of ``a`` against ``b``."""
+    n_eff = 1.0 / (1.0 / a.n + 1.0 / b.n)
+    rs = [x for x in (a.autocorrelation, b.autocorrelation) if math.isfinite(x)]
+    r = min(max([0.0, *rs]), 0.99)  # a summary has no autocorrelation: nan
+    return mixture_e_value(welch.t, welch.df * (1.0 - r) / (1.0 + r), n_eff, scales)
+
+
+def ranking_by_evidence(
+    ranking: Ranking, scales: Sequence[float] = DEFAULT_SCALES, power: float = 0.8
+) -> Ranking:
+    """The same ranking with every adjacent pair judged by its always-valid e-value.
+
+    A pair is decided when :func:`pair_e_value` reaches ``1 / ranking.alpha`` (it
+    keeps ``separated`` when its CIs do not overlap, else becomes ``significant``);
+    otherwise it is ``undecided``, and the extra raw samples each side needs come
+    from :func:`assay.stats.sequential.samples_to_decide` (the observed
+    standardized effect taken as the truth, at ``power``).  CI separation alone,
+    a fixed-level test of its own, does not decide a pair here: asked after every
+    cycle it would find differences that are not there.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(3)
+    >>> r = rank_variants({"a": rng.normal(1.02, 0.1, 60), "b": rng.normal(1.0, 0.1, 60)})
+    >>> e = ranking_by_evidence(r)
+    >>> e.decided, e.pairs[0].extra_better is not None and e.pairs[0].extra_better > 0
+    (False, True)
+    """
+    from scipy import stats
+
+    z = float(stats.norm.ppf(power))
+    a = ranking.alpha
+    pairs: list[PairDecision] = []
+    for p in ranking.pairs:
+        comp = p.comparison
+        if comp is None:
+            pairs.append(p)
+            continue
+        if pair_e_value(comp, scales) >= 1.0 / a:
+            status: PairStatus = "separated" if p.status == "separated" else "significant"
+            pairs.append(PairDecision(p.better, p.worse, status, comp))
+            continue
+        vb, vw = comp.a, comp.b
+        n_eff = 1.0 / (1.0 / vb.n + 1.0 / vw.n)
+        t = comp.welch.t
+        effect = 0.0 if math.isnan(t) else t / math.sqrt(n_eff)
+        more = samples_to_decide(effect, a, vb.n, vw.n, power_z=z, scales=scales)
+        if more is None:
+            why = "the means are equal" if effect == 0.0 else "the difference is too small"
+            pairs.append(PairDecision(p.better, p.worse, "undecided", comp, None, None, why))
+            continue
+        pairs.append(
+            PairDecision(
+                p.better,
+                p.worse,
+                "undecided",
+                comp,
+                more * vb.subsession_size,
+                more * vw.subsession_size,
             )
         )
     return Ranking(

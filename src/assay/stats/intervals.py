@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats
 
 from assay.stats._arrays import finite_1d as _finite_1d
 
@@ -107,7 +106,18 @@ def _check_confidence(confidence: float) -> float:
 def _t_quantile(confidence: float, df: float) -> float:
     # cached: SciPy's ppf costs ~0.1 ms a call and the stopping rule asks for the same
     # few (confidence, n) pairs after every round
+    from scipy import stats  # here: SciPy takes ~0.6 s to import; not before the first trial
+
     return float(stats.t.ppf((1.0 + confidence) / 2.0, df))
+
+
+@functools.lru_cache(maxsize=256)
+def _z_quantile(confidence: float) -> float:
+    # cached like _t_quantile: asked after every trial; SciPy is imported here, not
+    # before the first trial (~0.6 s)
+    from scipy import stats
+
+    return float(stats.norm.ppf((1.0 + confidence) / 2.0))
 
 
 def widen(ci: MeanCI, factor: float) -> MeanCI:
@@ -343,8 +353,7 @@ def required_sample_size(
     def ok(n: int) -> bool:
         return _t_quantile(c, n - 1) * std / math.sqrt(n) <= target
 
-    z = float(stats.norm.ppf((1.0 + c) / 2.0))
-    ratio = z * std / target  # inf when std / target overflows
+    ratio = _z_quantile(c) * std / target  # inf when std / target overflows
     if not ratio < math.sqrt(UNREACHABLE_SAMPLE_SIZE):
         return UNREACHABLE_SAMPLE_SIZE
     n_normal = ratio**2

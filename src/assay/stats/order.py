@@ -42,15 +42,18 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
-from scipy import stats
 
 from assay.stats._arrays import finite_1d
-from assay.stats.hosts import HostEffect, host_effect
+
+if TYPE_CHECKING:  # pandas and SciPy (via stats.hosts) are imported where used: not
+    # before assay order's first trial (~0.9 s together)
+    import pandas as pd
+
+    from assay.stats.hosts import HostEffect
 
 __all__ = [
     "HOST_COLUMN",
@@ -144,6 +147,8 @@ def median_ci(x: npt.ArrayLike, confidence: float = 0.95) -> MedianCI:
     n = int(a.size)
     med = float(np.median(a))
     # coverage of [x(j), x(n+1-j)] falls as j grows: find the largest j that still reaches it
+    from scipy import stats  # here: SciPy takes ~0.6 s to import; not before the first trial
+
     js = np.arange(1, n // 2 + 1)
     coverage = 1.0 - 2.0 * stats.binom.cdf(js - 1, n, 0.5)
     ok = js[coverage >= confidence]
@@ -188,6 +193,8 @@ def position_drift(
     n = int(v.size)
     if n < 3 or np.ptp(p) == 0 or np.ptp(v) == 0:
         return Drift(math.nan, math.nan, n, method)
+    from scipy import stats  # here: SciPy takes ~0.6 s to import; not before the first trial
+
     res = stats.spearmanr(p, v) if method == "spearman" else stats.kendalltau(p, v)
     return Drift(float(res.statistic), float(res.pvalue), n, method)
 
@@ -212,6 +219,8 @@ class OrderComparison:
 def _kruskal(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]) -> tuple[float, float]:
     if np.ptp(np.concatenate([a, b])) == 0:
         return 0.0, 1.0  # all values tied: no evidence of any difference (SciPy gives NaN)
+    from scipy import stats  # here: SciPy takes ~0.6 s to import; not before the first trial
+
     res = stats.kruskal(a, b)
     return float(res.statistic), float(res.pvalue)
 
@@ -236,6 +245,8 @@ def compare_orders(
     mf, mr = float(f.mean()), float(r.mean())
     delta = (mf - mr) / mf * 100.0 if mf != 0 else math.nan
     h, kp = _kruskal(f, r)
+    from scipy import stats  # here: SciPy takes ~0.6 s to import; not before the first trial
+
     mw = stats.mannwhitneyu(f, r, alternative="two-sided")
     return OrderComparison(
         n_fixed=int(f.size),
@@ -259,6 +270,7 @@ def run_medians(table: pd.DataFrame) -> pd.DataFrame:
     host of the run's first trial), in order of first appearance.  A run is keyed by its
     kind of order and its id, so run ids that restart for each kind stay apart.
 
+    >>> import pandas as pd
     >>> t = pd.DataFrame([("a", "fixed", 0, 0, 1.0), ("a", "fixed", 0, 1, 3.0),
     ...                   ("a", "random", 0, 0, 2.5)], columns=list(ORDER_COLUMNS))
     >>> run_medians(t)[["order", "run", "value", "trials"]].values.tolist()
@@ -493,6 +505,8 @@ def _standout(groups: dict[str, list[float]]) -> str | None:
 def _host_effects(
     per_test_runs: list[tuple[str, pd.DataFrame]], alpha: float
 ) -> tuple[list[OrderHostEffect], float]:
+    from assay.stats.hosts import host_effect  # SciPy: not before the first trial
+
     found: list[tuple[str, HostEffect, dict[str, list[float]]]] = []
     for name, runs in per_test_runs:
         groups: dict[str, list[float]] = {}

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 from numpy.typing import ArrayLike
-from scipy import stats
 
 from assay.stats._arrays import finite_1d
 from assay.stats.autocorr import optimal_subsession
@@ -173,6 +172,7 @@ def fit_wps(
     w, t = _pair(work, durations)
     if w.size < 3 or np.ptp(w) == 0.0:
         return None
+    from scipy import stats  # here: SciPy takes ~0.6 s to import; not before the first trial
 
     first = stats.linregress(w, t)
     resid = t - (float(first.intercept) + float(first.slope) * w)

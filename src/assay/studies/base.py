@@ -27,6 +27,7 @@ from assay.execute.leftovers import stop_leftover
 from assay.execute.monitor import ResourceSummary, bottleneck_warnings, resources_dict, summarize
 from assay.execute.overhead import LaunchOverhead, measure_launch_overhead
 from assay.execute.trial import Step, TrialJob, TrialRequest
+from assay.rolespec import host_values, measured_role
 from assay.spec import Spec
 from assay.store import Store, TrialRecord, study_file
 from assay.template import render
@@ -180,7 +181,14 @@ def watch_report(
     if not summaries:
         return [], None
     under = spec.benchmark.under_test
-    return bottleneck_warnings(summaries, under, label=label), resources_dict(summaries, under)
+    resources = resources_dict(summaries, under)
+    if not any(t.host_runs for t in trials):
+        return bottleneck_warnings(summaries, under, label=label), resources
+    # several hosts: the warnings name the host (the measured one's included)
+    from assay.studies.cluster import cluster_report
+
+    warnings, resources["cluster"] = cluster_report(trials, under, label)
+    return warnings, resources
 
 
 class StudyOptions(TypedDict, total=False):
@@ -244,9 +252,19 @@ class Study:
         self.executor: Executor = (
             executor if executor is not None else LocalExecutor(monitor=monitor)
         )
+        self.executor.prepare(spec)
         self.cwd = self._cwd()
         # called with each trial as it is stored (e.g. to show its output)
         self.on_trial: Callable[[TrialRecord], None] | None = None
+        self._opened: OpenStudy | None = None  # where the hosts' steps are stored
+
+    def _host_values(self) -> dict[str, str]:
+        """A multi-host study's placeholders on the measured host (``{hosts.server}``,
+        ``{host.index}``): [benchmark]'s command and steps run there."""
+        cluster = self.spec.cluster
+        if cluster is None or cluster.roles is None:
+            return {}
+        return host_values(cluster.roles, measured_role(cluster.roles, cluster.measure), 0)
 
     def _cwd(self) -> str | None:
         cwd = self.spec.benchmark.cwd
@@ -260,7 +278,7 @@ class Study:
     def _env(
         self, values: dict[str, object], extra: dict[str, str] | None = None
     ) -> dict[str, str]:
-        allv = {**self.spec.params, **values}
+        allv = {**self._host_values(), **self.spec.params, **values}
         env = {**self.spec.benchmark.env, **(extra or {})}
         return {k: render(v, allv) for k, v in env.items()}
 
@@ -268,7 +286,8 @@ class Study:
         """A setup, reset or teardown command, rendered with the study's [params]."""
         if not argv:
             return None
-        rendered = render_argv(argv, self.spec.params, shell=self.spec.benchmark.shell)
+        values = {**self._host_values(), **self.spec.params}
+        rendered = render_argv(argv, values, shell=self.spec.benchmark.shell)
         return Step(what, tuple(rendered), " ".join(argv), self._env({}))
 
     @property
@@ -306,8 +325,9 @@ class Study:
         placeholders and ``env`` laid over the benchmark's; ``setting`` is what the store
         records (default: ``values``)."""
         b = self.spec.benchmark
+        allv = {**self._host_values(), **values}
         try:
-            argv = render_argv(b.command if command is None else command, values, shell=b.shell)
+            argv = render_argv(b.command if command is None else command, allv, shell=b.shell)
         except KeyError as exc:  # a design that left a placeholder without a value
             raise StudyError(
                 f"{self.spec.source_path}: {exc.args[0]} in the benchmark command; give it a "
@@ -323,6 +343,18 @@ class Study:
             block=block,
         )
 
+    def _check_executor(self) -> None:
+        """A study with roles runs on a cluster only (its steps need their hosts)."""
+        cluster = self.spec.cluster
+        if cluster is not None and cluster.roles is not None:
+            from assay.execute.roles import RoleExecutor
+
+            if not isinstance(self.executor, RoleExecutor):
+                raise StudyError(
+                    f"{self.spec.source_path}: [cluster.roles] spans several hosts: run it on "
+                    "a cluster (the [cluster] hosts over SSH, --workers N or --cluster ADDRESS)"
+                )
+
     def _stop_leftover(self) -> str | None:
         return stop_leftover(self.running_file)
 
@@ -330,6 +362,7 @@ class Study:
         """Open (or resume) the study in the store and start a session."""
         opened = time.perf_counter()
         spec = self.spec
+        self._check_executor()
         store.lock_study(spec.study.name)  # held until the store closes
         if self.fresh:
             store.archive_study(spec.study.name)
@@ -344,7 +377,10 @@ class Study:
         self.executor.start()
         if not isinstance(self.executor, LocalExecutor):
             env["executor"] = self.executor.describe()
-        return OpenStudy(store, study_id, session, trials, len(trials), env, overhead, opened)
+        self._opened = OpenStudy(
+            store, study_id, session, trials, len(trials), env, overhead, opened
+        )
+        return self._opened
 
     def _with_setup(self, loop: Callable[[], D]) -> D:
         """Run ``loop`` between the study's setup and teardown steps."""
@@ -352,13 +388,22 @@ class Study:
         job = self.job
         setup, teardown = self._step(b.setup, "setup"), self._step(b.teardown, "teardown")
         try:
-            if setup is not None:
-                self.executor.run_step(job, setup)
+            try:
+                self.executor.run_phase(job, "setup", setup)
+            finally:
+                self._store_host_steps()
             return loop()
         finally:
-            if teardown is not None:
-                with contextlib.suppress(StudyError):
-                    self.executor.run_step(job, teardown)
+            with contextlib.suppress(StudyError):
+                self.executor.run_phase(job, "teardown", teardown)
+            self._store_host_steps()
+
+    def _store_host_steps(self) -> None:
+        """Store the hosts' outcomes of the study's steps (a multi-host study's)."""
+        runs = self.executor.drain_host_runs()
+        st = self._opened
+        if runs and st is not None:
+            st.store.add_host_runs(st.study_id, runs, st.session)
 
     def measure(
         self, st: OpenStudy, requests: Sequence[TrialRequest]

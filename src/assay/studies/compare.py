@@ -9,8 +9,9 @@ continues the same schedule where it stopped (mid-cycle included).
 After each complete cycle the deciding PI's samples of every variant (readings, or
 stable unit readings: the same warm-up handling as ``assay run``) are ranked with
 :func:`assay.stats.compare.rank_variants`, and :func:`assay.designs.compare.compare_decision`
-says whether every adjacent pair is CI-separated or Welch-significant (and, when
-asked, every CI narrow enough), or the budget is spent.  In a comparison one *round*
+says whether every adjacent pair is decided by the study's sequential rule
+(``stop.sequential``: by default an always-valid e-value of at least ``1 / alpha``)
+and, when asked, every CI narrow enough, or the budget is spent.  In a comparison one *round*
 of the budget (``max_rounds``) is one *cycle*: every variant once.
 """
 
@@ -26,6 +27,7 @@ from typing import Any
 from typing_extensions import Unpack
 
 from assay.designs.compare import (
+    ALWAYS_VALID_MIN_SAMPLES,
     CompareDecision,
     PIComparison,
     compare_decision,
@@ -36,6 +38,7 @@ from assay.designs.compare import (
 from assay.designs.run_until_ci import Decision, pi_samples
 from assay.execute.overhead import LaunchOverhead
 from assay.spec import PISpec, Spec, SpecError
+from assay.stats.compare import pair_e_value
 from assay.stats.gate import GateVerdict, gate_verdict, regression_gate
 from assay.store import Store, TrialRecord
 from assay.studies.base import (
@@ -222,6 +225,8 @@ def comparison_dict(c: PIComparison) -> dict[str, Any]:
                 "worse": p.worse,
                 "status": p.status,
                 "welch_p": None if p.comparison is None else p.comparison.welch.p_value,
+                # always valid: 1 / e_value is a p-value at any stopping time
+                "e_value": None if p.comparison is None else pair_e_value(p.comparison),
                 "extra_samples_better": p.extra_better,
                 "extra_samples_worse": p.extra_worse,
                 "note": p.note,
@@ -261,6 +266,10 @@ def compare_trials(
         method=f"{method}, interleaved rounds; Welch's t-test, Mann-Whitney U, Hedges' g",
         samples_per_round=per_round,
         correct_residual=spec.stop.residual_correction,
+        # Pilot's merging, not assay run's "no merging without significant
+        # autocorrelation": a few readings of AR(1) 0.8 noise look independent, and
+        # a comparison that may stop at any cycle then declares A/A differences (13.5%
+        # at alpha 0.01 against 4%; bench/RESULTS.md, #17/#21)
     )
 
 
@@ -307,21 +316,22 @@ def decide_comparison(
     elapsed: float,
 ) -> Decision:
     """Done when the ranking is decided (and CIs narrow enough, if required), the budget
-    is spent, or most trials fail; every variant needs ``min_samples`` merged samples."""
+    is spent, or most trials fail; every variant needs ``min_samples`` merged samples
+    (with the always-valid rule only when ``min_samples`` is changed from its default:
+    its e-values ask for as many samples as the difference needs, from
+    :data:`~assay.designs.compare.ALWAYS_VALID_MIN_SAMPLES` on)."""
     stop = spec.stop
     if trials >= 5 and failed / trials > stop.max_failures:
         return Decision(True, f"stopped early: {failed} of {trials} trials failed")
     ranking = comp.ranking
-    short = [
-        v
-        for v in ranking.order
-        if v not in ranking.variants or ranking.variants[v].n < stop.min_samples
-    ]
+    need = stop.min_samples
+    # (a study file's override dumps every field, so "changed" is read off the value)
+    if stop.sequential == "always-valid" and need == type(stop).model_fields["min_samples"].default:
+        need = ALWAYS_VALID_MIN_SAMPLES
+    short = [v for v in ranking.order if v not in ranking.variants or ranking.variants[v].n < need]
     budget = cycles >= stop.max_rounds or elapsed >= stop.max_time
     if short and not budget:
-        return CompareDecision(
-            False, f"collecting: every variant needs {stop.min_samples} samples", None
-        )
+        return CompareDecision(False, f"collecting: every variant needs {need} samples", None)
     ci_met = None
     if stop.require_ci_width:
         ci_met = (
@@ -336,6 +346,7 @@ def decide_comparison(
         elapsed=elapsed,
         max_time=stop.max_time,
         samples_per_round=comp.samples_per_round,
+        sequential=stop.sequential,
     )
 
 

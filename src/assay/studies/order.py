@@ -22,9 +22,8 @@ import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from typing_extensions import Unpack
 
 from assay.designs.order import PlannedTrial, flat_schedule, order_schedule
@@ -49,6 +48,10 @@ from assay.studies.base import (
     open_stored,
     watch_report,
 )
+
+if TYPE_CHECKING:  # pandas (~0.3 s) is imported where a table is made: not before the
+    # first trial
+    import pandas as pd
 
 #: The key under which an order experiment's schedule is stored.
 SCHEDULE_KEY = "order_schedule"
@@ -280,6 +283,8 @@ def trials_table(trials: Sequence[TrialRecord], pi: str) -> pd.DataFrame:
         for t in trials
         if t.ok and pi in t.readings and "test" in t.setting
     ]
+    import pandas as pd  # here: pandas takes ~0.3 s to import; not before the first trial
+
     return pd.DataFrame(rows, columns=list(ORDER_COLUMNS))
 
 

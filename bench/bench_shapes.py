@@ -1,0 +1,216 @@
+"""Coverage of `assay run`'s CI on the shapes real benchmarks have (issue #21).
+
+Each case simulates 200 studies that run the same analysis and stopping rule as
+``assay run`` (``analyze_pi`` + ``decide``, as ``Runner._loop`` calls them) on synthetic
+rounds with a known truth, and counts how often the reported CI covers it. A study that
+ends with "no valid CI" (infinite bounds: the analysis refused to give one) is counted
+apart: for the non-stationary shapes (a step, a drift) that is the right answer; on
+stationary shapes it must stay rare (<= 5%).
+
+Truth: the expectation of the process for stationary shapes (for the two-mode rounds,
+the mixture's mean); for a step or a drift, the mean of the true means of the rounds
+the study ran (what a reader takes "the mean" to be).
+
+Run: python bench/bench_shapes.py [--reps 200] [--only 1,3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import math
+import os
+import platform
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
+
+from assay.designs.run_until_ci import RoundData, analyze_pi, decide, round_segment
+from assay.execute.environment import cpu_model
+from assay.spec import PISpec, StopSpec
+
+MU = 10.0
+# (rng, round index, carried noise state) -> (units or a reading, new state, true mean)
+RoundFn = Callable[[np.random.Generator, int, float], tuple[np.ndarray | float, float, float]]
+
+
+def ar1(rng: np.random.Generator, n: int, phi: float, state: float, sd: float = 1.0):  # type: ignore[no-untyped-def]
+    e = rng.normal(0.0, sd * math.sqrt(1 - phi * phi), n)
+    out = np.empty(n)
+    x = state
+    for i in range(n):
+        x = phi * x + e[i]
+        out[i] = x
+    return out, x
+
+
+def units_iid(rng: np.random.Generator, k: int, s: float):  # type: ignore[no-untyped-def]
+    return MU + rng.normal(0, 1, 200), s, MU
+
+
+def units_ar05(rng: np.random.Generator, k: int, s: float):  # type: ignore[no-untyped-def]
+    x, s = ar1(rng, 200, 0.5, s)
+    return MU + x, s, MU
+
+
+def two_modes(rng: np.random.Generator, k: int, s: float):  # type: ignore[no-untyped-def]
+    # each round (process start) lands in a slow mode 20% above with p = 0.3; the unit
+    # readings inside a round agree
+    level = MU * (1.2 if rng.random() < 0.3 else 1.0)
+    return level + rng.normal(0, 1, 200), s, level
+
+
+TWO_MODES_TRUTH = MU * (1 + 0.2 * 0.3)
+
+
+def step_after_4(rng: np.random.Generator, k: int, s: float):  # type: ignore[no-untyped-def]
+    x, s = ar1(rng, 200, 0.5, s)
+    level = MU * (1.03 if k >= 4 else 1.0)
+    return level + x, s, level
+
+
+def slow_drift(rng: np.random.Generator, k: int, s: float):  # type: ignore[no-untyped-def]
+    x, s = ar1(rng, 200, 0.5, s)
+    level = MU * (1 + 0.001 * k)
+    return level + x, s, level
+
+
+def readings_lognormal(rng: np.random.Generator, k: int, s: float):  # type: ignore[no-untyped-def]
+    return float(rng.lognormal(0.0, 1.0)), s, math.exp(0.5)
+
+
+def readings_strong_drift(rng: np.random.Generator, k: int, s: float):  # type: ignore[no-untyped-def]
+    level = MU * (1 + 0.002 * k)  # +12% over 60 rounds
+    return level + float(rng.normal(0, 0.2)), s, level
+
+
+def readings_iid_cv30(rng: np.random.Generator, k: int, s: float):  # type: ignore[no-untyped-def]
+    return MU + float(rng.normal(0, 3.0)), s, MU
+
+
+def readings_ar05(rng: np.random.Generator, k: int, s: float):  # type: ignore[no-untyped-def]
+    x, s = ar1(rng, 1, 0.5, s, sd=0.5)
+    return MU + float(x[0]), s, MU
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    fn: RoundFn
+    ci_width: float
+    truth: float | None  # None: the mean of the rounds' true means
+    stationary: bool
+    statistic: str = "mean"
+
+
+CASES = [
+    Case("units i.i.d., ±1%", units_iid, 0.01, MU, True),
+    Case("units AR(1) 0.5, ±1%", units_ar05, 0.01, MU, True),
+    Case("two modes by round (p 0.3, 20% apart), ±5%", two_modes, 0.05, TWO_MODES_TRUTH, True),
+    Case("step +3% after round 4, AR 0.5, ±1%", step_after_4, 0.01, None, False),
+    Case("slow drift +0.1%/round, AR 0.5, ±1%", slow_drift, 0.01, None, False),
+    Case("readings lognormal σ 1, ±20%", readings_lognormal, 0.20, math.exp(0.5), True),
+    Case("readings lognormal σ 1, median, ±20%", readings_lognormal, 0.20, 1.0, True, "median"),
+    Case("readings strong drift +0.2%/round, ±1%", readings_strong_drift, 0.01, None, False),
+    Case("readings i.i.d. CV 30%, ±10%", readings_iid_cv30, 0.10, MU, True),
+    Case("readings AR(1) 0.5, ±2%", readings_ar05, 0.02, MU, True),
+]
+
+
+@dataclass
+class Outcome:
+    covered: bool
+    no_ci: bool
+    rounds: int
+    raw: int
+    met: bool
+
+
+def one_study(rng: np.random.Generator, case: Case, max_rounds: int) -> Outcome:
+    stop = StopSpec(ci_width=case.ci_width, max_rounds=max_rounds, max_time=1e9)
+    pi = PISpec(name="t", unit="s", statistic=case.statistic)
+    rounds: list[RoundData] = []
+    truths: list[float] = []
+    state = float(rng.normal())
+    streak = 0
+    raw = 0
+    while True:
+        res = analyze_pi(pi, rounds, stop)
+        d = decide(
+            [res],
+            [pi],
+            stop,
+            rounds_done=len(rounds),
+            rounds_failed=0,
+            elapsed=0.0,
+            raw_per_round={"t": 200.0 if rounds and rounds[0].units is not None else 1.0},
+            met_streak=streak,
+        )
+        if d.done:
+            break
+        streak = streak + 1 if d.target_met else 0
+        got, state, true_mean = case.fn(rng, len(rounds), state)
+        truths.append(true_mean)
+        if isinstance(got, np.ndarray):
+            raw += got.size
+            rounds.append(RoundData(units=got, duration=1.0, segment=round_segment(got)))
+        else:
+            raw += 1
+            rounds.append(RoundData(reading=got, duration=1.0))
+    truth = case.truth if case.truth is not None else float(np.mean(truths))
+    no_ci = not (math.isfinite(res.low) and math.isfinite(res.high))
+    return Outcome(
+        covered=not no_ci and res.low <= truth <= res.high,
+        no_ci=no_ci,
+        rounds=len(rounds),
+        raw=raw,
+        met=res.met,
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=200)
+    ap.add_argument("--max-rounds", type=int, default=300)
+    ap.add_argument("--only", default="", help="comma-separated row numbers (1-based)")
+    args = ap.parse_args()
+    only = {int(i) for i in args.only.split(",") if i}
+    print(
+        f"machine: {cpu_model()}, {os.cpu_count()} cores, {platform.system()} "
+        f"{platform.release()}; date {datetime.date.today()}; load {os.getloadavg()[0]:.1f}"
+    )
+    print(f"{args.reps} studies per case, 95% CI, budget {args.max_rounds} rounds")
+    print()
+    print(
+        "| case | CI covers truth (of finite CIs) | no valid CI | target met | "
+        "rounds (median) | readings used (median) |"
+    )
+    print("|---|---|---|---|---|---|")
+    for i, case in enumerate(CASES, start=1):
+        if only and i not in only:
+            continue
+        rng = np.random.default_rng(20261124 + i)
+        outs = [one_study(rng, case, args.max_rounds) for _ in range(args.reps)]
+        finite = [o for o in outs if not o.no_ci]
+        k = sum(o.covered for o in finite)
+        if finite:
+            ci = stats.binomtest(k, len(finite)).proportion_ci(0.95)
+            cov = f"{k / len(finite):.1%} [{ci.low:.1%}, {ci.high:.1%}]"
+        else:
+            cov = "—"
+        print(
+            f"| {case.name} | {cov} | {sum(o.no_ci for o in outs) / len(outs):.1%} | "
+            f"{np.mean([o.met for o in outs]):.0%} | "
+            f"{np.median([o.rounds for o in outs]):.0f} | "
+            f"{np.median([o.raw for o in outs]):.0f} |",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+"""Start-up of ``assay run``: from launching the process to the first trial's spawn (#17).
+
+Run from the repository root::
+
+    python bench/bench_startup.py [--launches 10]
+
+The benchmark command is ``sh -c 'date +%s%N >> STAMP; grep ... /proc/$PPID/maps'``:
+each trial appends the wall-clock time it started at and how many SciPy or pandas
+shared objects its parent (the ``assay`` process) has mapped.  The start-up of one
+launch is the first trial's time minus ``time.time_ns()`` taken just before the
+``assay`` process is started (``sh`` and ``date`` add about a millisecond).
+
+Each launch is ``python -m assay run -r 1`` (the default options: launch-overhead
+probe and bottleneck watch on) in a fresh directory, in two modes: a study file
+(``assay run STUDY.toml``) and quick mode (``assay run -- CMD``); and with two states
+of the per-user cache (``XDG_CACHE_HOME``): cold (an empty one for every launch: the
+first run on a machine) and warm (one shared, filled by an unmeasured launch first).
+The variants are interleaved.  Prints a Markdown table (median, min and max of the
+launches; the median CPU time the ``assay`` process had used by its first trial, less
+sensitive to a busy machine than the wall time) with the machine, date and load.
+
+``--src DIR`` (repeatable) runs each variant with ``PYTHONPATH=DIR`` too, interleaved
+with the installed tree: e.g. the ``src`` of an older revision unpacked with
+``git archive REV src | tar -x -C /tmp/old`` (before and after, at the same load).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+#: A trial: its start time (ns), the count of SciPy/pandas objects its parent maps
+#: (``true``: grep fails when it counts none) and its parent's user and system CPU time
+#: so far (clock ticks).
+STAMP = (
+    "date +%s%N >> stamp; grep -cE '/(scipy|pandas)(\\.libs)?/' /proc/$PPID/maps >> stamp; "
+    "cut -d' ' -f14,15 /proc/$PPID/stat >> stamp; true"
+)
+
+STUDY = """\
+[study]
+name = "startup"
+store = "startup.assay.db"
+
+[benchmark]
+command = ["sh", "-c", "{stamp}"]
+"""
+
+
+def launch(workdir: Path, cache: Path, quick: bool, src: str) -> tuple[float, float, int]:
+    """One ``assay run``: seconds from its launch to its first trial's start, the CPU
+    seconds the ``assay`` process had used by then and the SciPy/pandas objects it had
+    mapped."""
+    workdir.mkdir()
+    stamp_cmd = STAMP.replace("stamp", str(workdir / "stamp"))
+    if quick:
+        target = ["--fresh", "--", "sh", "-c", stamp_cmd]
+    else:
+        study = workdir / "study.toml"
+        study.write_text(STUDY.format(stamp=stamp_cmd.replace("\\", "\\\\")))
+        target = [str(study)]
+    argv = [sys.executable, "-m", "assay", "run", "-r", "1", "-q", "--json", os.devnull]
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    if src:
+        env["PYTHONPATH"] = os.pathsep.join([src, *filter(None, [env.get("PYTHONPATH")])])
+    t0 = time.time_ns()
+    done = subprocess.run([*argv, *target], cwd=workdir, env=env, capture_output=True, text=True)
+    if done.returncode not in (0, 5):  # 5: one round is short of the CI target, as meant
+        sys.exit(f"assay run failed ({done.returncode}): {done.stderr}")
+    started, mapped, utime, stime = (workdir / "stamp").read_text().split()[:4]
+    cpu = (int(utime) + int(stime)) / os.sysconf("SC_CLK_TCK")
+    return (int(started) - t0) / 1e9, cpu, int(mapped)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--launches", type=int, default=10)
+    ap.add_argument("--src", action="append", default=[], help="also run this source tree")
+    ap.add_argument("--no-installed", action="store_true", help="run only the --src trees")
+    args = ap.parse_args()
+    trees = [] if args.no_installed else [""]  # "": the installed tree
+    trees += [str(Path(s).resolve()) for s in args.src]
+    variants = [(t, q, c) for t in trees for q in (False, True) for c in (True, False)]
+    times: dict[tuple[str, bool, bool], list[float]] = {v: [] for v in variants}
+    cpus: dict[tuple[str, bool, bool], list[float]] = {v: [] for v in variants}
+    mapped: dict[tuple[str, bool, bool], set[int]] = {v: set() for v in variants}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for n, tree in enumerate(trees):  # fill each tree's warm cache
+            launch(root / f"prime-{n}", root / f"warm-{n}", True, tree)
+        for i in range(args.launches):
+            for tree, quick, cold in variants:
+                n = trees.index(tree)
+                name = f"{i}-{n}-{'quick' if quick else 'study'}-{'cold' if cold else 'warm'}"
+                cache = root / f"cache-{name}" if cold else root / f"warm-{n}"
+                s, c, m = launch(root / name, cache, quick, tree)
+                times[(tree, quick, cold)].append(s)
+                cpus[(tree, quick, cold)].append(c)
+                mapped[(tree, quick, cold)].add(m)
+    load = os.getloadavg()
+    print(
+        f"Machine: {platform.node()}, {os.cpu_count()} cores, {platform.platform()}; "
+        f"Python {platform.python_version()}; "
+        f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; "
+        f"load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {args.launches} launches each\n"
+    )
+    print(
+        "| tree | mode | user cache | median | min | max | CPU time (median) "
+        "| SciPy/pandas objects mapped |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for tree, quick, cold in variants:
+        ts = times[(tree, quick, cold)]
+        got = mapped[(tree, quick, cold)]
+        print(
+            f"| {tree or 'installed'} | {'assay run -- CMD' if quick else 'assay run STUDY.toml'} "
+            f"| {'cold' if cold else 'warm'} | {statistics.median(ts) * 1e3:.0f} ms "
+            f"| {min(ts) * 1e3:.0f} ms | {max(ts) * 1e3:.0f} ms "
+            f"| {statistics.median(cpus[(tree, quick, cold)]) * 1e3:.0f} ms "
+            f"| {', '.join(str(m) for m in sorted(got))} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,589 @@
+"""Trials that span several machines: roles of hosts, each host reached through its Dask worker.
+
+A study with ``[cluster.roles]`` (see :mod:`assay.rolespec`) runs every trial on all
+of its hosts at once: the measured role's one host runs ``[benchmark].command`` (the
+trial's readings come from it), every other host runs its role's ``command`` if it
+has one, and every host runs the bottleneck watch until the measured command ends.
+Setup, reset and teardown run role by role, in the order of ``[cluster.roles]``
+(teardown in reverse), on every host of a role in parallel; the measured host runs
+``[benchmark]``'s own step after its role's.  Each host's part (exit status, output,
+samples) is a :class:`~assay.store.HostRun`, stored with its trial (or, for the
+study's steps, on its own).
+
+Host ``i`` of the cluster (``role_hosts`` order) is the Dask worker named ``i`` (the
+SSH cluster and ``--workers N`` name them so; ``dask worker --name``) or named as the
+host; each task is pinned to its host's worker (``client.submit(..., workers=[addr],
+allow_other_workers=False)``).  A worker that leaves while its host has a task (the
+process died, the machine is gone) fails the trial, naming the host: Dask would
+otherwise wait for it forever.  ``[cluster] on_host_failure`` decides whether the
+study then stops (the default) or goes on to the next trial.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from assay.errors import StudyError
+from assay.execute.command import render_argv, run_command
+from assay.execute.dask_executor import RESOURCE, DaskExecutor, _worker_monitor
+from assay.execute.trial import Step, TrialJob, TrialRequest, run_trial
+from assay.rolespec import host_values, measured_role
+from assay.store import HostRun, TrialRecord
+
+if TYPE_CHECKING:
+    from distributed import Client, Future
+
+    from assay.spec import ClusterSpec, Spec
+
+#: How often the driver looks at the workers while it waits for a host (s).
+POLL_S = 0.1
+#: How long a trial waits for a host's worker to come back (a nanny restarts a killed one).
+REJOIN_S = 30.0
+#: Beyond the study's timeout, how long a host's part may take (start-up, the watch).
+GRACE_S = 60.0
+
+
+@dataclass(frozen=True)
+class HostSlot:
+    """One host of a role: ``worker`` is its place in the cluster's host list."""
+
+    role: str
+    host: str
+    index: int
+    worker: int
+
+    def where(self) -> str:
+        """``10.0.0.2 (server[1])``."""
+        return f"{self.host} ({self.role}[{self.index}])"
+
+
+class RolePlan:
+    """The study's roles with their steps rendered for each host (pure)."""
+
+    def __init__(
+        self,
+        roles: Mapping[str, Sequence[str]],
+        measure: str | None,
+        steps: Mapping[str, Mapping[str, Sequence[str]]],
+        params: Mapping[str, object],
+        env: Mapping[str, str],
+        shell: bool = False,
+    ) -> None:
+        self.roles = {r: list(h) for r, h in roles.items()}
+        self.measured = measured_role(self.roles, measure)
+        self.steps = steps
+        self.params = dict(params)
+        self.env = dict(env)
+        self.shell = shell
+        slots, i = [], 0
+        for role, members in self.roles.items():
+            for index, host in enumerate(members):
+                slots.append(HostSlot(role, host, index, i))
+                i += 1
+        self.slots: list[HostSlot] = slots
+
+    @classmethod
+    def of(cls, spec: Spec) -> RolePlan:
+        """The plan of a study file with ``[cluster.roles]``."""
+        assert spec.cluster is not None and spec.cluster.roles is not None
+        b = spec.benchmark
+        return cls(
+            spec.cluster.roles,
+            spec.cluster.measure,
+            {r: s.argvs() for r, s in b.roles.items()},
+            spec.params,
+            b.env,
+            b.shell,
+        )
+
+    @property
+    def measured_slot(self) -> HostSlot:
+        return next(s for s in self.slots if s.role == self.measured)
+
+    def values(self, slot: HostSlot) -> dict[str, str]:
+        """The placeholder values of ``slot``'s host (``{host.index}``, ``{hosts.server}``)."""
+        return host_values(self.roles, slot.role, slot.index)
+
+    def step(self, slot: HostSlot, what: str) -> Step | None:
+        """The role's ``what`` (setup, reset, teardown, command) for ``slot``, rendered
+        with ``[params]`` and the host's values; None when the role has none.
+
+        >>> plan = RolePlan({"client": ["a"], "server": ["b", "c"]}, None,
+        ...                 {"server": {"setup": ["start", "--id={host.index}", "{p}"]}},
+        ...                 {"p": "x y"}, {})
+        >>> plan.step(plan.slots[2], "setup").argv
+        ('start', '--id=1', 'x y')
+        """
+        argv = self.steps.get(slot.role, {}).get(what)
+        if not argv:
+            return None
+        values = {**self.params, **self.values(slot)}
+        rendered = render_argv(list(argv), values, shell=self.shell)
+        env = {k: _render(v, values) for k, v in self.env.items()}
+        return Step(what, tuple(rendered), f"{slot.role}: {' '.join(argv)}", env)
+
+    def ordered(self, reverse: bool = False) -> list[list[HostSlot]]:
+        """The hosts role by role (in ``[cluster.roles]`` order, or reversed)."""
+        groups = [[s for s in self.slots if s.role == r] for r in self.roles]
+        return groups[::-1] if reverse else groups
+
+
+def _render(text: str, values: Mapping[str, object]) -> str:
+    from assay.template import render
+
+    return render(text, values)
+
+
+# ------------------------------------------------------------------ on a worker
+
+
+def host_info() -> dict[str, Any]:
+    """The host's cores and memory: the cluster summary's per-core CPU and memory need them."""
+    import platform
+
+    import psutil
+
+    return {
+        "cpu_count": psutil.cpu_count() or 1,
+        "memory_bytes": int(psutil.virtual_memory().total),
+        "node": platform.node(),
+    }
+
+
+def _host_steps(job: TrialJob, slot: HostSlot, what: str, steps: list[Step]) -> HostRun:
+    """Run a host's steps in order, stopping at the first that fails."""
+    started = time.time()
+    run = HostRun(what, slot.role, slot.host, slot.index, "ok", started=started)
+    for step in steps:
+        res = run_command(
+            list(step.argv),
+            timeout=job.timeout,
+            env=step.env,
+            cwd=job.cwd,
+            shell=job.shell,
+            keep_descendants=True,  # a setup step may start a server that must outlive it
+        )
+        res.close()
+        run = replace(
+            run,
+            status=res.status,
+            exit_code=res.exit_code,
+            error="" if res.status == "ok" else f"the {what} command {step.shown!r}: {res.error}",
+            stdout=run.stdout + res.stdout,
+            stderr=run.stderr + res.stderr,
+        )
+        if res.status != "ok":
+            break
+    return replace(run, duration=time.time() - started, info=host_info())
+
+
+def _failure(step: Step, status: str, error: str) -> str:
+    return "" if status == "ok" else f"the {step.what} command {step.shown!r}: {error}"
+
+
+def _host_part(
+    job: TrialJob, slot: HostSlot, step: Step | None, tag: str, monitor: bool, wait_s: float
+) -> HostRun:
+    """A host's part of a trial that it does not measure: the watch (and its role's
+    command) from the moment it says it is ready until the measured command has ended."""
+    from distributed import Event
+
+    watch = _worker_monitor() if monitor else None
+    info = host_info()
+    started = time.time()
+    if watch is not None:
+        watch.start()
+    res = None
+    try:
+        Event(f"{tag}-ready-{slot.worker}").set()  # type: ignore[no-untyped-call]
+        if step is not None:
+            res = run_command(
+                list(step.argv), timeout=job.timeout, env=step.env, cwd=job.cwd, shell=job.shell
+            )
+            res.close()
+        Event(tag).wait(wait_s)  # type: ignore[no-untyped-call]
+    finally:
+        series = watch.stop().series if watch is not None else {}
+    return HostRun(
+        "trial",
+        slot.role,
+        slot.host,
+        slot.index,
+        "ok" if res is None else res.status,
+        exit_code=None if res is None else res.exit_code,
+        error=_failure(step, res.status, res.error) if res is not None and step else "",
+        stdout=b"" if res is None else res.stdout,
+        stderr=b"" if res is None else res.stderr,
+        started=started,
+        duration=time.time() - started,
+        info=info,
+        resources=series,
+    )
+
+
+def _measured_part(
+    job: TrialJob, request: TrialRequest, slot: HostSlot, monitor: bool
+) -> TrialRecord:
+    """The measured host's part: the trial itself, as on one machine."""
+    watch = _worker_monitor() if monitor else None
+    info = host_info()
+    started = time.time()
+    rec = run_trial(job, request, watch)
+    rec.host_runs.append(
+        HostRun(
+            "trial",
+            slot.role,
+            slot.host,
+            slot.index,
+            rec.status,
+            exit_code=rec.exit_code,
+            error=rec.error,
+            stderr=rec.stderr,  # its stdout is the trial's own
+            started=started,
+            duration=time.time() - started,
+            info=info,
+            resources=rec.resources,
+        )
+    )
+    return rec
+
+
+# ------------------------------------------------------------------ the driver
+
+
+@dataclass(frozen=True)
+class _Lost:
+    """A host whose part did not come back: its worker left, or it ran past the limit."""
+
+    why: str
+
+
+class RoleExecutor(DaskExecutor):
+    """Trials that span the hosts of ``[cluster.roles]``, one trial at a time (a trial
+    takes every host).  :meth:`prepare` gives it the study's steps; the hosts' step
+    outcomes wait in :meth:`drain_host_runs` for the study to store them."""
+
+    def __init__(
+        self,
+        client: Client,
+        cluster: ClusterSpec,
+        *,
+        monitor: bool = True,
+        expected_workers: int = 1,
+        wait_s: float = 60.0,
+    ) -> None:
+        super().__init__(
+            client,
+            monitor=monitor,
+            require_identical=cluster.require_identical,
+            expected_workers=expected_workers,
+            wait_s=wait_s,
+        )
+        assert cluster.roles is not None
+        self.cluster = cluster
+        self.plan = RolePlan(cluster.roles, cluster.measure, {}, {}, {})
+        self._pending: list[HostRun] = []
+
+    def prepare(self, spec: Spec) -> None:
+        self.plan = RolePlan.of(spec)
+
+    def drain_host_runs(self) -> list[HostRun]:
+        out, self._pending = self._pending, []
+        return out
+
+    def slots(self) -> int:
+        super().slots()
+        return 1  # a trial uses every host
+
+    def describe(self) -> dict[str, Any]:
+        out = super().describe()
+        addresses = self._addresses()
+        out["roles"] = {s.where(): addresses.get(s, "no worker") for s in self.plan.slots}
+        return out
+
+    def start(self) -> None:
+        super().start()
+        addresses = self._addresses()
+        missing = [s.where() for s in self.plan.slots if s not in addresses]
+        if missing:
+            raise StudyError(
+                f"[cluster.roles]: no Dask worker for {', '.join(missing)}: host i of the roles "
+                "(in order) is the worker named i, or named as the host (dask worker --name)"
+            )
+
+    def _addresses(self) -> dict[HostSlot, str]:
+        """Each host's worker address now (a host whose worker is gone has none)."""
+        by_name: dict[str, str] = {}
+        for addr, w in self.client.scheduler_info()["workers"].items():
+            by_name.setdefault(str(w.get("name")), addr)
+        out = {}
+        for s in self.plan.slots:
+            addr = by_name.get(str(s.worker)) or by_name.get(s.host)
+            if addr is not None:
+                out[s] = addr
+        return out
+
+    def _rejoined(self, limit_s: float = REJOIN_S) -> dict[HostSlot, str]:
+        """The hosts' workers, after waiting up to ``limit_s`` for any that left."""
+        deadline = time.monotonic() + limit_s
+        while True:
+            addresses = self._addresses()
+            if len(addresses) == len(self.plan.slots) or time.monotonic() > deadline:
+                return addresses
+            time.sleep(POLL_S)
+
+    def _submit(self, slot: HostSlot, addr: str, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        return self.client.submit(
+            fn,
+            *args,
+            workers=[addr],
+            allow_other_workers=False,
+            resources={RESOURCE: 1},
+            pure=False,
+        )
+
+    def _wait(
+        self,
+        futures: Mapping[HostSlot, Future[Any]],
+        addresses: Mapping[HostSlot, str],
+        limit_s: float,
+        until: Callable[[float], bool] | None = None,
+    ) -> dict[HostSlot, Any]:
+        """Each host's result, or a :class:`_Lost` for a host whose worker left, whose
+        task raised, or that ran past ``limit_s``; ``until(timeout)`` (which may wait that
+        long for its condition) ends the wait early when true."""
+        out: dict[HostSlot, Any] = {}
+        deadline = time.monotonic() + limit_s
+        while len(out) < len(futures):
+            if until is not None and until(0.0):
+                # the others go on (a watch waits for the measured command): keep them
+                self.client.cancel([f for s, f in futures.items() if isinstance(out.get(s), _Lost)])  # type: ignore[no-untyped-call]
+                return out
+            present = set(self.client.scheduler_info()["workers"])
+            for slot, fut in futures.items():
+                if slot in out:
+                    continue
+                if fut.done():  # type: ignore[no-untyped-call]
+                    try:
+                        out[slot] = fut.result()
+                    except Exception as exc:  # the task raised, or the worker was killed
+                        out[slot] = _Lost(f"its task failed: {type(exc).__name__}: {exc}")
+                elif addresses[slot] not in present:
+                    out[slot] = _Lost(f"its Dask worker {addresses[slot]} is gone")
+                elif time.monotonic() > deadline:
+                    out[slot] = _Lost(f"no answer after {limit_s:g} s")
+            pending = [f for s, f in futures.items() if s not in out]
+            if pending and until is not None:
+                until(POLL_S)  # returns as soon as its condition holds
+            elif pending:
+                _first_done(pending, POLL_S)
+        left = [f for s, f in futures.items() if s not in out or isinstance(out[s], _Lost)]
+        if left:
+            self.client.cancel(left)  # type: ignore[no-untyped-call]
+        return out
+
+    def _phase(
+        self, job: TrialJob, what: str, extra: Step | None, *, keep_going: bool = False
+    ) -> list[HostRun]:
+        """Run ``what`` role by role, every host of a role at once; stop at the first
+        role with a failure unless ``keep_going`` (teardown)."""
+        runs: list[HostRun] = []
+        addresses = self._addresses()
+        remote = replace(job, running_file=None)
+        for group in self.plan.ordered(reverse=what == "teardown"):
+            todo: dict[HostSlot, list[Step]] = {}
+            for slot in group:
+                own = self.plan.step(slot, what)
+                steps = [own] if own is not None else []
+                if slot.role == self.plan.measured and extra is not None:
+                    steps = [extra, *steps] if what == "teardown" else [*steps, extra]
+                if steps:
+                    todo[slot] = steps
+            futures = {}
+            for slot, steps in todo.items():
+                if slot not in addresses:
+                    runs.append(_lost_run(what, slot, "it has no Dask worker"))
+                    continue
+                futures[slot] = self._submit(
+                    slot, addresses[slot], _host_steps, remote, slot, what, steps
+                )
+            results = self._wait(futures, addresses, 2 * job.timeout + GRACE_S)
+            for slot, res in results.items():
+                runs.append(res if isinstance(res, HostRun) else _lost_run(what, slot, res.why))
+            if not keep_going and any(not r.ok for r in runs):
+                break
+        return runs
+
+    def run_phase(self, job: TrialJob, what: str, step: Step | None) -> None:
+        """Setup or teardown on every host, role by role; the hosts' outcomes wait in
+        :meth:`drain_host_runs`; StudyError naming the first host that failed."""
+        runs = self._phase(job, what, step, keep_going=what == "teardown")
+        self._pending.extend(runs)
+        failed = [r for r in runs if not r.ok]
+        if failed:
+            raise StudyError(failure_text(failed))
+
+    def run_step(self, job: TrialJob, step: Step) -> None:
+        self.run_phase(job, step.what, step)
+
+    def run_trials(
+        self, job: TrialJob, requests: Sequence[TrialRequest]
+    ) -> Generator[TrialRecord, None, None]:
+        self._n_workers = len(self.workers())
+        for done, request in enumerate(requests):
+            self._batch = (len(requests), done, self._batch[2] if done else time.monotonic())
+            record = self._trial(job, request)
+            yield record
+            if host_failures(record, self.plan.measured) and self.cluster.on_host_failure == "stop":
+                raise StudyError(
+                    f"trial {record.seq}: {record.error} ([cluster] on_host_failure = "
+                    "'stop'; 'continue' goes on to the next trial)"
+                )
+
+    def _trial(self, job: TrialJob, request: TrialRequest) -> TrialRecord:
+        self._rejoined()
+        resets = self._phase(job, "reset", job.reset) if self._has_reset(job) else []
+        failed = [r for r in resets if not r.ok]
+        if failed:
+            return _failed_record(request, self.plan.measured_slot, resets, failure_text(failed))
+        remote = replace(job, running_file=None, reset=None)
+        addresses = self._rejoined()
+        missing = [s for s in self.plan.slots if s not in addresses]
+        if missing:
+            runs = [_lost_run("trial", s, "it has no Dask worker") for s in missing]
+            return _failed_record(
+                request, self.plan.measured_slot, resets + runs, failure_text(runs)
+            )
+        measured = self.plan.measured_slot
+        others = [s for s in self.plan.slots if s != measured]
+        tag = f"assay-trial-{uuid.uuid4().hex}"
+        wait_s = job.timeout + GRACE_S
+        watchers = {
+            s: self._submit(
+                s,
+                addresses[s],
+                _host_part,
+                remote,
+                s,
+                self.plan.step(s, "command"),
+                tag,
+                self.monitor,
+                wait_s,
+            )
+            for s in others
+        }
+        ready = self._ready(tag, others)
+        early = self._wait(watchers, addresses, GRACE_S, until=ready)
+        runs = [_lost_run("trial", s, r.why) for s, r in early.items() if isinstance(r, _Lost)]
+        if runs or not ready(0.0):
+            self._release(tag)
+            self._wait(watchers, addresses, GRACE_S)
+            runs = runs or [_lost_run("trial", s, "its watch did not start") for s in others]
+            return _failed_record(request, measured, resets + runs, failure_text(runs))
+        fut = self._submit(
+            measured, addresses[measured], _measured_part, remote, request, measured, self.monitor
+        )
+        got = self._wait({measured: fut}, addresses, wait_s)[measured]
+        self._release(tag)
+        parts = self._wait(watchers, addresses, wait_s)
+        hosts = [
+            r if isinstance(r, HostRun) else _lost_run("trial", s, r.why) for s, r in parts.items()
+        ]
+        if isinstance(got, _Lost):
+            lost = _lost_run("trial", measured, got.why)
+            return _failed_record(request, measured, [*resets, lost, *hosts], failure_text([lost]))
+        record: TrialRecord = got
+        record.host_runs = [*resets, *record.host_runs, *hosts]
+        failed = [h for h in hosts if not h.ok]
+        if failed and record.status == "ok":
+            record.status = "failed"
+            record.error = failure_text(failed)
+            record.readings.clear()
+            record.unit_readings.clear()
+        return record
+
+    def _has_reset(self, job: TrialJob) -> bool:
+        return job.reset is not None or any("reset" in steps for steps in self.plan.steps.values())
+
+    def _ready(self, tag: str, slots: Sequence[HostSlot]) -> Callable[[float], bool]:
+        """Whether every host's watch has started, waiting up to a timeout for it (an
+        event's wait returns when it is set: no polling delay before the trial)."""
+        from distributed import Event
+
+        events = [Event(f"{tag}-ready-{s.worker}", client=self.client) for s in slots]  # type: ignore[no-untyped-call]
+
+        def ready(timeout: float) -> bool:
+            deadline = time.monotonic() + timeout
+            for e in events:
+                left = deadline - time.monotonic()
+                done = e.wait(left) if left > 0 else e.is_set()  # type: ignore[no-untyped-call]
+                if not done:
+                    return False
+            return True
+
+        return ready
+
+    def _release(self, tag: str) -> None:
+        from distributed import Event
+
+        Event(tag, client=self.client).set()  # type: ignore[no-untyped-call]
+
+
+def host_failures(record: TrialRecord, measured: str) -> list[HostRun]:
+    """The hosts' failures in a trial: any host part that did not end well, except the
+    measured command's own failure (a failing benchmark is data, as on one machine)."""
+    return [
+        h
+        for h in record.host_runs
+        if not h.ok and not (h.what == "trial" and h.role == measured and h.status != "lost")
+    ]
+
+
+def _first_done(futures: list[Future[Any]], timeout: float) -> None:
+    """Return when one of ``futures`` is done, or after ``timeout`` seconds (then the
+    caller looks at the workers again)."""
+    from distributed import wait
+
+    with contextlib.suppress(TimeoutError):
+        wait(futures, timeout=timeout, return_when="FIRST_COMPLETED")  # type: ignore[no-untyped-call]
+
+
+def _lost_run(what: str, slot: HostSlot, why: str) -> HostRun:
+    return HostRun(what, slot.role, slot.host, slot.index, "lost", error=why)
+
+
+def failure_text(failed: Sequence[HostRun]) -> str:
+    """What failed, host by host: the host, its role, the error and its stderr's tail.
+
+    >>> failure_text([HostRun("setup", "server", "10.0.0.2", 1, "failed",
+    ...                       error="the setup command 'x' exited with status 2",
+    ...                       stderr=b"no such file\\n")])
+    "on host 10.0.0.2 (server[1]): the setup command 'x' exited with status 2: no such file"
+    """
+    out = []
+    for r in failed:
+        tail = r.stderr.decode("utf-8", "replace").strip()[-500:]
+        out.append(f"on host {r.where()}: {r.error or r.status}" + (f": {tail}" if tail else ""))
+    return "; ".join(out)
+
+
+def _failed_record(
+    request: TrialRequest, slot: HostSlot, runs: list[HostRun], error: str
+) -> TrialRecord:
+    return TrialRecord(
+        seq=request.seq,
+        status="failed",
+        run=request.run,
+        setting=dict(request.setting),
+        argv=list(request.argv),
+        work=request.work,
+        started=time.time(),
+        error=error,
+        host=slot.host,
+        host_runs=runs,
+    )

@@ -1,0 +1,154 @@
+"""The roles of a study that spans several machines: the study file's part.
+
+``[cluster.roles]`` names groups of hosts (``client = ["10.0.0.7"]``, ``server =
+["10.0.0.1", "10.0.0.2"]``); ``[benchmark.roles.<role>]`` gives a role its own
+``setup``, ``reset``, ``teardown`` and ``command`` (run on every host of the role).
+The measured command, ``[benchmark].command``, runs on the one host of the measured
+role (``[cluster] measure``, default ``client``).  Every command may use the
+placeholders ``{hosts.<role>}`` (the role's hosts, comma-separated), ``{host.name}``,
+``{host.role}`` and ``{host.index}`` (the host's own, by its place in its role).
+
+This module is pure validation and naming: :mod:`assay.execute.roles` runs the steps.
+
+>>> sorted(cluster_placeholders({"client": ["a"], "server": ["b", "c"]}))
+['host.index', 'host.name', 'host.role', 'hosts.client', 'hosts.server']
+>>> host_values({"client": ["a"], "server": ["b", "c"]}, "server", 1)["hosts.server"]
+'b,c'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+#: A role's name: it is written in placeholders (``{hosts.server}``).
+ROLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: The placeholders of the host a command runs on.
+HOST_KEYS = ("host.name", "host.role", "host.index")
+#: The measured role when ``[cluster] measure`` is not given.
+DEFAULT_MEASURED = "client"
+
+
+class RoleStepsSpec(BaseModel):
+    """``[benchmark.roles.<role>]``: what runs on every host of one role.
+
+    ``setup`` before the study, ``reset`` before every trial, ``teardown`` after the
+    study (in reverse role order) and ``command`` during every trial, beside the
+    measured command (its exit status is checked; it does not end the trial).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    setup: Annotated[list[str], Field(min_length=1)] | None = None
+    reset: Annotated[list[str], Field(min_length=1)] | None = None
+    teardown: Annotated[list[str], Field(min_length=1)] | None = None
+    command: Annotated[list[str], Field(min_length=1)] | None = None
+
+    @field_validator("setup", "reset", "teardown", "command")
+    @classmethod
+    def _no_empty_argv0(cls, v: list[str] | None) -> list[str] | None:
+        if v is not None and not v[0].strip():
+            raise ValueError("the first element (the program) must not be empty")
+        return v
+
+    def argvs(self) -> dict[str, list[str]]:
+        """The role's steps that are given, by name."""
+        steps = {"setup": self.setup, "reset": self.reset, "teardown": self.teardown}
+        return {k: v for k, v in {**steps, "command": self.command}.items() if v is not None}
+
+
+def check_roles(roles: Mapping[str, Sequence[str]], hosts: Sequence[str]) -> None:
+    """``[cluster.roles]``: identifier names, non-empty host lists, a host in one role
+    only, and (when ``hosts`` is given) the same hosts as ``[cluster] hosts``;
+    ValueError naming the field and what was expected."""
+    seen: dict[str, str] = {}
+    for name, members in roles.items():
+        if not ROLE_NAME.fullmatch(name):
+            raise ValueError(
+                f"roles.{name!r}: expected a role name of letters, digits and '_' "
+                "(it is written in placeholders such as {hosts.server})"
+            )
+        if not members:
+            raise ValueError(f"roles.{name}: expected a list of one host or more")
+        for h in members:
+            if h in seen:
+                raise ValueError(
+                    f"roles.{name}: host {h!r} is also in role {seen[h]!r}; expected each "
+                    "host in one role (one Dask worker per host runs one role's commands)"
+                )
+            seen[h] = name
+    if hosts and set(hosts) != set(seen):
+        extra = sorted(set(hosts) - set(seen))
+        missing = sorted(set(seen) - set(hosts))
+        what = "; ".join(
+            x
+            for x in (
+                f"in no role: {', '.join(extra)}" if extra else "",
+                f"not in hosts: {', '.join(missing)}" if missing else "",
+            )
+            if x
+        )
+        raise ValueError(
+            f"hosts: expected the hosts of [cluster.roles] (or leave hosts out): {what}"
+        )
+
+
+def role_hosts(roles: Mapping[str, Sequence[str]]) -> list[str]:
+    """Every host of the roles, in role order: the cluster's hosts (worker ``i`` is host ``i``).
+
+    >>> role_hosts({"server": ["b", "c"], "client": ["a"]})
+    ['b', 'c', 'a']
+    """
+    return [h for members in roles.values() for h in members]
+
+
+def measured_role(roles: Mapping[str, Sequence[str]], measure: str | None) -> str:
+    """The role whose host runs ``[benchmark].command``; ValueError when there is none
+    or it has several hosts (one measured command per trial)."""
+    name = measure or DEFAULT_MEASURED
+    if name not in roles:
+        field = "measure" if measure else "measure (default 'client')"
+        raise ValueError(
+            f"{field}: expected one of the roles {', '.join(roles)}, got {name!r}: "
+            "the role whose host runs [benchmark].command"
+        )
+    if len(roles[name]) != 1:
+        raise ValueError(
+            f"roles.{name}: the measured role runs [benchmark].command; expected one host, "
+            f"got {len(roles[name])}"
+        )
+    return name
+
+
+def cluster_placeholders(roles: Mapping[str, Sequence[str]] | None) -> set[str]:
+    """The placeholders a study with these roles gives every command."""
+    if not roles:
+        return set()
+    return {*HOST_KEYS, *(f"hosts.{r}" for r in roles)}
+
+
+def host_values(roles: Mapping[str, Sequence[str]], role: str, index: int) -> dict[str, str]:
+    """The placeholder values of host ``index`` of ``role``."""
+    out = {f"hosts.{r}": ",".join(members) for r, members in roles.items()}
+    out.update({"host.name": roles[role][index], "host.role": role, "host.index": str(index)})
+    return out
+
+
+def check_role_steps(
+    steps: Mapping[str, RoleStepsSpec],
+    roles: Mapping[str, Sequence[str]] | None,
+) -> list[tuple[str, list[str]]]:
+    """``[benchmark.roles]``: every role named is a role of ``[cluster.roles]``; returns
+    each step's field and argv, for the study file's placeholder check."""
+    out: list[tuple[str, list[str]]] = []
+    for role, spec in steps.items():
+        if not roles or role not in roles:
+            have = ", ".join(roles or {}) or "none: add [cluster.roles]"
+            raise ValueError(
+                f"benchmark.roles.{role}: not a role of [cluster.roles] (roles: {have})"
+            )
+        out.extend((f"benchmark.roles.{role}.{what}", argv) for what, argv in spec.argvs().items())
+    return out

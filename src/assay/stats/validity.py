@@ -1,0 +1,190 @@
+"""Is a t-interval of these samples valid? Checks on the shape of a benchmark's data.
+
+A subsession t-interval (Pilot) assumes the merged samples are exchangeable draws from
+one distribution whose mean is near-normal. Real benchmarks break that in three
+common ways, each with its check here:
+
+* **rounds differ** (process start, JIT, memory layout, data placement): unit readings
+  inside a round agree, the rounds do not, so an interval on unit readings measures
+  only the within-round noise. :func:`round_effect` tests whether the round means vary
+  more than the unit-level interval predicts (an F test of a between-round variance
+  component, as in Kalibera & Jones, "Rigorous benchmarking in reasonable time",
+  ISMM 2013); when they do, the interval must rest on the round means.
+* **the level shifts or drifts** during the study: :func:`level_shift` finds the
+  change of level with E-Divisive means and a permutation test
+  (:func:`assay.stats.history.e_divisive`) in the samples the interval rests on.
+* **heavy tails**: the t-interval of a skewed distribution's mean under-covers at
+  small n; :func:`cochran_min_samples` gives Cochran's rule of thumb for the sample
+  size it needs, ``n > 25 g1^2`` with ``g1`` the skewness (Cochran, *Sampling
+  Techniques*, 1977, §2.15).
+
+All functions are pure.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from assay.stats._arrays import finite_1d
+
+__all__ = [
+    "LevelShift",
+    "cochran_min_samples",
+    "largest_step",
+    "level_shift",
+    "round_effect",
+]
+
+#: Cochran's factor: a t-interval of the mean is adequate for n > 25 g1^2.
+COCHRAN_FACTOR = 25.0
+
+
+def round_effect(round_means: npt.ArrayLike, variance_of_mean: float, df_within: float) -> float:
+    """p-value of "the rounds share one mean" against a between-round variance component.
+
+    Under that hypothesis the variance of the grand mean estimated from the ``R`` round
+    means, ``s^2(round means) / R``, estimates the same quantity as the unit-level
+    interval's ``variance_of_mean`` (its squared standard error, on ``df_within``
+    degrees of freedom), so their ratio follows F(R - 1, df_within); a large ratio says
+    the rounds differ by more than their unit readings explain.
+
+    >>> round(round_effect([10.0, 12.0, 10.1, 11.9], 0.0025, 800), 6)
+    0.0
+    >>> round_effect([10.0, 10.05, 9.95, 10.02], 0.01, 800) > 0.5
+    True
+    """
+    from scipy import stats  # the analysis needs SciPy; start-up does not
+
+    m = finite_1d(round_means)
+    r = int(m.size)
+    if r < 2 or not (variance_of_mean > 0 and math.isfinite(variance_of_mean)):
+        return 1.0
+    between = float(np.var(m, ddof=1)) / r
+    f = between / variance_of_mean
+    return float(stats.f.sf(f, r - 1, max(float(df_within), 1.0)))
+
+
+@dataclass(frozen=True)
+class LevelShift:
+    """A change of level: the samples from ``index`` on differ from those before it.
+
+    ``mean_before``/``mean_after`` are the means of the two segments around the change
+    (between the neighbouring change points, if there are several), with Welch's
+    interval of the difference of ``after - before`` in ``diff_low``/``diff_high``.
+    """
+
+    index: int
+    p_value: float
+    mean_before: float
+    mean_after: float
+    diff_low: float
+    diff_high: float
+    changes: int  # change points found in all
+
+
+def level_shift(
+    samples: npt.ArrayLike,
+    alpha: float = 0.01,
+    min_size: int = 3,
+    permutations: int = 199,
+    confidence: float = 0.95,
+    max_samples: int = 120,
+) -> LevelShift | None:
+    """The most significant change of level in ``samples``, or None when there is none.
+
+    E-Divisive means with a permutation test (:func:`assay.stats.history.e_divisive`);
+    the samples must be (nearly) uncorrelated under "no change", as subsession means
+    are, or autocorrelated noise reads as shifts. A steady drift shows as a change too.
+    The shuffles are seeded, so the same samples give the same answer. A series longer
+    than ``max_samples`` is tested on the means of equal blocks of it (the permutation
+    test holds ``permutations`` n x n matrices); ``index`` is in the input's units.
+
+    >>> x = [10.0, 10.2, 9.9, 10.1, 10.0, 9.8, 11.0, 11.1, 10.9, 11.2, 11.0, 10.8]
+    >>> s = level_shift(x)
+    >>> s.index, round(s.mean_after - s.mean_before, 2)
+    (6, 1.0)
+    >>> level_shift([10.0, 10.2, 9.9, 10.1, 10.0, 9.8, 10.1, 10.2, 9.9, 10.0]) is None
+    True
+    """
+    from assay.stats.history import e_divisive, segment_steps
+
+    z = finite_1d(samples)
+    block = max(1, math.ceil(z.size / max_samples))
+    if block > 1:
+        m = z.size // block
+        z = z[: m * block].reshape(m, block).mean(axis=1)
+    if z.size < 2 * min_size:
+        return None
+    # E-Divisive's p-value does not depend on the scale; readings near 1e308 would
+    # overflow its differences
+    scale = float(np.max(np.abs(z))) or 1.0
+    z = z / scale
+    points = e_divisive(z, alpha=alpha, permutations=permutations, min_size=min_size)
+    if not points:
+        return None
+    best = min(points, key=lambda c: (c.p_value, -c.statistic))
+    step = next(
+        s for s in segment_steps(z, [c.index for c in points], confidence) if s.index == best.index
+    )
+    return LevelShift(
+        index=best.index * block,
+        p_value=best.p_value,
+        mean_before=step.mean_before * scale,
+        mean_after=step.mean_after * scale,
+        diff_low=step.welch.diff_low * scale,
+        diff_high=step.welch.diff_high * scale,
+        changes=len(points),
+    )
+
+
+def largest_step(
+    samples: npt.ArrayLike, min_size: int = 3, max_samples: int = 120
+) -> tuple[int, float, float] | None:
+    """Where the level of ``samples`` changes most, untested: E-Divisive's best single
+    split (the largest energy statistic), with the means on either side; None when
+    there are too few samples. For a series that has no interval anyway (its
+    autocorrelation does not merge away), where a permutation test would be invalid and
+    slow; ``index`` is in the input's units (block means of longer series, as
+    :func:`level_shift`).
+
+    >>> largest_step([1.0, 1.1, 0.9, 1.0, 3.0, 3.1, 2.9, 3.0])
+    (4, 1.0, 3.0)
+    """
+    from assay.stats.history import energy_statistics
+
+    z = finite_1d(samples)
+    block = max(1, math.ceil(z.size / max_samples))
+    if block > 1:
+        m = z.size // block
+        z = z[: m * block].reshape(m, block).mean(axis=1)
+    if z.size < 2 * min_size:
+        return None
+    scale = float(np.max(np.abs(z))) or 1.0
+    q = energy_statistics(z / scale, min_size)
+    k = min_size + int(np.argmax(q))
+    return k * block, float(z[:k].mean()), float(z[k:].mean())
+
+
+def cochran_min_samples(samples: npt.ArrayLike) -> int:
+    """Samples a t-interval of the mean needs for these data's skewness: ``25 g1^2``.
+
+    ``g1`` is the adjusted Fisher–Pearson sample skewness. Symmetric data need no more
+    than any other rule asks (the result is then small); a lognormal with sigma 1
+    (skewness 6.2) needs about 950.
+
+    >>> cochran_min_samples([1.0, 2.0, 3.0, 4.0, 5.0])
+    0
+    >>> cochran_min_samples([1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 10.0])
+    250
+    """
+    from scipy import stats
+
+    z = finite_1d(samples)
+    if z.size < 3 or float(np.ptp(z)) == 0.0:
+        return 0
+    g1 = float(stats.skew(z, bias=False))
+    return math.ceil(COCHRAN_FACTOR * g1 * g1 - 1e-9)

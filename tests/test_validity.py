@@ -1,0 +1,270 @@
+"""The checks on the shape of a benchmark's data (issue #21) and their use by `assay run`."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from assay.designs.run_until_ci import RoundData, analyze_pi, decide
+from assay.spec import PISpec, StopSpec
+from assay.stats.autocorr import optimal_subsession
+from assay.stats.validity import cochran_min_samples, level_shift, round_effect
+
+PI = PISpec(name="t", unit="s")
+
+
+# --- round_effect: the F test of a between-round component -------------------------
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_round_effect_is_one_way_anovas_f_test_on_balanced_rounds(seed: int) -> None:
+    # with the pooled within-round variance as the unit-level variance of the mean, the
+    # ratio is exactly one-way ANOVA's F
+    rng = np.random.default_rng(seed)
+    groups = [rng.normal(10 + 0.1 * rng.standard_normal(), 1.0, 50) for _ in range(6)]
+    r, m = len(groups), 50
+    pooled = float(np.mean([g.var(ddof=1) for g in groups]))
+    p = round_effect([g.mean() for g in groups], pooled / (r * m), r * (m - 1))
+    assert p == pytest.approx(stats.f_oneway(*groups).pvalue, rel=1e-9)
+
+
+def test_round_effect_sees_rounds_in_two_modes_and_not_noise() -> None:
+    rng = np.random.default_rng(3)
+    same = [rng.normal(10, 1, 200).mean() for _ in range(10)]
+    assert round_effect(same, 1 / 2000, 1999) > 0.25
+    modes = [rng.normal(10 * (1.2 if k % 3 == 0 else 1.0), 1, 200).mean() for k in range(10)]
+    assert round_effect(modes, 1 / 2000, 1999) < 1e-6
+
+
+def test_round_effect_needs_two_rounds_and_a_variance() -> None:
+    assert round_effect([10.0], 0.01, 100) == 1.0
+    assert round_effect([10.0, 11.0], 0.0, 100) == 1.0
+
+
+# --- level_shift ----------------------------------------------------------------------
+
+
+def test_level_shift_finds_the_step_and_its_size() -> None:
+    rng = np.random.default_rng(1)
+    x = np.concatenate([rng.normal(10, 0.2, 15), rng.normal(10.5, 0.2, 20)])
+    s = level_shift(x)
+    assert s is not None
+    assert s.index == 15
+    assert s.diff_low < 0.5 < s.diff_high
+    assert s.mean_after > s.mean_before
+
+
+def test_level_shift_false_alarms_stay_near_alpha_on_iid_samples() -> None:
+    rng = np.random.default_rng(7)
+    alarms = sum(level_shift(rng.normal(10, 1, 30), alpha=0.05) is not None for _ in range(200))
+    # binomial(200, 0.05): P(X > 20) < 0.01
+    assert alarms <= 20
+
+
+def test_level_shift_needs_enough_samples() -> None:
+    assert level_shift([1.0, 1.0, 5.0, 5.0, 5.0]) is None
+
+
+# --- cochran_min_samples ------------------------------------------------------------------
+
+
+def test_cochran_rule_matches_scipys_adjusted_skewness() -> None:
+    x = np.random.default_rng(2).lognormal(0, 1, 300)
+    g1 = stats.skew(x, bias=False)
+    assert cochran_min_samples(x) == math.ceil(25 * g1 * g1 - 1e-9)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.lists(st.floats(-1e3, 1e3), min_size=3, max_size=40),
+    st.floats(0.01, 100),
+    st.floats(-1e3, 1e3),
+)
+def test_cochran_rule_ignores_scale_and_shift(xs: list[float], a: float, b: float) -> None:
+    x = np.array(xs)
+    if np.ptp(x) < 1e-6 * max(1.0, float(np.abs(x).max())):
+        return
+    n1, n2 = cochran_min_samples(x), cochran_min_samples(a * x + b)
+    assert abs(n1 - n2) <= max(1, 1e-6 * n1)
+
+
+# --- no merging of samples that are not correlated ------------------------------------------
+
+
+def test_independent_small_samples_are_not_merged() -> None:
+    # Pilot's |r1| <= 0.1 merges 30 i.i.d. samples in about half the cases
+    merged_pilot = merged_new = 0
+    for seed in range(100):
+        x = np.random.default_rng(seed).normal(10, 1, 30)
+        sp = optimal_subsession(x)
+        sn = optimal_subsession(x, independence_alpha=0.05)
+        merged_pilot += sp is None or sp.size > 1
+        merged_new += sn is None or sn.size > 1
+    assert merged_pilot > 30
+    assert merged_new <= 10
+
+
+def test_correlated_samples_are_still_merged() -> None:
+    rng = np.random.default_rng(4)
+    e = rng.normal(0, 1, 3000)
+    x = np.empty_like(e)
+    x[0] = e[0]
+    for i in range(1, e.size):
+        x[i] = 0.9 * x[i - 1] + e[i]
+    s = optimal_subsession(x, independence_alpha=0.05, min_subsessions=10)
+    assert s is not None and s.size > 5
+
+
+# --- assay run's analysis ----------------------------------------------------------------
+
+
+def _unit_rounds(levels: list[float], seed: int = 0, n: int = 200) -> list[RoundData]:
+    rng = np.random.default_rng(seed)
+    return [
+        RoundData(units=lv + rng.normal(0, 1, n), duration=1.0, segment=(0, n)) for lv in levels
+    ]
+
+
+def test_rounds_in_two_modes_rest_the_interval_on_round_means() -> None:
+    levels = [12.0 if k % 3 == 0 else 10.0 for k in range(12)]
+    res = analyze_pi(PI, _unit_rounds(levels), StopSpec(ci_width=0.05))
+    assert res.n_samples == 12  # the round means, not 2,400 unit readings
+    assert "round means" in res.note and "round means" in res.method
+    assert res.low <= np.mean(levels) <= res.high
+    # the unit readings alone would give a far narrower interval
+    assert res.relative_half_width > 0.02
+
+
+def test_rounds_that_agree_keep_the_unit_level_interval() -> None:
+    res = analyze_pi(PI, _unit_rounds([10.0] * 12, seed=5), StopSpec(ci_width=0.05))
+    assert res.n_samples > 100
+    assert res.extra["round_effect_p"] >= 0.25
+    assert res.met
+
+
+def test_no_stop_before_min_rounds() -> None:
+    stop = StopSpec(ci_width=0.05)
+    res = analyze_pi(PI, _unit_rounds([10.0] * 3, seed=1), stop)
+    assert res.relative_half_width < 0.05 and not res.met
+    assert res.required_raw is not None and res.required_raw >= 10 * 200
+    d = decide(
+        [res],
+        [PI],
+        stop,
+        rounds_done=3,
+        rounds_failed=0,
+        elapsed=1.0,
+        raw_per_round={"t": 200.0},
+    )
+    assert not d.done and d.rounds_left == 7
+    ok = analyze_pi(PI, _unit_rounds([10.0] * 3, seed=1), StopSpec(ci_width=0.05, min_rounds=3))
+    assert ok.met
+
+
+def test_a_level_shift_gives_no_interval_and_stops_the_study() -> None:
+    rng = np.random.default_rng(3)
+    rounds = [
+        RoundData(reading=float(10.0 + (0.15 if k >= 40 else 0.0) + rng.normal(0, 0.1)))
+        for k in range(80)
+    ]
+    stop = StopSpec(ci_width=0.05)
+    res = analyze_pi(PI, rounds, stop)
+    assert not res.met and math.isinf(res.half_width)
+    assert res.note.startswith("no valid CI: the mean moved")
+    assert "round 41 of 80" in res.note
+    d = decide([res], [PI], stop, rounds_done=80, rounds_failed=0, elapsed=1.0)
+    assert d.done and d.reason.startswith("stopped early: the mean moved")
+
+
+def test_a_stationary_study_is_not_flagged() -> None:
+    rng = np.random.default_rng(10)
+    rounds = [RoundData(reading=float(10.0 + rng.normal(0, 0.1))) for _ in range(40)]
+    res = analyze_pi(PI, rounds, StopSpec(ci_width=0.05))
+    assert res.met and "shift_round" not in res.extra
+
+
+def test_heavy_tails_need_more_samples_before_the_target_is_met() -> None:
+    x = np.random.default_rng(11).lognormal(0, 1, 60)
+    x[5] = 60.0  # one far tail reading
+    rounds = [RoundData(reading=float(v)) for v in x]
+    res = analyze_pi(PI, rounds, StopSpec(ci_width=0.9))
+    assert res.relative_half_width <= 0.9 and not res.met
+    assert "Cochran" in res.note
+    assert res.required_raw is not None and res.required_raw > 60
+
+
+def test_level_shift_on_a_long_series_tests_block_means_and_keeps_the_index() -> None:
+    rng = np.random.default_rng(12)
+    x = np.concatenate([rng.normal(10, 1, 3000), rng.normal(10.5, 1, 3000)])
+    s = level_shift(x)  # 6,000 samples: block means of 50
+    assert s is not None and abs(s.index - 3000) <= 100
+
+
+def test_a_drifting_pi_says_where_its_level_changed_most() -> None:
+    rng = np.random.default_rng(0)
+    rounds = [
+        RoundData(reading=float(10.0 + (0.15 if k >= 40 else 0.0) + rng.normal(0, 0.1)))
+        for k in range(80)
+    ]
+    res = analyze_pi(PI, rounds, StopSpec(ci_width=0.05))
+    assert "does not fall to" in res.note
+    found = re.search(r"the largest change of level is at round (\d+) of 80", res.note)
+    assert found and abs(int(found.group(1)) - 41) <= 3
+
+
+# --- statistic = "median" ------------------------------------------------------------
+
+
+def test_median_interval_is_scipys_order_statistic_interval() -> None:
+    x = np.random.default_rng(13).lognormal(0, 1, 80)
+    res = analyze_pi(
+        PISpec(name="t", unit="s", statistic="median"),
+        [RoundData(reading=float(v)) for v in x],
+        StopSpec(ci_width=0.5),
+    )
+    ref = stats.quantile_test(x, q=np.median(x), p=0.5).confidence_interval(0.95)
+    assert res.mean == pytest.approx(np.median(x))
+    assert (res.low, res.high) == pytest.approx((ref.low, ref.high))
+    assert "median, order-statistic interval" in res.method
+    assert res.met  # no Cochran rule for a median
+
+
+def test_median_of_autocorrelated_samples_has_no_interval() -> None:
+    rng = np.random.default_rng(14)
+    x = np.cumsum(rng.normal(0, 1, 100)) + 100
+    res = analyze_pi(
+        PISpec(name="t", unit="s", statistic="median"),
+        [RoundData(reading=float(v)) for v in x],
+        StopSpec(),
+    )
+    assert math.isinf(res.half_width) and not res.met
+    assert res.note.startswith("no valid CI for the median")
+
+
+def test_median_with_a_harmonic_mean_is_refused() -> None:
+    with pytest.raises(ValueError, match="statistic = 'mean' only"):
+        PISpec(name="t", statistic="median", mean="harmonic")
+
+
+def test_a_level_shift_between_rounds_of_unit_readings_is_named_by_round() -> None:
+    levels = [10.0] * 6 + [10.4] * 8
+    res = analyze_pi(PI, _unit_rounds(levels, seed=2), StopSpec(ci_width=0.05))
+    assert math.isinf(res.half_width) and not res.met
+    assert "at round 7 of 14" in res.note
+
+
+def test_the_statistic_leaves_the_measurement_hash_alone() -> None:
+    # how readings are summed up is not what a trial measures: old stores resume
+    from assay.spec import parse_spec_data
+
+    def spec(pi: dict[str, str]) -> str:
+        data = {"study": {"name": "s"}, "benchmark": {"command": ["true"]}, "pi": [pi]}
+        return parse_spec_data(data, source="t").measurement_hash()
+
+    assert spec({"name": "t"}) == spec({"name": "t", "statistic": "median"})
