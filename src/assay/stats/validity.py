@@ -31,6 +31,8 @@ import numpy.typing as npt
 
 from assay.stats._arrays import finite_1d
 
+FloatArray = npt.NDArray[np.float64]
+
 __all__ = [
     "LevelShift",
     "cochran_min_samples",
@@ -66,6 +68,22 @@ def round_effect(round_means: npt.ArrayLike, variance_of_mean: float, df_within:
     between = float(np.var(m, ddof=1)) / r
     f = between / variance_of_mean
     return float(stats.f.sf(f, r - 1, max(float(df_within), 1.0)))
+
+
+def _prepared(samples: npt.ArrayLike, max_samples: int) -> tuple[FloatArray, int, float]:
+    """The samples as E-Divisive reads them: means of equal blocks when longer than
+    ``max_samples`` (its permutation test holds n x n matrices), divided by their
+    largest magnitude (readings near 1e308 would overflow its differences; the
+    statistic's argmax and p-value do not depend on the scale); with the block size
+    and the scale."""
+    z = finite_1d(samples)
+    block = max(1, math.ceil(z.size / max_samples))
+    if block > 1:
+        m = z.size // block
+        z = z[: m * block].reshape(m, block).mean(axis=1)
+    scale = float(np.max(np.abs(z))) if z.size else 1.0
+    scale = scale or 1.0
+    return z / scale, block, scale
 
 
 @dataclass(frozen=True)
@@ -112,17 +130,9 @@ def level_shift(
     """
     from assay.stats.history import e_divisive, segment_steps
 
-    z = finite_1d(samples)
-    block = max(1, math.ceil(z.size / max_samples))
-    if block > 1:
-        m = z.size // block
-        z = z[: m * block].reshape(m, block).mean(axis=1)
+    z, block, scale = _prepared(samples, max_samples)
     if z.size < 2 * min_size:
         return None
-    # E-Divisive's p-value does not depend on the scale; readings near 1e308 would
-    # overflow its differences
-    scale = float(np.max(np.abs(z))) or 1.0
-    z = z / scale
     points = e_divisive(z, alpha=alpha, permutations=permutations, min_size=min_size)
     if not points:
         return None
@@ -156,17 +166,11 @@ def largest_step(
     """
     from assay.stats.history import energy_statistics
 
-    z = finite_1d(samples)
-    block = max(1, math.ceil(z.size / max_samples))
-    if block > 1:
-        m = z.size // block
-        z = z[: m * block].reshape(m, block).mean(axis=1)
+    z, block, scale = _prepared(samples, max_samples)
     if z.size < 2 * min_size:
         return None
-    scale = float(np.max(np.abs(z))) or 1.0
-    q = energy_statistics(z / scale, min_size)
-    k = min_size + int(np.argmax(q))
-    return k * block, float(z[:k].mean()), float(z[k:].mean())
+    k = min_size + int(np.argmax(energy_statistics(z, min_size)))
+    return k * block, float(z[:k].mean()) * scale, float(z[k:].mean()) * scale
 
 
 def cochran_min_samples(samples: npt.ArrayLike) -> int:
