@@ -71,7 +71,7 @@ def test_decide_reasons() -> None:
     stop = StopSpec(max_rounds=50, max_time=100.0)
     rng = np.random.default_rng(0)
     good = analyze_pi(pi, [RoundData(reading=float(x)) for x in rng.normal(10, 0.1, 30)], stop)
-    wide = analyze_pi(pi, [RoundData(reading=float(x)) for x in rng.normal(10, 5, 30)], stop)
+    wide = analyze_pi(pi, [RoundData(reading=float(x)) for x in rng.normal(10, 5, 60)], stop)
     first = decide([good], [pi], stop, rounds_done=30, rounds_failed=0, elapsed=1)
     assert not first.done and first.target_met and first.rounds_left == 1  # to confirm
     confirmed = decide([good], [pi], stop, rounds_done=31, rounds_failed=0, elapsed=1, met_streak=1)

@@ -254,7 +254,7 @@ def analyze_samples(
     )
     if got is None:
         drifting = samples.size >= 3 * stop.min_samples
-        return _empty(
+        empty = _empty(
             pi.name,
             pi.unit,
             pi.direction,
@@ -262,9 +262,10 @@ def analyze_samples(
             stop.confidence,
             (
                 f"the lag-1 autocorrelation ({autocorrelation(samples):.2f}) does not fall to "
-                f"{stop.max_autocorrelation} by merging up to a third of the "
-                f"{samples.size} samples: the PI drifts or shifted during the study, so no "
-                "valid CI exists (background load, frequency scaling or a changing system?)"
+                f"{stop.max_autocorrelation} by merging the {samples.size} samples into no "
+                f"fewer than {stop.min_samples}: the PI drifts or shifted during the study, "
+                "so no valid CI exists (background load, frequency scaling or a changing "
+                "system?)"
             )
             if drifting
             else "not enough samples yet to merge away their autocorrelation",
@@ -273,6 +274,9 @@ def analyze_samples(
             removed,
             rejected,
         )
+        # only then does locate_change say where its level moved: early on, a best
+        # split of a few samples means nothing
+        return replace(empty, extra={"drifting": 1.0}) if drifting else empty
     ci, sub = got
     rel = ci.relative_half_width
     met = ci.n >= stop.min_samples and rel <= stop.ci_width
@@ -448,7 +452,7 @@ def analyze_pi(pi: PISpec, rounds: Sequence[RoundData], stop: StopSpec) -> PIRes
     if got.parts is not None and pi.statistic == "mean":
         res = between_rounds(pi, got.parts, res, stop)
     res = _require_rounds(res, stop)
-    if not math.isfinite(res.half_width) and res.rounds_used >= 6 and got.samples.size >= 6:
+    if "drifting" in res.extra:
         res = locate_change(pi, got, res)
     if res.met and pi.statistic == "mean":
         res = check_tails(pi, got, res, stop)
@@ -501,6 +505,7 @@ def between_rounds(
     else:
         return res
     extra = {**res.extra, "round_effect_p": p}
+    unit_level = {k: v for k, v in extra.items() if k != "drifting"}
     if p >= ROUND_EFFECT_ALPHA:
         return replace(res, extra=extra)
     per_round = res.n_raw / len(kept)
@@ -525,7 +530,8 @@ def between_rounds(
         n_raw=res.n_raw,
         required_raw=need,
         note=note,
-        extra={**extra, "rounds_level": 1.0},
+        # drifting now only if the round means drift
+        extra={**unit_level, **by_round.extra, "rounds_level": 1.0},
     )
 
 
