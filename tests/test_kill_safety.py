@@ -488,13 +488,6 @@ def test_sigkill_50_times_loses_and_doubles_nothing(
     assert all(rep.phases[p] for p in ("startup", "trial", "commit")), rep.phases
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="regression of 2026-11-24 (#17, open): a SIGINT soon after a resumed study's "
-    "session starts is sometimes lost (about 1 in 4; 0 of 15 at 560471f), and once a "
-    "KeyboardInterrupt raised inside Popen.__del__ was ignored; the study then runs to "
-    "its budget (exit 5)",
-)
 def test_ctrl_c_stops_cleanly_says_how_to_resume_and_resumes(tmp_path: Path, sigint: None) -> None:
     """SIGINT to the process group (what Ctrl-C does) at random moments."""
     rounds = 20  # slack: under load a session may finish a few trials before its SIGINT

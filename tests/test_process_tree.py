@@ -351,6 +351,31 @@ def test_sigterm_and_sighup_end_assay_like_ctrl_c() -> None:
     assert res.stdout.splitlines() == ["interrupted", "['clean-up done', 'then interrupted']"]
 
 
+def test_an_interrupt_lost_in_library_code_is_raised_again_at_the_next_check() -> None:
+    """C code that clears errors can lose Python's KeyboardInterrupt (it happened inside
+    ``import pandas``); the count keeps it, and a study checks it between trials."""
+    code = (
+        "import os, signal\n"
+        "from assay.execute.interrupts import InterruptCheck, install\n"
+        "install()\n"
+        "check = InterruptCheck()\n"
+        "check()\n"
+        "try:\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    for _ in range(10**6): pass\n"
+        "except KeyboardInterrupt:\n"
+        "    print('raised, and lost')\n"
+        "try:\n"
+        "    check()\n"
+        "except KeyboardInterrupt:\n"
+        "    print('raised again')\n"
+        "check()\n"
+        "print('once')\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert res.stdout.splitlines() == ["raised, and lost", "raised again", "once"], res.stderr
+
+
 def _study(write_study, tag: str) -> Path:  # type: ignore[no-untyped-def]
     script = f"setsid sleep {tag} & (exec >/dev/null; sleep {tag}) & sleep {tag}"
     return write_study(

@@ -8,6 +8,11 @@ then holds these too): the running command's process tree is killed, the notes a
 removed and the store is closed by the code that already does so for Ctrl-C.
 
 A handler someone else set (or SIG_IGN, as ``nohup`` sets for SIGHUP) is left alone.
+
+Python raises the KeyboardInterrupt wherever the main thread is, and C code that clears
+errors can lose it (a SIGINT during ``import pandas`` inside Assay's analysis was lost
+about one time in four: the study ran on to its budget).  So the signals are also
+counted, and a study checks the count between trials (:class:`InterruptCheck`).
 """
 
 from __future__ import annotations
@@ -23,12 +28,40 @@ from typing import Any
 TERMINATING = (signal.SIGTERM, signal.SIGHUP)
 
 
+_received = 0  # interrupts seen by this module's handlers, lost or not
+
+
+def _on_sigint(signum: int, frame: FrameType | None) -> None:
+    global _received
+    _received += 1
+    signal.default_int_handler(signum, frame)
+
+
 def _as_interrupt(signum: int, frame: FrameType | None) -> None:
+    global _received
     handler = signal.getsignal(signal.SIGINT)
     if callable(handler) and handler is not _as_interrupt:
-        handler(signal.SIGINT, frame)  # Python's raises KeyboardInterrupt; the store's waits
+        handler(signal.SIGINT, frame)  # ours raises KeyboardInterrupt; the store's waits
     else:  # SIGINT ignored (a background job) or default: still end like Ctrl-C
+        _received += 1
         raise KeyboardInterrupt
+
+
+class InterruptCheck:
+    """Raises KeyboardInterrupt when an interrupt came since it was made (or last
+    raised), in case the one Python raised was lost on the way.
+
+    >>> check = InterruptCheck()
+    >>> check()  # nothing came: returns
+    """
+
+    def __init__(self) -> None:
+        self._seen = _received
+
+    def __call__(self) -> None:
+        if _received != self._seen:
+            self._seen = _received
+            raise KeyboardInterrupt
 
 
 def _main_thread() -> bool:
@@ -37,10 +70,15 @@ def _main_thread() -> bool:
 
 def install() -> list[signal.Signals]:
     """Make SIGTERM and SIGHUP raise KeyboardInterrupt from now on, where they have
-    their default action (main thread only); the signals so changed."""
+    their default action, and count SIGINTs where Python's handler has them (main thread
+    only); the signals so changed."""
     changed: list[signal.Signals] = []
     if not _main_thread():
         return changed
+    with contextlib.suppress(ValueError):
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, _on_sigint)
+            changed.append(signal.SIGINT)
     for sig in TERMINATING:
         with contextlib.suppress(ValueError):  # not the main interpreter
             if signal.getsignal(sig) == signal.SIG_DFL:
@@ -57,7 +95,9 @@ def terminate_as_interrupt() -> Iterator[None]:
         yield
     finally:
         for sig in changed:
-            signal.signal(sig, signal.SIG_DFL)
+            signal.signal(
+                sig, signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL
+            )
 
 
 @contextlib.contextmanager

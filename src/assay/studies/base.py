@@ -15,7 +15,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypedDict, TypeVar
 
@@ -23,6 +23,7 @@ from assay.errors import StudyError
 from assay.execute.command import render_argv
 from assay.execute.environment import collect_environment
 from assay.execute.executor import Executor, LocalExecutor
+from assay.execute.interrupts import InterruptCheck
 from assay.execute.leftovers import stop_leftover
 from assay.execute.monitor import ResourceSummary, bottleneck_warnings, resources_dict, summarize
 from assay.execute.overhead import LaunchOverhead, measure_launch_overhead
@@ -76,6 +77,7 @@ class OpenStudy:
     overhead: LaunchOverhead | None
     opened: float | None = None  # perf_counter() when this session opened the study
     measured_now: float = 0.0  # seconds the commands of this session's trials ran
+    interrupted: InterruptCheck = field(default_factory=InterruptCheck)
 
 
 class Executed(Protocol):
@@ -247,6 +249,7 @@ class Study:
     ) -> None:
         self.spec = spec
         self.store_path = store_path
+        self._interrupted = InterruptCheck()  # from here: a lost Ctrl-C still counts
         self.fresh = fresh
         self.measure_overhead = measure_overhead
         self.executor: Executor = (
@@ -378,7 +381,15 @@ class Study:
         if not isinstance(self.executor, LocalExecutor):
             env["executor"] = self.executor.describe()
         self._opened = OpenStudy(
-            store, study_id, session, trials, len(trials), env, overhead, opened
+            store,
+            study_id,
+            session,
+            trials,
+            len(trials),
+            env,
+            overhead,
+            opened,
+            interrupted=self._interrupted,
         )
         return self._opened
 
@@ -411,9 +422,11 @@ class Study:
         """Run a batch through the executor; commit each trial to the store and append it
         to ``st.trials`` as it finishes, then yield it.  Closing the generator stops the
         batch (the executor does not start the rest)."""
+        st.interrupted()  # a Ctrl-C lost in library code still ends the study here
         try:
             with contextlib.closing(self.executor.run_trials(self.job, requests)) as records:
                 for record in records:
+                    st.interrupted()
                     st.store.add_trial(st.study_id, record, st.session)
                     st.trials.append(record)
                     st.measured_now += record.duration or 0.0
