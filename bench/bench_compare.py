@@ -4,6 +4,7 @@ Run from the repository root::
 
     python bench/bench_compare.py [--reps 200] [--budget 1000] [--jobs N]
                                   [--rules looks,always-valid] [--correction on]
+                                  [--statistic mean,median]
 
 Variants A (mean 1) and B (mean ``1 + d``, so A is faster when ``d > 0``; a third
 variant C, when the shape has one, is like B) each give one reading per round in
@@ -13,7 +14,9 @@ and one of these shapes (``SHAPES``), along each variant's own rounds:
 * i.i.d. normal;
 * AR(1) with phi = 0.5 or 0.8 (stationary from the first round);
 * heavy tails: a lognormal with sigma = 1, standardized (skewness 6.2);
-* three variants with AR(1) phi = 0.5 noise (A/A/A only).
+* three variants with AR(1) phi = 0.5 noise (A/A/A only);
+* heavy tails, unscaled: readings ``m exp(sigma Z) / exp(sigma**2 / 2)`` with sigma = 1
+  (mean ``m``, sd 131 % of it; the shape of the issue's lognormal readings).
 
 Differences: 0 (A/A: any decision is a false positive), 2 %, 5 %, 20 % and 100 % (2x).
 
@@ -32,6 +35,10 @@ Sequential rules (``--rules``, values of ``stop.sequential``):
   minimum-sample rule.  ``--check N`` replays the first N repetitions of every case
   through the live code (every cycle up to ``CHECK_CYCLES``) and counts disagreements.
 * ``every-cycle`` (Pilot as published): the live code after every cycle (slow).
+
+``--statistic``: ``mean`` (the default PI) or ``median`` (``statistic = "median"``: the
+live code at the looks and the end of the budget, whatever the rule, since the median
+stops at the looks; Mann-Whitney on the merged samples decides).
 
 ``--correction``: ``on`` is the study's default ``residual_correction = true``;
 ``off`` is Pilot's plain subsession t-interval (the code before issue #21).
@@ -114,18 +121,23 @@ SHAPES = (
     Shape("AR(1) phi=0.8", "ar1", 0.8),
     Shape("lognormal sigma=1", "lognormal"),
     Shape("3 variants, AR(1) phi=0.5", "ar1", 0.5, 3),
+    Shape("lognormal sigma=1 unscaled", "lognormal-raw"),
 )
 POWER_SHAPES = tuple(s for s in SHAPES if s.variants == 2)
 LOGNORMAL_SIGMA = 1.0
 
 
-def make_spec(budget: int, alpha: float, variants: int, correction: bool, rule: str) -> Spec:
-    """A study with the sequential rule ``rule``, a budget of ``budget`` cycles and the
-    residual correction on or off (everything else the defaults)."""
+def make_spec(
+    budget: int, alpha: float, variants: int, correction: bool, rule: str, statistic: str = "mean"
+) -> Spec:
+    """A study with the sequential rule ``rule``, a budget of ``budget`` cycles, the
+    residual correction on or off and its PI on ``statistic`` (everything else the
+    defaults)."""
     return Spec.model_validate(
         {
             "study": {"name": "bench-compare"},
             "benchmark": {"command": ["true"]},
+            "pi": [{"name": "wall_time", "unit": "s", "statistic": statistic}],
             "variant": [{"name": n} for n in NAMES[:variants]],
             "stop": {
                 "max_rounds": budget,
@@ -157,6 +169,12 @@ def streams(shape: Shape, diff: float, budget: int, seed: int) -> dict[str, Floa
     """Each variant's readings for the whole budget: A at 1, the others at ``1 + diff``."""
     rng = np.random.default_rng(seed)
     means = [1.0] + [1.0 + diff] * (shape.variants - 1)
+    if shape.kind == "lognormal-raw":  # multiplicative: the shift moves median and mean
+        s = LOGNORMAL_SIGMA
+        return {
+            NAMES[i]: m * np.exp(s * rng.standard_normal(budget) - s * s / 2.0)
+            for i, m in enumerate(means)
+        }
     return {NAMES[i]: m * (1.0 + SD * noise(shape, budget, rng)) for i, m in enumerate(means)}
 
 
@@ -168,21 +186,25 @@ class Outcome:
     declared: int  # adjacent pairs declared different when the loop stopped
 
 
-def checked_cycles(rule_name: str, budget: int) -> list[int]:
-    """The cycles at which the loop can stop: the looks and the budget, or every cycle."""
-    if rule_name == "looks":
+def checked_cycles(rule_name: str, budget: int, statistic: str = "mean") -> list[int]:
+    """The cycles at which the loop can stop: the looks and the budget, or every cycle
+    (the median stops at the looks unless the rule is every-cycle)."""
+    if rule_name == "looks" or (statistic == "median" and rule_name == "always-valid"):
         return sorted({*look_cycles(budget), budget})
     return list(range(1, budget + 1))
 
 
-#: ``--merging``: "pilot" is Pilot's rule, what ``compare_trials`` uses; "independence"
-#: is ``assay run``'s (no merging at small n without significant autocorrelation), tried
-#: for compare and dropped: A/A false positives of 3.5% / 13.5% under AR(1) 0.5 / 0.8
-MERGING = {"rule": "pilot"}
+#: ``--merging``: "live" is what ``compare_trials`` uses (``small_n_rule``: for the
+#: always-valid mean, no merging at small n without significant autocorrelation and the
+#: residual correction floored at phi's upper bound; else Pilot's); "pilot" is Pilot's
+#: rule always; "independence" the small-n rule always
+MERGING = {"rule": "live"}
 
 
 def independence(spec: Spec) -> float | None:
-    """The merging rule: Pilot's as ``compare_trials`` (or run's, ``--merging independence``)."""
+    """The merging rule's ``independence_alpha`` (see :data:`MERGING`)."""
+    if MERGING["rule"] == "live":
+        return compare_study.small_n_rule(spec, spec.pis[0])
     if MERGING["rule"] == "pilot" or not spec.stop.residual_correction:
         return None
     return INDEPENDENCE_ALPHA
@@ -193,7 +215,7 @@ def sequential(spec: Spec, data: dict[str, FloatArray], up_to: int | None = None
     (``up_to``: stop replaying there; the outcome then says ``cycles = up_to + 1``)."""
     stop = spec.stop
     pi = spec.pis[0]
-    for c in checked_cycles(stop.sequential, stop.max_rounds):
+    for c in checked_cycles(stop.sequential, stop.max_rounds, pi.statistic):
         if up_to is not None and c > up_to:
             return Outcome(up_to + 1, False, None, 0)
         # as compare_trials: readings (no warm-up rounds), then compare_pi
@@ -208,6 +230,7 @@ def sequential(spec: Spec, data: dict[str, FloatArray], up_to: int | None = None
             samples_per_round=dict.fromkeys(data, 1.0),
             correct_residual=stop.residual_correction,
             independence_alpha=independence(spec),
+            statistic=pi.statistic,
         )
         d = compare_study.decide_comparison(
             comp, spec, cycles=c, trials=len(data) * c, failed=0, elapsed=0.0
@@ -268,7 +291,7 @@ def always_valid(spec: Spec, data: dict[str, FloatArray], up_to: int | None = No
 
 def outcome(spec: Spec, data: dict[str, FloatArray]) -> Outcome:
     """The comparison's outcome under the spec's rule."""
-    if spec.stop.sequential == "always-valid":
+    if spec.stop.sequential == "always-valid" and spec.pis[0].statistic == "mean":
         return always_valid(spec, data)
     return sequential(spec, data)
 
@@ -292,14 +315,14 @@ def fixed(a: FloatArray, b: FloatArray, n: int, alpha: float) -> str | None:
     return "A" if w.difference < 0 else "B"
 
 
-Case = tuple[str, str, float, bool, int, int, float, int, int]
+Case = tuple[str, str, float, bool, str, int, int, float, int, int]
 
 
 def one_case(args: Case) -> dict[str, Any]:
     """Repetitions ``first .. first + reps - 1`` of one case."""
-    rule_name, shape_name, diff, correction, first, reps, budget, alpha, check = args
+    rule_name, shape_name, diff, correction, statistic, first, reps, budget, alpha, check = args
     shape = next(s for s in SHAPES if s.name == shape_name)
-    spec = make_spec(budget, alpha, shape.variants, correction, rule_name)
+    spec = make_spec(budget, alpha, shape.variants, correction, rule_name, statistic)
     outs: list[Outcome] = []
     fixed_winners: dict[int, list[str | None]] = {n: [] for n in FIXED}
     mismatches = checked = 0
@@ -310,14 +333,14 @@ def one_case(args: Case) -> dict[str, Any]:
         data = streams(shape, diff, budget, seed)
         got = outcome(spec, data)
         outs.append(got)
-        if rule_name == "always-valid" and r < check:
+        if rule_name == "always-valid" and statistic == "mean" and r < check:
             checked += 1
             mismatches += not live_check(spec, data, got)
         if shape.variants == 2:
             for n in FIXED:
                 fixed_winners[n].append(fixed(data["A"], data["B"], n, alpha))
     return {
-        "key": (rule_name, shape_name, diff, correction),
+        "key": (rule_name, shape_name, diff, correction, statistic),
         "first": first,
         "outs": outs,
         "fixed": fixed_winners,
@@ -364,9 +387,10 @@ def rate(k: int, n: int) -> str:
     return f"{100.0 * k / n:.1f}% [{100.0 * ci.low:.1f}%, {100.0 * ci.high:.1f}%]"
 
 
-def label(rule_name: str, correction: bool, flags: list[bool]) -> str:
+def label(rule_name: str, correction: bool, flags: list[bool], statistic: str = "mean") -> str:
     which = "" if len(flags) == 1 else (", correction on" if correction else ", correction off")
-    return f"`{rule_name}`{which}"
+    on = "" if statistic == "mean" else f", {statistic} (Mann-Whitney)"
+    return f"`{rule_name}`{which}{on}"
 
 
 def load() -> str:
@@ -403,12 +427,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--merging",
-        choices=("independence", "pilot"),
-        default="pilot",
-        help="subsession merging at small n: Pilot's, as compare_trials, or assay run's "
-        "(independence)",
+        choices=("live", "independence", "pilot"),
+        default="live",
+        help="subsession merging at small n: as compare_trials (live), Pilot's, or the "
+        "small-n rule (independence) whatever the rule",
     )
     parser.add_argument("--shapes", default="", help="';'-separated shape names (default all)")
+    parser.add_argument(
+        "--statistic",
+        default="mean",
+        help="comma-separated PI statistics: mean (Welch), median (Mann-Whitney at the looks)",
+    )
     args = parser.parse_args(argv)
     MERGING["rule"] = args.merging  # set before the workers fork
     reps: int = args.reps
@@ -417,16 +446,18 @@ def main(argv: list[str] | None = None) -> int:
     rules = [r.strip() for r in args.rules.split(",") if r.strip()]
     flags = [c.strip() == "on" for c in args.correction.split(",") if c.strip()]
     diffs = [float(d) for d in args.diffs.split(",") if d.strip()] or [0.0, *POWER_DIFFS]
+    statistics = [x.strip() for x in args.statistic.split(",") if x.strip()]
 
     wanted = {x.strip() for x in args.shapes.split(";") if x.strip()}
     shapes = [s for s in SHAPES if not wanted or s.name in wanted]
     keys = [
-        (r, s.name, d, f)
+        (r, s.name, d, f, st)
         for d in diffs
         for s in shapes
         if d == 0.0 or s.variants == 2
         for r in rules
         for f in flags
+        for st in statistics
     ]
     cases: list[Case] = [
         (*k, first, min(CHUNK, reps - first), budget, alpha, args.check)
@@ -434,6 +465,7 @@ def main(argv: list[str] | None = None) -> int:
         for first in range(0, reps, CHUNK)
     ]
     cases.sort(key=lambda c: (c[2] == 0.0, c[2] == 0.02), reverse=True)  # long ones first
+    st0 = statistics[0]
     load_before = load()
     t0 = time.perf_counter()
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
@@ -467,19 +499,18 @@ def main(argv: list[str] | None = None) -> int:
         print("| " + " | ".join(head) + " |")
         print("|" + "|".join("---" for _ in head) + "|")
         for s in shapes:
-            for r in rules:
-                for f in flags:
-                    outs = by[(r, s.name, 0.0, f)]["outs"]
-                    k = sum(o.decided for o in outs)
-                    anyp = sum(o.declared > 0 for o in outs)
-                    when = ", ".join(str(o.cycles) for o in outs if o.declared > 0) or "-"
-                    print(
-                        f"| {s.name} | {label(r, f, flags)} | {k} / {reps} | {rate(k, reps)} | "
-                        f"{rate(anyp, reps)} | {when} |"
-                    )
+            for r, f, st in itertools.product(rules, flags, statistics):
+                outs = by[(r, s.name, 0.0, f, st)]["outs"]
+                k = sum(o.decided for o in outs)
+                anyp = sum(o.declared > 0 for o in outs)
+                when = ", ".join(str(o.cycles) for o in outs if o.declared > 0) or "-"
+                print(
+                    f"| {s.name} | {label(r, f, flags, st)} | {k} / {reps} | {rate(k, reps)} | "
+                    f"{rate(anyp, reps)} | {when} |"
+                )
             if s.variants == 2:
                 for n in FIXED:
-                    ws = by[(rules[0], s.name, 0.0, flags[0])]["fixed"][n]
+                    ws = by[(rules[0], s.name, 0.0, flags[0], st0)]["fixed"][n]
                     k = sum(w is not None for w in ws)
                     print(
                         f"| {s.name} | fixed {n} runs each + Welch (no merging) | {k} / {reps} | "
@@ -505,21 +536,20 @@ def main(argv: list[str] | None = None) -> int:
         print("|" + "|".join("---" for _ in head) + "|")
         for s in (s for s in shapes if s.variants == 2):
             for d in power:
-                for r in rules:
-                    for f in flags:
-                        outs = by[(r, s.name, d, f)]["outs"]
-                        right = [o for o in outs if o.decided and o.winner == "A"]
-                        wrong = sum(o.decided and o.winner != "A" for o in outs)
-                        cyc = [o.cycles for o in outs if o.decided]
-                        med = f"{np.median(cyc):.0f}" if cyc else "-"
-                        q = f"{quantile_cycles(outs, 0.5)} / {quantile_cycles(outs, 0.8)}"
-                        mean_run = np.mean([o.cycles for o in outs])
-                        print(
-                            f"| {s.name} | {d:.0%} | {label(r, f, flags)} | "
-                            f"{rate(len(right), reps)} | {wrong} / {reps} | {med} | {q} | "
-                            f"{mean_run:.1f} |"
-                        )
-                ws = by[(rules[0], s.name, d, flags[0])]["fixed"][30]
+                for r, f, st in itertools.product(rules, flags, statistics):
+                    outs = by[(r, s.name, d, f, st)]["outs"]
+                    right = [o for o in outs if o.decided and o.winner == "A"]
+                    wrong = sum(o.decided and o.winner != "A" for o in outs)
+                    cyc = [o.cycles for o in outs if o.decided]
+                    med = f"{np.median(cyc):.0f}" if cyc else "-"
+                    q = f"{quantile_cycles(outs, 0.5)} / {quantile_cycles(outs, 0.8)}"
+                    mean_run = np.mean([o.cycles for o in outs])
+                    print(
+                        f"| {s.name} | {d:.0%} | {label(r, f, flags, st)} | "
+                        f"{rate(len(right), reps)} | {wrong} / {reps} | {med} | {q} | "
+                        f"{mean_run:.1f} |"
+                    )
+                ws = by[(rules[0], s.name, d, flags[0], st0)]["fixed"][30]
                 k = sum(w == "A" for w in ws)
                 print(
                     f"| {s.name} | {d:.0%} | fixed 30 runs each + Welch | {rate(k, reps)} | "

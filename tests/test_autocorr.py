@@ -14,14 +14,16 @@ from statsmodels.tsa.stattools import acf
 
 from assay.stats import autocorr
 from assay.stats.autocorr import (
+    LAG1_BOUND_CAP,
     ar1_batch_autocorrelation,
     autocorrelation,
+    lag1_upper_bound,
     merge_subsessions,
     optimal_subsession,
     subsession_interval,
     unbiased_lag1,
 )
-from assay.stats.intervals import harmonic_t_interval, t_interval
+from assay.stats.intervals import harmonic_t_interval, residual_autocorrelation_factor, t_interval
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -341,3 +343,46 @@ def test_the_lag1_bias_correction_recovers_phi_at_small_n() -> None:
         fixed.append(unbiased_lag1(r, 20))
     assert np.mean(raw) < 0.65
     assert abs(np.mean(fixed) - 0.8) < abs(np.mean(raw) - 0.8) / 2
+
+
+def test_the_upper_bound_on_phi_covers_an_ar1_08_at_small_n() -> None:
+    # a comparison that may stop at any cycle floors its correction at this bound: the
+    # one-sided 95% bound reaches phi = 0.8 in 66% / 79% / 87% / 91% of series of 5 /
+    # 10 / 20 / 40 readings (2000 each), the bias-corrected estimate in 18% / 34% /
+    # 43% / 48%
+    rng = np.random.default_rng(11)
+    for n, least in ((5, 0.55), (10, 0.7), (20, 0.8), (40, 0.85)):
+        covered = point = 0
+        for _ in range(400):
+            e = rng.standard_normal(n)
+            x = np.empty(n)
+            x[0] = e[0] / math.sqrt(1 - 0.64)
+            for i in range(1, n):
+                x[i] = 0.8 * x[i - 1] + e[i]
+            phi = unbiased_lag1(autocorrelation(x), n)
+            covered += lag1_upper_bound(phi, n, 1.645) >= 0.8
+            point += phi >= 0.8
+        assert covered / 400 > least, n
+        assert covered > point + 40, n
+
+
+@given(st.floats(-1.0, 1.0), st.integers(3, 10_000), st.floats(0.0, 4.0))
+def test_the_upper_bound_on_phi_is_above_the_estimate_and_capped(
+    phi: float, n: int, z: float
+) -> None:
+    b = lag1_upper_bound(phi, n, z)
+    assert b <= LAG1_BOUND_CAP
+    assert b >= min(max(phi, 0.0), LAG1_BOUND_CAP)
+    assert lag1_upper_bound(phi, n + 1, z) <= b  # more samples: a tighter bound
+
+
+def test_the_independence_rule_floors_the_correction_at_phis_upper_bound() -> None:
+    # 8 readings that pass for independent: no merging, and the interval is widened as
+    # if phi were at its 95% upper bound, not at its point estimate
+    x = np.array([1.0, 1.3, 0.9, 1.1, 1.2, 0.8, 1.05, 1.15])
+    bound = subsession_interval(x, correct_residual=True, independence_alpha=0.05)
+    assert bound is not None
+    assert bound[1].size == 1
+    phi = unbiased_lag1(autocorrelation(x), x.size)
+    expected = residual_autocorrelation_factor(lag1_upper_bound(phi, x.size, 1.6448536))
+    assert bound[0].half_width == pytest.approx(t_interval(x).half_width * expected, rel=1e-6)

@@ -19,6 +19,7 @@ from scipy import stats
 from scipy.signal import lfilter
 
 from assay.designs.compare import compare_pi
+from assay.designs.run_until_ci import INDEPENDENCE_ALPHA
 from assay.spec import parse_spec_data
 from assay.stats.autocorr import autocorrelation, subsession_interval
 from assay.stats.compare import (
@@ -162,7 +163,10 @@ def test_compare_trials_follows_the_stop_residual_correction(flag: bool) -> None
     ]
     comp = compare_trials(spec, spec.pis[0], trials)
     for v, x in series.items():
-        want = analyze_variant(x, correct_residual=flag)
+        # corrected: with the always-valid rule's small-n merging (studies.compare)
+        want = analyze_variant(
+            x, correct_residual=flag, independence_alpha=INDEPENDENCE_ALPHA if flag else None
+        )
         assert comp.ranking.variants[v].ci.half_width == want.ci.half_width
         assert (comp.ranking.variants[v].residual_factor > 1.0) == flag
 

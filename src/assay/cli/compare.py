@@ -45,6 +45,8 @@ Study file: as for 'assay run' (see 'assay run --help'), plus two or more varian
   [[variant]]  name = "off"  params = {sync = "OFF"}   (laid over [params])
   [[variant]]  name = "new"  command = ["./new", "{rows}"]  env = {K = "v"}
                (a variant without command runs [benchmark].command)
+  [[pi]]       statistic = "median"  (heavy tails: ranked on medians, Mann-Whitney
+               decides at the looks, the effect is the Hodges-Lehmann shift)
   [stop]       alpha = 0.01  (false-positive rate)  require_ci_width = false
                sequential = "always-valid"  (or "looks", "every-cycle")
                fail_if_worse = 0.05  baseline = "off"  (the CI gate: exit 1 when a
@@ -128,6 +130,8 @@ def _compare_spec(target: tuple[str, ...], opts: dict[str, Any]) -> tuple[Spec, 
         "compare", " vs ".join(names), {"benchmark": bench, "variants": variants}
     )
     data = {"study": {"name": study}, "benchmark": bench, "variant": variants, "stop": overrides}
+    if opts["median"]:  # how readings are summed up: the same study, resumed
+        data["pi"] = [{"name": "wall_time", "unit": "s", "statistic": "median"}]
     return quick_store(parse_spec_data(data, source="command line"), opts)
 
 
@@ -146,6 +150,13 @@ def _compare_spec(target: tuple[str, ...], opts: dict[str, Any]) -> tuple[Spec, 
 @click.option("--name", multiple=True, help="Quick mode: name the variants, once per command.")
 @click.option("--study", help="Quick mode: the study name (default: from the commands).")
 @click.option("--pi", help="The PI that decides (default: the study's first).")
+@click.option(
+    "--median",
+    is_flag=True,
+    help="Quick mode and --from: rank on medians (heavy tails, outliers): Mann-Whitney "
+    "decides at the looks (cycles 10, 15, 23, ...), the effect is the Hodges-Lehmann "
+    'shift with its distribution-free CI; in a study file: statistic = "median" in a [[pi]].',
+)
 @click.option(
     "-r",
     "--max-rounds",
@@ -242,6 +253,7 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
                 pi=opts["pi"],
                 alpha=opts["alpha"] or 0.01,
                 confidence=opts["confidence"] or 0.95,
+                statistic="median" if opts["median"] else "mean",
             )
         except (SpecError, ValueError) as exc:
             fail(err, exc)

@@ -12,8 +12,8 @@ order inside each cycle is a fresh random permutation unless a fixed order is as
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -31,10 +31,13 @@ from assay.stats.compare import (
     ranking_at_level,
     ranking_by_evidence,
 )
+from assay.stats.compare_median import median_at_level, median_comparison, rank_by_median
+from assay.stats.rank_shift import MedianCI, median_interval
 
 __all__ = [
     "ALWAYS_VALID_MIN_SAMPLES",
     "SEQUENTIAL_RULES",
+    "STATISTICS",
     "CompareDecision",
     "PIComparison",
     "compare_decision",
@@ -51,6 +54,10 @@ Sequential = Literal["always-valid", "looks", "every-cycle"]
 
 #: The rules, the default first.
 SEQUENTIAL_RULES: tuple[Sequential, ...] = ("always-valid", "looks", "every-cycle")
+
+#: What a comparison ranks on: the mean (Welch) or the median (Mann–Whitney, ranks).
+Statistic = Literal["mean", "median"]
+STATISTICS: tuple[Statistic, ...] = ("mean", "median")
 
 #: Merged samples per variant the always-valid rule needs before it may stop, unless
 #: ``min_samples`` is set: the fewest a lag-1 autocorrelation (and so the merging)
@@ -290,6 +297,7 @@ def compare_decision(
     max_time: float | None = None,
     samples_per_round: Mapping[str, float] | None = None,
     sequential: Sequential = "always-valid",
+    statistic: Statistic = "mean",
 ) -> CompareDecision:
     """Is the comparison done?  Pilot §III-F's stopping rule plus the budget.
 
@@ -314,6 +322,13 @@ def compare_decision(
     is Pilot's rule as published: stop at the first cycle where every pair is
     CI-separated or Welch p < ``alpha``.
 
+    On the median (``statistic="median"``, a ranking from
+    :func:`assay.stats.compare_median.rank_by_median`) a pair is decided by the
+    two-sided Mann–Whitney test instead of Welch's.  The always-valid e-value is a
+    sequential *t*-test and says nothing about ranks, so ``"always-valid"`` then stops
+    as ``"looks"`` does (Mann–Whitney p < ``alpha / (j (j + 1))`` at look ``j``) and
+    the reason says so; ``"every-cycle"`` tests at ``alpha`` after every cycle.
+
     Parameters
     ----------
     ranking : Ranking
@@ -332,6 +347,8 @@ def compare_decision(
         reading per round); turns extra samples into rounds.
     sequential : {"always-valid", "looks", "every-cycle"}, keyword-only
         The guard against repeated looks (see above).
+    statistic : {"mean", "median"}, keyword-only
+        What the ranking is on (see above).
 
     Returns
     -------
@@ -362,16 +379,30 @@ def compare_decision(
         raise ValueError(
             f"sequential must be one of {', '.join(SEQUENTIAL_RULES)}, got {sequential!r}"
         )
+    if statistic not in STATISTICS:
+        raise ValueError(f"statistic must be one of {', '.join(STATISTICS)}, got {statistic!r}")
+    median = statistic == "median"
     done_rounds = _check_nonneg_int(rounds_done, "rounds_done")
     budget = None
     if max_rounds is not None and done_rounds >= max_rounds:
         budget = f"budget spent: {done_rounds} rounds (max_rounds)"
     elif max_time is not None and elapsed >= max_time:
         budget = f"budget spent: {elapsed:.0f} s (max_time)"
+    if median and sequential != "every-cycle":
+        # the e-value is Welch's: ranks get the looks' alpha spending, whichever was asked
+        note = (
+            " (the median's rank test has no always-valid e-value: it stops at the looks)"
+            if sequential == "always-valid"
+            else ""
+        )
+        return _looks_decision(
+            ranking, ci_targets_met, done_rounds, budget, samples_per_round, _MEDIAN, note
+        )
     if sequential == "looks":
         return _looks_decision(ranking, ci_targets_met, done_rounds, budget, samples_per_round)
     if sequential == "always-valid":
         return _always_valid_decision(ranking, ci_targets_met, budget, samples_per_round)
+    test = _MEDIAN if median else _WELCH
     undecided = ranking.undecided
     pairs = tuple((p.better, p.worse) for p in undecided)
     decided = not undecided
@@ -381,11 +412,8 @@ def compare_decision(
         return CompareDecision(done, reason, left, decided=decided, undecided=pairs)
 
     if decided and ci_targets_met is not False:
-        return make(
-            True,
-            f"decided: every adjacent pair is CI-separated or Welch p < {ranking.alpha:g}",
-            0,
-        )
+        rule = "Mann-Whitney p" if median else "CI-separated or Welch p"
+        return make(True, f"decided: every adjacent pair is {rule} < {ranking.alpha:g}", 0)
     if budget is None:
         if decided:
             return make(False, "ranking decided; waiting for the CI width targets", None)
@@ -393,7 +421,21 @@ def compare_decision(
     if decided:
         return make(True, f"{budget}; ranking decided but some CI width targets not met", None)
     more = "" if rounds_left is None else f"; about {rounds_left} more rounds needed"
-    return make(True, f"{budget}; {undecided_text(ranking)}{more}", rounds_left)
+    text = undecided_text(ranking, test.estimate)
+    return make(True, f"{budget}; {text}{more}", rounds_left)
+
+
+@dataclass(frozen=True)
+class _Test:
+    """The test a ranking's pairs are judged by at a look."""
+
+    name: str  # in reasons: "Welch p < 0.005"
+    estimate: str  # whose sample-size estimate the undecided pairs get
+    at_level: Callable[[Ranking, float], Ranking]
+
+
+_WELCH = _Test("Welch p", "Welch", ranking_at_level)
+_MEDIAN = _Test("Mann-Whitney p", "Noether", median_at_level)
 
 
 def _to_look(done_rounds: int, est: int | None) -> int | None:
@@ -407,14 +449,17 @@ def _looks_decision(
     done_rounds: int,
     budget: str | None,
     samples_per_round: Mapping[str, float] | None,
+    test: _Test = _WELCH,
+    note: str = "",
 ) -> CompareDecision:
-    """:func:`compare_decision` with ``sequential="looks"``."""
+    """:func:`compare_decision` with ``sequential="looks"``: pairs judged by ``test``;
+    ``note`` ends a decided reason (why this rule)."""
     look = look_level(ranking.alpha, done_rounds, final=budget is not None)
     if look is None:  # between looks: report progress, stop never
         nxt = _next_look(done_rounds)
         nxt_look = look_level(ranking.alpha, nxt)
         assert nxt_look is not None
-        at_next = ranking_at_level(ranking, nxt_look[1])
+        at_next = test.at_level(ranking, nxt_look[1])
         pairs = tuple((p.better, p.worse) for p in at_next.undecided)
         est = 0 if at_next.decided else _rounds_for(at_next, samples_per_round)
         # the ranking may already look decided at the nominal level: say when it is checked
@@ -423,7 +468,7 @@ def _looks_decision(
             False, reason, _to_look(done_rounds, est), decided=False, undecided=pairs
         )
     j, level = look
-    judged = ranking_at_level(ranking, level)
+    judged = test.at_level(ranking, level)
     undecided = judged.undecided
     pairs = tuple((p.better, p.worse) for p in undecided)
     decided = not undecided
@@ -435,8 +480,8 @@ def _looks_decision(
     if decided and ci_targets_met is not False:
         return make(
             True,
-            f"decided: every adjacent pair has Welch p < {level:.3g} at {where}; "
-            f"alpha {ranking.alpha:g} spread over the looks",
+            f"decided: every adjacent pair has {test.name} < {level:.3g} at {where}; "
+            f"alpha {ranking.alpha:g} spread over the looks{note}",
             0,
         )
     if budget is None:
@@ -449,7 +494,8 @@ def _looks_decision(
     more = "" if est is None else f"; about {est} more rounds needed"
     return make(
         True,
-        f"{budget}; {undecided_text(judged)} at {where}, Welch p < {level:.3g} needed{more}",
+        f"{budget}; {undecided_text(judged, test.estimate)} at {where}, "
+        f"{test.name} < {level:.3g} needed{more}",
         est,
     )
 
@@ -516,7 +562,7 @@ class PIComparison:
     name, unit : str
         The PI.
     direction : {"lower", "higher"}
-        Which means are better.
+        Which values are better.
     method : str
         How the samples were obtained (warm-up handling, merging, tests).
     ranking : Ranking
@@ -529,6 +575,13 @@ class PIComparison:
     samples_per_round : dict
         Raw samples one round of each variant contributed (turns Welch's extra
         samples into rounds).
+    statistic : {"mean", "median"}
+        What the ranking is on.  On the median the ranking is by the merged samples'
+        medians, pairs are judged by Mann–Whitney, and each ``to_best`` comparison
+        carries the Hodges–Lehmann shift (``Comparison.shift``) of the variant
+        against the best.
+    medians : dict
+        ``variant -> MedianCI`` of the merged samples, on the median (else empty).
     """
 
     name: str
@@ -538,6 +591,8 @@ class PIComparison:
     ranking: Ranking
     to_best: dict[str, Comparison]
     samples_per_round: dict[str, float]
+    statistic: Statistic = "mean"
+    medians: dict[str, MedianCI] = field(default_factory=dict)
 
     @property
     def best(self) -> str | None:
@@ -559,8 +614,13 @@ def compare_pi(
     samples_per_round: Mapping[str, float] | None = None,
     correct_residual: bool = True,
     independence_alpha: float | None = None,
+    statistic: Statistic = "mean",
 ) -> PIComparison:
     """Rank the variants on one PI and compare each with the best (pure).
+
+    ``statistic="median"`` ranks on the merged samples' medians instead
+    (:func:`assay.stats.compare_median.rank_by_median`: Mann–Whitney decides, the
+    effect is the Hodges–Lehmann shift); the merging is the mean's.
 
     ``correct_residual`` is the study's ``stop.residual_correction``: widen each
     variant's interval and variance for the residual autocorrelation of its merged
@@ -585,6 +645,10 @@ def compare_pi(
         correct_residual=correct_residual,
         independence_alpha=independence_alpha,
     )
+    if statistic not in STATISTICS:
+        raise ValueError(f"statistic must be one of {', '.join(STATISTICS)}, got {statistic!r}")
+    if statistic == "median":
+        return _median_pi(name, unit, direction, ranking, method, samples_per_round)
     first = ranking.order[0]
     to_best: dict[str, Comparison] = {}
     if first in ranking.variants:
@@ -606,4 +670,38 @@ def compare_pi(
         ranking=ranking,
         to_best=to_best,
         samples_per_round=dict(samples_per_round or {}),
+    )
+
+
+def _median_pi(
+    name: str,
+    unit: str,
+    direction: Direction,
+    by_mean: Ranking,
+    method: str,
+    samples_per_round: Mapping[str, float] | None,
+) -> PIComparison:
+    """:func:`compare_pi` on the median, from the ranking by mean (its merged samples)."""
+    ranking = rank_by_median(by_mean)
+    c = ranking.confidence
+    first = ranking.order[0]
+    best = ranking.variants.get(first)
+    to_best = {
+        v: median_comparison(ranking.variants[v], best, c)
+        for v in ranking.order[1:]
+        if best is not None and v in ranking.variants
+    }
+    medians = {
+        k: median_interval(v.merged, c) for k, v in ranking.variants.items() if v.merged is not None
+    }
+    return PIComparison(
+        name=name,
+        unit=unit,
+        direction=direction,
+        method=method,
+        ranking=ranking,
+        to_best=to_best,
+        samples_per_round=dict(samples_per_round or {}),
+        statistic="median",
+        medians=medians,
     )

@@ -2,7 +2,9 @@
 
 Every mean comes with its CI half-width and sample count; every verdict names the
 test behind it (CI separation, or Welch's p below the threshold); the decision line
-names the sequential rule that stopped the study.
+names the sequential rule that stopped the study.  A PI compared on the median
+(``statistic = "median"``) shows medians with their order-statistic CIs and the
+Hodges–Lehmann shift against the best, and Mann–Whitney's p decides.
 """
 
 from __future__ import annotations
@@ -46,6 +48,14 @@ CSV_FIELDS = [
     "vs_previous_welch_p",
     "vs_previous_mann_whitney_p",
     "vs_previous_hedges_g",
+    "statistic",
+    "median",
+    "median_low",
+    "median_high",
+    "effect",
+    "shift_to_best",
+    "shift_to_best_low",
+    "shift_to_best_high",
     "verdict",
 ]
 
@@ -89,9 +99,115 @@ _VERDICT_STYLE = {
 
 # the columns a narrow terminal leaves out, least important first
 COMPARE_DROP_ORDER = ("MW p", "Hedges g", "n × subsession", "Welch p", "#")
+# on the median Mann-Whitney decides: its p goes last but the rank
+MEDIAN_DROP_ORDER = ("n × subsession", "HL shift vs best [CI]", "MW p", "#")
+
+
+def format_interval(value: float, low: float, high: float, unit: str) -> str:
+    """``12.3 ms [11.9 ms, 12.8 ms]``: an estimate with an asymmetric interval, to the
+    digits its width supports."""
+    if not math.isfinite(value):
+        return "n/a"
+    half = (high - low) / 2 if math.isfinite(low) and math.isfinite(high) else math.inf
+
+    def one(x: float) -> str:
+        if not math.isfinite(x):
+            return "-∞" if x < 0 else "+∞"
+        return format_estimate(x, half, unit).split(" ± ")[0]
+
+    return f"{one(value)} [{one(low)}, {one(high)}]"
+
+
+_TIME_SCALES = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
+
+
+def format_shift(value: float, low: float, high: float, unit: str) -> str:
+    """``+1.2 [-0.3, +2.5] ms``: a signed shift and its interval in one scale, to the
+    digits the interval's width supports."""
+    if not math.isfinite(value):
+        return "n/a"
+    factor, shown = 1.0, unit
+    if unit == "s":  # one scale for all three numbers: the largest one's
+        big = max(abs(x) for x in (value, low, high) if math.isfinite(x))
+        factor, shown = next(((f, n) for f, n in _TIME_SCALES if big >= f), _TIME_SCALES[-1])
+    half = (high - low) / 2 / factor if math.isfinite(high - low) else math.inf
+    digits = 3 if not math.isfinite(half) or half <= 0 else max(0, 1 - math.floor(math.log10(half)))
+
+    def one(x: float) -> str:
+        if not math.isfinite(x):
+            return "-∞" if x < 0 else "+∞"
+        return f"{x / factor:+.{digits}f}"
+
+    sep = f" {shown}" if shown else ""
+    return f"{one(value)} [{one(low)}, {one(high)}]{sep}"
+
+
+def _median_table(c: PIComparison, title: str) -> Table:
+    """The ranked table of a PI compared on the median."""
+    arrow = "↓" if c.direction == "lower" else "↑"
+    table = Table(title=Text(plain(title)), title_justify="left", show_edge=False)
+    table.add_column("#", justify="right")
+    table.add_column("variant", overflow="fold")
+    table.add_column(f"{c.name} {arrow} median [CI]", justify="right")
+    table.add_column("n × subsession", justify="right")
+    table.add_column("HL shift vs best [CI]", justify="right")
+    table.add_column("relative [CI]", justify="right")
+    table.add_column("MW p", justify="right")
+    table.add_column("verdict")
+    for row in variant_rows(c):
+        est = (
+            format_interval(row["median"], row["median_low"], row["median_high"], c.unit)
+            if "median" in row
+            else "n/a"
+        )
+        nq = f"{row['n_samples']} × {row['subsession_size']}" if "n_samples" in row else "-"
+        shift = rel = ""
+        if "shift_to_best" in row:
+            shift = format_shift(
+                row["shift_to_best"], row["shift_to_best_low"], row["shift_to_best_high"], c.unit
+            )
+            rel = format_relative(
+                row["relative_to_best"], row["relative_to_best_low"], row["relative_to_best_high"]
+            )
+        table.add_row(
+            str(row["rank"]),
+            Text(plain(row["variant"])),  # a name is text, never markup
+            est,
+            nq,
+            shift,
+            rel,
+            format_p(row["vs_previous_mann_whitney_p"])
+            if "vs_previous_mann_whitney_p" in row
+            else "",
+            Text(row["verdict"], style=_VERDICT_STYLE.get(row["verdict"], "")),
+        )
+    return table
+
+
+def _method_line(c: PIComparison) -> str:
+    """What the table's columns and verdicts rest on."""
+    conf = f"{c.ranking.confidence:.0%}"
+    if c.statistic == "median":
+        return (
+            f"method: {c.method}; CIs at {conf}; HL shift: the Hodges-Lehmann shift of "
+            "location (median of the pairwise differences of the merged samples) against "
+            "the best, and relative to the best's median, with its distribution-free CI; MW p "
+            "against the variant ranked just above; verdict: significant (Mann-Whitney p "
+            "below the look's level: the study stops at the looks, alpha "
+            f"{c.ranking.alpha:g} spread over them; see the decision)"
+        )
+    return (
+        f"method: {c.method}; CIs at {conf}; Welch p and Mann-Whitney p and Hedges g "
+        "against the variant ranked just above; verdict: separated (CIs do not "
+        f"overlap) or significant (Welch p < {c.ranking.alpha:g}), as one test; the "
+        "study stops by its sequential rule (see the decision: by default every "
+        f"pair's always-valid e-value at least {1.0 / c.ranking.alpha:g})"
+    )
 
 
 def _table(c: PIComparison, title: str) -> Table:
+    if c.statistic == "median":
+        return _median_table(c, title)
     arrow = "↓" if c.direction == "lower" else "↑"
     table = Table(title=Text(plain(title)), title_justify="left", show_edge=False)
     table.add_column("#", justify="right")
@@ -138,18 +254,9 @@ def render_comparison(res: CompareResult, console: Console) -> None:
     lines: list[RenderableType] = []
     for i, c in enumerate(res.comparisons):
         title = res.study if i == 0 else f"{res.study}: {c.name} (not deciding)"
-        lines.extend(fitted(_table(c, title), console, COMPARE_DROP_ORDER, label="variant"))
-        conf = f"{c.ranking.confidence:.0%}"
-        lines.append(
-            Text(
-                f"method: {c.method}; CIs at {conf}; Welch p and Mann-Whitney p and Hedges g "
-                "against the variant ranked just above; verdict: separated (CIs do not "
-                f"overlap) or significant (Welch p < {c.ranking.alpha:g}), as one test; the "
-                "study stops by its sequential rule (see the decision: by default every "
-                f"pair's always-valid e-value at least {1.0 / c.ranking.alpha:g})",
-                style="dim",
-            )
-        )
+        drop = MEDIAN_DROP_ORDER if c.statistic == "median" else COMPARE_DROP_ORDER
+        lines.extend(fitted(_table(c, title), console, drop, label="variant"))
+        lines.append(Text(_method_line(c), style="dim"))
     by = ", ".join(f"{n} {s}" for s, n in sorted(res.trials_by_status.items()))
     if res.sources:
         lines.append(Text(f"{res.decision.reason} · from {', '.join(res.sources)}"))
@@ -191,7 +298,11 @@ class CompareProgressView(LiveLine):
             ranked = []
             for name in c.ranking.order:
                 v = c.ranking.variants.get(name)
-                ci = "" if v is None else f" {format_percent(v.ci.relative_half_width)}"
+                ci = (
+                    ""
+                    if v is None or c.statistic == "median"
+                    else (f" {format_percent(v.ci.relative_half_width)}")
+                )
                 ranked.append(f"{name}{ci}")
             parts.append(" < ".join(ranked) if c.direction == "lower" else " > ".join(ranked))
             undecided = len(c.ranking.undecided)

@@ -71,6 +71,9 @@ def baseline_markdown(comparisons: Sequence[Any]) -> str:
     return markdown_table(header, rows)
 
 
+_MEDIAN = ("median", "median_low", "median_high")
+
+
 def compare_markdown(
     study: str, reason: str, rows: Sequence[Mapping[str, Any]], gates: Sequence[Any] = ()
 ) -> str:
@@ -84,21 +87,39 @@ def compare_markdown(
         low, high = r.get("relative_to_best_low"), r.get("relative_to_best_high")
         finite = all(isinstance(b, float) and math.isfinite(b) for b in (low, high))
         ci = f" ({low:+.1%} … {high:+.1%})" if finite else ""
-        return f"{x:+.1%}{ci}"
+        hl = "HL shift " if r.get("effect") == "Hodges-Lehmann shift" else ""
+        return f"{hl}{x:+.1%}{ci}"
+
+    def estimate(r: Mapping[str, Any]) -> str:
+        if r.get("statistic") == "median":  # a median with its order-statistic interval
+            if r.get("median") is None:
+                return "n/a"
+            med, low, high = (float(r[k]) for k in _MEDIAN)
+            half = (high - low) / 2 if math.isfinite(high - low) else math.inf
+
+            def one(x: float) -> str:  # to the digits the interval's width supports
+                if not math.isfinite(x):
+                    return "-∞" if x < 0 else "+∞"
+                return format_estimate(x, half, r.get("unit", "")).split(" ± ")[0]
+
+            return f"median {one(med)} ({one(low)} … {one(high)})"
+        return _estimate(r) if r.get("mean") is not None else "n/a"
 
     table = [
         [
             r["pi"],
             r["rank"],
             r["variant"],
-            _estimate(r) if r.get("mean") is not None else "n/a",
+            estimate(r),
             relative(r),
             r.get("n_samples", ""),
             r.get("verdict", ""),
         ]
         for r in rows
     ]
-    header = ["PI", "rank", "variant", "mean ± CI half-width", "vs best (CI)", "n", "verdict"]
+    on_median = any(r.get("statistic") == "median" for r in rows)
+    shown = "estimate (CI)" if on_median else "mean ± CI half-width"
+    header = ["PI", "rank", "variant", shown, "vs best (CI)", "n", "verdict"]
     text = f"### {_cell(study)}\n\n{_cell(reason)}\n\n" + markdown_table(header, table)
     if gates:
         marks = {"worse": "❌", "not worse": "✅"}

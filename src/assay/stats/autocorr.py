@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 import numpy.typing as npt
@@ -377,7 +378,10 @@ def subsession_interval(
         Treat samples as rates and estimate their harmonic mean.
     independence_alpha : float or None, default None
         Passed to :func:`optimal_subsession`: no merging when the raw lag-1
-        autocorrelation is not significant at this level.
+        autocorrelation is not significant at this level.  With ``correct_residual``
+        the AR(1) floor then takes the raw series' phi at its one-sided upper
+        ``1 - independence_alpha`` bound (:func:`lag1_upper_bound`): a few readings of
+        an AR(1) 0.8 series often pass for independent ones.
 
     Returns
     -------
@@ -417,6 +421,10 @@ def subsession_interval(
     if correct_residual:
         raw = 1.0 / _finite_1d(x) if harmonic else _finite_1d(x)
         phi = unbiased_lag1(autocorrelation(raw), raw.size)
+        if independence_alpha is not None:
+            # not significant is not independent: floor at phi's upper bound
+            z = NormalDist().inv_cdf(1.0 - independence_alpha)
+            phi = lag1_upper_bound(phi, raw.size, z)
         r = max(merged.autocorrelation, ar1_batch_autocorrelation(phi, merged.size))
         ci = widen(ci, residual_autocorrelation_factor(r))
     return ci, merged
@@ -437,6 +445,32 @@ def unbiased_lag1(r1: float, n: int) -> float:
     if not math.isfinite(r1) or n < 3:
         return 0.0
     return min(0.99, r1 + (1.0 + 4.0 * r1) / n)
+
+
+#: The largest lag-1 autocorrelation :func:`lag1_upper_bound` gives: the variance of a
+#: mean grows by (1 + phi) / (1 - phi), 39 here; beyond it no few samples decide anything.
+LAG1_BOUND_CAP = 0.95
+
+
+def lag1_upper_bound(phi: float, n: int, z: float) -> float:
+    """An upper bound on an AR(1) series' lag-1 autocorrelation from ``n`` samples.
+
+    ``phi`` (bias-corrected, :func:`unbiased_lag1`; 0 if negative) plus ``z`` of its
+    standard errors, ``sqrt((1 - phi**2) / n)`` (Bartlett's for an AR(1)), at most
+    :data:`LAG1_BOUND_CAP`: at small n an AR(1) 0.8 series often reads as independent,
+    and a rule that may stop at any cycle must not take it so.
+
+    >>> round(lag1_upper_bound(0.0, 16, 1.0), 2)
+    0.25
+    >>> round(lag1_upper_bound(0.6, 100, 2.0), 2)
+    0.76
+    >>> lag1_upper_bound(0.9, 4, 2.0)
+    0.95
+    """
+    if n < 3 or not math.isfinite(phi):
+        return LAG1_BOUND_CAP
+    p = min(max(phi, 0.0), 1.0)
+    return min(LAG1_BOUND_CAP, p + z * math.sqrt((1.0 - p * p) / n))
 
 
 def ar1_batch_autocorrelation(phi: float, q: int) -> float:

@@ -37,6 +37,7 @@ from numpy.typing import ArrayLike
 from assay.stats._arrays import finite_1d as _finite_1d
 from assay.stats.autocorr import subsession_interval
 from assay.stats.intervals import MeanCI, _check_confidence, t_interval
+from assay.stats.rank_shift import RankShift
 from assay.stats.sequential import DEFAULT_SCALES, mixture_e_value, samples_to_decide
 
 # SciPy is imported inside the functions that use it: `assay compare` starts its first
@@ -52,6 +53,7 @@ __all__ = [
     "WelchResult",
     "analyze_variant",
     "compare_samples",
+    "compare_variants",
     "pair_e_value",
     "rank_variants",
     "ranking_at_level",
@@ -543,9 +545,11 @@ def analyze_variant(
         subsession t-interval).
     independence_alpha : float or None, keyword-only
         No merging while the raw lag-1 autocorrelation is not significant at this
-        level (:func:`assay.stats.autocorr.optimal_subsession`; ``assay run`` uses
-        it with the residual correction); ``None``: Pilot's rule, which at small n
-        merges, or finds no subsession size, on noise alone.
+        level (:func:`assay.stats.autocorr.optimal_subsession`), and with the residual
+        correction the floor's phi is taken at its upper bound
+        (:func:`assay.stats.autocorr.subsession_interval`; ``assay compare``'s
+        always-valid rule uses both); ``None``: Pilot's rule, which at small n merges,
+        or finds no subsession size, on noise alone.
 
     Returns
     -------
@@ -652,6 +656,9 @@ class Comparison:
         ``J = Γ(m/2) / (sqrt(m/2) Γ((m-1)/2))``, ``m = n_a + n_b - 2``.
     ci_overlap : bool
         Whether the two confidence intervals of the means overlap.
+    shift : RankShift or None
+        The Hodges–Lehmann shift of the merged samples with its interval, when the
+        comparison is on the median (:mod:`assay.stats.compare_median`); else ``None``.
     """
 
     a: VariantStats
@@ -661,6 +668,7 @@ class Comparison:
     cohens_d: float
     hedges_g: float
     ci_overlap: bool
+    shift: RankShift | None = None
 
     @property
     def confidence(self) -> float:
@@ -714,6 +722,11 @@ def _compare(a: VariantStats, b: VariantStats, confidence: float) -> Comparison:
         hedges_g=g,
         ci_overlap=_overlap(a.ci, b.ci),
     )
+
+
+def compare_variants(a: VariantStats, b: VariantStats, confidence: float = 0.95) -> Comparison:
+    """:func:`compare_samples` on two already analysed variants (no merging again)."""
+    return _compare(a, b, _check_confidence(confidence))
 
 
 def compare_samples(

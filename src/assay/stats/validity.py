@@ -14,9 +14,10 @@ common ways, each with its check here:
   change of level with E-Divisive means and a permutation test
   (:func:`assay.stats.history.e_divisive`) in the samples the interval rests on.
 * **heavy tails**: the t-interval of a skewed distribution's mean under-covers at
-  small n; :func:`cochran_min_samples` gives Cochran's rule of thumb for the sample
-  size it needs, ``n > 25 g1^2`` with ``g1`` the skewness (Cochran, *Sampling
-  Techniques*, 1977, §2.15).
+  small n; :mod:`assay.stats.skewed_mean` corrects it for the skewness. (Cochran's
+  rule, no interval below ``25 g1^2`` samples, was tried and dropped: the sample
+  skewness is lowest on the samples that missed the tail, so the rule let studies
+  stop on exactly those; bench/RESULTS.md, #21.)
 
 All functions are pure.
 """
@@ -35,14 +36,10 @@ FloatArray = npt.NDArray[np.float64]
 
 __all__ = [
     "LevelShift",
-    "cochran_min_samples",
     "largest_step",
     "level_shift",
     "round_effect",
 ]
-
-#: Cochran's factor: a t-interval of the mean is adequate for n > 25 g1^2.
-COCHRAN_FACTOR = 25.0
 
 
 def round_effect(round_means: npt.ArrayLike, variance_of_mean: float, df_within: float) -> float:
@@ -171,24 +168,3 @@ def largest_step(
         return None
     k = min_size + int(np.argmax(energy_statistics(z, min_size)))
     return k * block, float(z[:k].mean()) * scale, float(z[k:].mean()) * scale
-
-
-def cochran_min_samples(samples: npt.ArrayLike) -> int:
-    """Samples a t-interval of the mean needs for these data's skewness: ``25 g1^2``.
-
-    ``g1`` is the adjusted Fisher–Pearson sample skewness. Symmetric data need no more
-    than any other rule asks (the result is then small); a lognormal with sigma 1
-    (skewness 6.2) needs about 950.
-
-    >>> cochran_min_samples([1.0, 2.0, 3.0, 4.0, 5.0])
-    0
-    >>> cochran_min_samples([1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 10.0])
-    250
-    """
-    from scipy import stats
-
-    z = finite_1d(samples)
-    if z.size < 3 or float(np.ptp(z)) == 0.0:
-        return 0
-    g1 = float(stats.skew(z, bias=False))
-    return math.ceil(COCHRAN_FACTOR * g1 * g1 - 1e-9)

@@ -30,15 +30,16 @@ from assay.designs.compare import (
     ALWAYS_VALID_MIN_SAMPLES,
     CompareDecision,
     PIComparison,
+    Statistic,
     compare_decision,
     compare_pi,
     cycle_order,
     undecided_text,
 )
-from assay.designs.run_until_ci import Decision, pi_samples
+from assay.designs.run_until_ci import INDEPENDENCE_ALPHA, Decision, pi_samples
 from assay.execute.overhead import LaunchOverhead
 from assay.spec import PISpec, Spec, SpecError
-from assay.stats.compare import pair_e_value
+from assay.stats.compare import PairDecision, pair_e_value
 from assay.stats.gate import GateVerdict, gate_verdict, regression_gate
 from assay.store import Store, TrialRecord
 from assay.studies.base import (
@@ -165,6 +166,7 @@ def variant_rows(c: PIComparison) -> list[dict[str, Any]]:
         v = r.variants.get(name)
         row: dict[str, Any] = {"rank": i + 1, "variant": name, "unit": c.unit}
         row["direction"] = c.direction
+        row["statistic"] = c.statistic
         if v is not None:
             row.update(
                 mean=v.mean,
@@ -179,10 +181,27 @@ def variant_rows(c: PIComparison) -> list[dict[str, Any]]:
             )
         else:
             row["problem"] = r.problems.get(name, "")
+        med = c.medians.get(name)
+        if med is not None:
+            row.update(median=med.median, median_low=med.low, median_high=med.high)
         to_best = c.to_best.get(name)
-        if to_best is not None:
+        if to_best is not None and to_best.shift is not None:
+            # on the median the effect is the Hodges-Lehmann shift, relative to the
+            # best's median: a shift of location, not a difference of means
+            hl = to_best.shift
+            row.update(
+                effect="Hodges-Lehmann shift",
+                shift_to_best=hl.shift,
+                shift_to_best_low=hl.low,
+                shift_to_best_high=hl.high,
+                relative_to_best=hl.relative,
+                relative_to_best_low=hl.rel_low,
+                relative_to_best_high=hl.rel_high,
+            )
+        elif to_best is not None:
             w = to_best.welch
             row.update(
+                effect="difference of means",
                 relative_to_best=w.relative,
                 relative_to_best_low=w.rel_low,
                 relative_to_best_high=w.rel_high,
@@ -213,28 +232,47 @@ def comparison_dict(c: PIComparison) -> dict[str, Any]:
         "pi": c.name,
         "unit": c.unit,
         "direction": c.direction,
+        "statistic": c.statistic,
         "method": c.method,
         "alpha": c.ranking.alpha,
         "confidence": c.ranking.confidence,
         "decided": c.ranking.decided,
         "order": list(c.ranking.order),
         "variants": variant_rows(c),
-        "pairs": [
-            {
-                "better": p.better,
-                "worse": p.worse,
-                "status": p.status,
-                "welch_p": None if p.comparison is None else p.comparison.welch.p_value,
-                # always valid: 1 / e_value is a p-value at any stopping time
-                "e_value": None if p.comparison is None else pair_e_value(p.comparison),
-                "extra_samples_better": p.extra_better,
-                "extra_samples_worse": p.extra_worse,
-                "note": p.note,
-            }
-            for p in c.ranking.pairs
-        ],
+        "pairs": [pair_dict(p, c.statistic) for p in c.ranking.pairs],
         "samples_per_round": c.samples_per_round,
     }
+
+
+def pair_dict(p: PairDecision, statistic: str = "mean") -> dict[str, Any]:
+    """The JSON form of one adjacent pair: its verdict and the tests behind it."""
+    comp = p.comparison
+    out: dict[str, Any] = {
+        "better": p.better,
+        "worse": p.worse,
+        "status": p.status,
+        "welch_p": None if comp is None else comp.welch.p_value,
+        "mann_whitney_p": None if comp is None else comp.mann_whitney_p,
+        # always valid: 1 / e_value is a p-value at any stopping time (the mean's rule;
+        # the median is decided by Mann-Whitney at the looks)
+        "e_value": None if comp is None or statistic != "mean" else pair_e_value(comp),
+        "extra_samples_better": p.extra_better,
+        "extra_samples_worse": p.extra_worse,
+        "note": p.note,
+    }
+    if comp is not None and comp.shift is not None:
+        hl = comp.shift
+        out["hodges_lehmann"] = {  # better minus worse, relative to worse's median
+            "shift": hl.shift,
+            "low": hl.low,
+            "high": hl.high,
+            "relative": hl.relative,
+            "relative_low": hl.rel_low,
+            "relative_high": hl.rel_high,
+            "confidence": hl.confidence,
+            "method": hl.method,
+        }
+    return out
 
 
 def compare_trials(
@@ -254,7 +292,16 @@ def compare_trials(
         samples[v.name] = got.samples
         per_round[v.name] = got.samples.size / got.rounds_used if got.rounds_used else 1.0
         method = got.method
-    method = method.replace("subsession t-interval", "subsession t-intervals")
+    if pi.statistic == "median":
+        method = method.replace(
+            "subsession t-interval",
+            "subsession-merged (the median's tests run on the subsession means, so "
+            "autocorrelated readings stay valid), medians with order-statistic CIs",
+        )
+        tests = "Hodges-Lehmann shift with its distribution-free (Moses) CI, Mann-Whitney U decides"
+    else:
+        method = method.replace("subsession t-interval", "subsession t-intervals")
+        tests = "Welch's t-test, Mann-Whitney U, Hedges' g"
     return compare_pi(
         pi.name,
         pi.unit,
@@ -263,14 +310,27 @@ def compare_trials(
         alpha=spec.stop.alpha,
         confidence=spec.stop.confidence,
         max_autocorrelation=spec.stop.max_autocorrelation,
-        method=f"{method}, interleaved rounds; Welch's t-test, Mann-Whitney U, Hedges' g",
+        method=f"{method}, interleaved rounds; {tests}",
         samples_per_round=per_round,
         correct_residual=spec.stop.residual_correction,
-        # Pilot's merging, not assay run's "no merging without significant
-        # autocorrelation": a few readings of AR(1) 0.8 noise look independent, and
-        # a comparison that may stop at any cycle then declares A/A differences (13.5%
-        # at alpha 0.01 against 4%; bench/RESULTS.md, #17/#21)
+        statistic=pi.statistic,
+        independence_alpha=small_n_rule(spec, pi),
     )
+
+
+def small_n_rule(spec: Spec, pi: PISpec) -> float | None:
+    """The merging rule of the always-valid means comparison: no merging without
+    significant autocorrelation, and the residual correction floored at phi's upper
+    bound (:func:`assay.stats.autocorr.subsession_interval`), so that it can decide from
+    3 readings a variant.  Either half alone is not enough: Pilot's merging finds no
+    subsession size in a few i.i.d. readings (a 2x difference took 11 cycles), and the
+    rule without the bound let AR(1) 0.8 readings that look independent declare A/A
+    differences (13.5% at alpha 0.01; bench/RESULTS.md, #17/#21).  Other rules and
+    the median keep Pilot's merging, as measured."""
+    s = spec.stop
+    if s.sequential != "always-valid" or not s.residual_correction or pi.statistic != "mean":
+        return None
+    return INDEPENDENCE_ALPHA
 
 
 def stored_cycles(trials: Sequence[TrialRecord], variants: int) -> tuple[dict[int, int], int]:
@@ -326,7 +386,12 @@ def decide_comparison(
     ranking = comp.ranking
     need = stop.min_samples
     # (a study file's override dumps every field, so "changed" is read off the value)
-    if stop.sequential == "always-valid" and need == type(stop).model_fields["min_samples"].default:
+    # (the median always stops at the looks: min_samples keeps its meaning there)
+    if (
+        stop.sequential == "always-valid"
+        and comp.statistic == "mean"
+        and need == type(stop).model_fields["min_samples"].default
+    ):
         need = ALWAYS_VALID_MIN_SAMPLES
     short = [v for v in ranking.order if v not in ranking.variants or ranking.variants[v].n < need]
     budget = cycles >= stop.max_rounds or elapsed >= stop.max_time
@@ -347,6 +412,7 @@ def decide_comparison(
         max_time=stop.max_time,
         samples_per_round=comp.samples_per_round,
         sequential=stop.sequential,
+        statistic=comp.statistic,
     )
 
 
@@ -572,9 +638,11 @@ def compare_files(
     pi: str | None = None,
     alpha: float = 0.01,
     confidence: float = 0.95,
+    statistic: Statistic = "mean",
 ) -> CompareResult:
     """``assay compare --from``: rank results measured elsewhere (hyperfine, pyperf or
-    Assay JSON; no execution).  :class:`~assay.spec.SpecError` (or the reader's
+    Assay JSON; no execution); ``statistic="median"`` ranks on medians (Mann–Whitney,
+    the Hodges–Lehmann shift; summaries cannot be).  :class:`~assay.spec.SpecError` (or the reader's
     ValueError) says why the files cannot be compared."""
     from assay.importers.results import read_result_files
 
@@ -603,7 +671,12 @@ def compare_files(
             if summaries
             else ""
         )
-        + "; Welch's t-test, Mann-Whitney U (samples only), Hedges' g"
+        + (
+            "; medians, Hodges-Lehmann shift with its distribution-free (Moses) CI, "
+            "Mann-Whitney U decides"
+            if statistic == "median"
+            else "; Welch's t-test, Mann-Whitney U (samples only), Hedges' g"
+        )
     )
     comp = compare_pi(
         pi_name,
@@ -613,12 +686,17 @@ def compare_files(
         alpha=alpha,
         confidence=confidence,
         method=method,
+        statistic=statistic,
     )
     r = comp.ranking
+    median = statistic == "median"
     if r.decided:
-        reason = f"decided: every adjacent pair is CI-separated or Welch p < {r.alpha:g}"
+        rule = "Mann-Whitney p" if median else "CI-separated or Welch p"
+        reason = f"decided: every adjacent pair is {rule} < {r.alpha:g}"
     else:
-        reason = f"not decided from these results; {undecided_text(r)}"
+        reason = (
+            f"not decided from these results; {undecided_text(r, 'Noether' if median else 'Welch')}"
+        )
     decision = CompareDecision(
         True,
         reason,
