@@ -386,3 +386,24 @@ def test_the_independence_rule_floors_the_correction_at_phis_upper_bound() -> No
     phi = unbiased_lag1(autocorrelation(x), x.size)
     expected = residual_autocorrelation_factor(lag1_upper_bound(phi, x.size, 1.6448536))
     assert bound[0].half_width == pytest.approx(t_interval(x).half_width * expected, rel=1e-6)
+
+
+def test_merged_samples_floor_the_correction_at_phis_upper_bound() -> None:
+    # assay run: once the readings are merged, phi is taken at its upper bound; readings
+    # that need no merging keep the estimate (i.i.d. readings cost nothing)
+    x = ar1(0.6, 120, 4)
+    plain = subsession_interval(x, correct_residual=True)
+    bound = subsession_interval(x, correct_residual=True, merged_bound_alpha=0.05)
+    assert plain is not None and bound is not None
+    q = bound[1].size
+    assert q > 1 and plain[1].size == q
+    phi = lag1_upper_bound(unbiased_lag1(autocorrelation(x), x.size), x.size, 1.6448536)
+    floor = ar1_batch_autocorrelation(phi, q)
+    factor = residual_autocorrelation_factor(max(bound[1].autocorrelation, floor))
+    assert bound[0].half_width == pytest.approx(t_interval(bound[1].means).half_width * factor)
+    assert bound[0].half_width > plain[0].half_width
+    iid = np.random.default_rng(0).standard_normal(200)
+    a = subsession_interval(iid, correct_residual=True)
+    b = subsession_interval(iid, correct_residual=True, merged_bound_alpha=0.05)
+    assert a is not None and b is not None and a[1].size == 1
+    assert b[0].half_width == a[0].half_width

@@ -81,6 +81,9 @@ EDM_CUT_QUANTILE = 0.5
 # Samples count as independent when their lag-1 autocorrelation is not significant at
 # this level (the median's order-statistic interval needs them so).
 INDEPENDENCE_ALPHA = 0.05
+# Once readings are merged, the residual correction takes phi at its one-sided upper
+# bound at this level (stats.autocorr.subsession_interval; #21).
+MERGED_BOUND_ALPHA = 0.05
 # Level of the preliminary test for a between-round variance component (#21).
 ROUND_EFFECT_ALPHA = 0.25
 # Level of the test for a change of level at each look that would meet the target (#21):
@@ -254,6 +257,7 @@ def analyze_samples(
         # Pilot's merging even at small n: not merging while r1 is not significant let
         # a study stop on readings that only look independent (bench/RESULTS.md, #21:
         # AR(1) 0.5 readings 89.3% -> 92.6%, i.i.d. readings 93.6% -> 95.0%)
+        merged_bound_alpha=MERGED_BOUND_ALPHA,
     )
     if got is None:
         drifting = samples.size >= 3 * stop.min_samples

@@ -341,6 +341,7 @@ def subsession_interval(
     harmonic: bool = False,
     correct_residual: bool = False,
     independence_alpha: float | None = None,
+    merged_bound_alpha: float | None = None,
 ) -> tuple[MeanCI, Subsession] | None:
     """Confidence interval of the mean after subsession analysis.
 
@@ -382,6 +383,12 @@ def subsession_interval(
         the AR(1) floor then takes the raw series' phi at its one-sided upper
         ``1 - independence_alpha`` bound (:func:`lag1_upper_bound`): a few readings of
         an AR(1) 0.8 series often pass for independent ones.
+    merged_bound_alpha : float or None, default None
+        With ``correct_residual``, once the samples were merged (q > 1: their
+        autocorrelation showed) the AR(1) floor takes phi at its one-sided upper
+        ``1 - merged_bound_alpha`` bound: the merge size is chosen on a noisy, low
+        estimate (``assay run``: AR(1) 0.5 readings 89% -> 93% coverage; samples
+        that need no merging keep the estimate, so i.i.d. ones cost nothing).
 
     Returns
     -------
@@ -421,10 +428,11 @@ def subsession_interval(
     if correct_residual:
         raw = 1.0 / _finite_1d(x) if harmonic else _finite_1d(x)
         phi = unbiased_lag1(autocorrelation(raw), raw.size)
-        if independence_alpha is not None:
-            # not significant is not independent: floor at phi's upper bound
-            z = NormalDist().inv_cdf(1.0 - independence_alpha)
-            phi = lag1_upper_bound(phi, raw.size, z)
+        bound = independence_alpha  # not significant is not independent
+        if bound is None and merged.size > 1:
+            bound = merged_bound_alpha
+        if bound is not None:
+            phi = lag1_upper_bound(phi, raw.size, NormalDist().inv_cdf(1.0 - bound))
         r = max(merged.autocorrelation, ar1_batch_autocorrelation(phi, merged.size))
         ci = widen(ci, residual_autocorrelation_factor(r))
     return ci, merged

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -1038,46 +1038,59 @@ def ranking_at_level(ranking: Ranking, alpha: float, power: float = 0.8) -> Rank
     >>> ranking_at_level(r, 1e-6).decided
     False
     """
-    a = float(alpha)
-    if not 0.0 < a < 1.0:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
-    pairs: list[PairDecision] = []
-    for p in ranking.pairs:
-        comp = p.comparison
-        if comp is None:
-            pairs.append(p)
-            continue
+    a = _check_alpha(alpha)
+
+    def judge(p: PairDecision, comp: Comparison) -> PairDecision:
         if comp.welch.p_value < a:
             status: PairStatus = "significant" if p.status == "undecided" else p.status
-            pairs.append(PairDecision(p.better, p.worse, status, comp))
-            continue
+            return PairDecision(p.better, p.worse, status, comp)
         vb, vw = comp.a, comp.b
         try:
             need = welch_required_n(vb.mean, vb.var, vw.mean, vw.var, a, power)
         except ValueError as exc:
-            pairs.append(PairDecision(p.better, p.worse, "undecided", comp, None, None, str(exc)))
-            continue
-        more_b, more_w = max(need - vb.n, 0), max(need - vw.n, 0)
-        if more_b == 0 and more_w == 0:
-            more_b = more_w = 1
-        pairs.append(
-            PairDecision(
-                p.better,
-                p.worse,
-                "undecided",
-                comp,
-                more_b * vb.subsession_size,
-                more_w * vw.subsession_size,
-            )
-        )
+            return PairDecision(p.better, p.worse, "undecided", comp, None, None, str(exc))
+        return undecided_for(p, comp, need - vb.n, need - vw.n)
+
+    return rejudged(ranking, a, judge)
+
+
+def _check_alpha(alpha: float) -> float:
+    a = float(alpha)
+    if not 0.0 < a < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    return a
+
+
+def rejudged(
+    ranking: Ranking, alpha: float, judge: Callable[[PairDecision, Comparison], PairDecision]
+) -> Ranking:
+    """The same ranking at level ``alpha`` with every compared adjacent pair replaced by
+    ``judge(pair, comparison)`` (a pair with no comparison is kept as it is)."""
+    pairs = tuple(p if p.comparison is None else judge(p, p.comparison) for p in ranking.pairs)
     return Ranking(
         order=ranking.order,
         variants=ranking.variants,
-        pairs=tuple(pairs),
+        pairs=pairs,
         direction=ranking.direction,
-        alpha=a,
+        alpha=alpha,
         confidence=ranking.confidence,
         problems=ranking.problems,
+    )
+
+
+def undecided_for(p: PairDecision, comp: Comparison, more_b: int, more_w: int) -> PairDecision:
+    """``p`` undecided, with ``more_b`` / ``more_w`` more merged samples each side asks
+    for, in raw samples (at least one more each when the estimate says "enough")."""
+    more_b, more_w = max(more_b, 0), max(more_w, 0)
+    if more_b == 0 and more_w == 0:
+        more_b = more_w = 1
+    return PairDecision(
+        p.better,
+        p.worse,
+        "undecided",
+        comp,
+        more_b * comp.a.subsession_size,
+        more_w * comp.b.subsession_size,
     )
 
 
@@ -1147,16 +1160,11 @@ def ranking_by_evidence(
 
     z = float(stats.norm.ppf(power))
     a = ranking.alpha
-    pairs: list[PairDecision] = []
-    for p in ranking.pairs:
-        comp = p.comparison
-        if comp is None:
-            pairs.append(p)
-            continue
+
+    def judge(p: PairDecision, comp: Comparison) -> PairDecision:
         if pair_e_value(comp, scales) >= 1.0 / a:
             status: PairStatus = "separated" if p.status == "separated" else "significant"
-            pairs.append(PairDecision(p.better, p.worse, status, comp))
-            continue
+            return PairDecision(p.better, p.worse, status, comp)
         vb, vw = comp.a, comp.b
         n_eff = 1.0 / (1.0 / vb.n + 1.0 / vw.n)
         t = comp.welch.t
@@ -1164,24 +1172,7 @@ def ranking_by_evidence(
         more = samples_to_decide(effect, a, vb.n, vw.n, power_z=z, scales=scales)
         if more is None:
             why = "the means are equal" if effect == 0.0 else "the difference is too small"
-            pairs.append(PairDecision(p.better, p.worse, "undecided", comp, None, None, why))
-            continue
-        pairs.append(
-            PairDecision(
-                p.better,
-                p.worse,
-                "undecided",
-                comp,
-                more * vb.subsession_size,
-                more * vw.subsession_size,
-            )
-        )
-    return Ranking(
-        order=ranking.order,
-        variants=ranking.variants,
-        pairs=tuple(pairs),
-        direction=ranking.direction,
-        alpha=a,
-        confidence=ranking.confidence,
-        problems=ranking.problems,
-    )
+            return PairDecision(p.better, p.worse, "undecided", comp, None, None, why)
+        return undecided_for(p, comp, more, more)
+
+    return rejudged(ranking, a, judge)

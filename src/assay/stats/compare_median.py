@@ -24,10 +24,12 @@ import numpy as np
 from assay.stats.compare import (
     Comparison,
     PairDecision,
-    PairStatus,
     Ranking,
     VariantStats,
+    _check_alpha,
     compare_variants,
+    rejudged,
+    undecided_for,
 )
 from assay.stats.rank_shift import noether_required_n, rank_shift
 
@@ -114,44 +116,17 @@ def median_at_level(ranking: Ranking, alpha: float, power: float = 0.8) -> Ranki
     >>> median_at_level(r, 1e-9).decided
     False
     """
-    a = float(alpha)
-    if not 0.0 < a < 1.0:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
-    pairs: list[PairDecision] = []
-    for p in ranking.pairs:
-        comp = p.comparison
-        if comp is None or comp.shift is None:
-            pairs.append(p)
-            continue
+    a = _check_alpha(alpha)
+
+    def judge(p: PairDecision, comp: Comparison) -> PairDecision:
+        if comp.shift is None:
+            return p
         if comp.shift.p_value < a:
-            status: PairStatus = "significant"
-            pairs.append(PairDecision(p.better, p.worse, status, comp))
-            continue
+            return PairDecision(p.better, p.worse, "significant", comp)
         try:
             need = noether_required_n(comp.shift.superiority, a, power)
         except ValueError as exc:
-            pairs.append(PairDecision(p.better, p.worse, "undecided", comp, None, None, str(exc)))
-            continue
-        vb, vw = comp.a, comp.b
-        more_b, more_w = max(need - vb.n, 0), max(need - vw.n, 0)
-        if more_b == 0 and more_w == 0:  # the estimate says "enough": one more at least
-            more_b = more_w = 1
-        pairs.append(
-            PairDecision(
-                p.better,
-                p.worse,
-                "undecided",
-                comp,
-                more_b * vb.subsession_size,
-                more_w * vw.subsession_size,
-            )
-        )
-    return Ranking(
-        order=ranking.order,
-        variants=ranking.variants,
-        pairs=tuple(pairs),
-        direction=ranking.direction,
-        alpha=a,
-        confidence=ranking.confidence,
-        problems=ranking.problems,
-    )
+            return PairDecision(p.better, p.worse, "undecided", comp, None, None, str(exc))
+        return undecided_for(p, comp, need - comp.a.n, need - comp.b.n)
+
+    return rejudged(ranking, a, judge)
