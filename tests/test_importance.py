@@ -277,6 +277,44 @@ def test_trees_grow_on_capped_bootstrap_samples(monkeypatch: pytest.MonkeyPatch)
     assert r.knobs[0].knob == "a" and any("bootstrap sample of 50" in n for n in r.notes)
 
 
+def test_stability_trees_and_permutation_scoring_are_capped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue #17: the stability check's trees see at most CHECK_TREE_SAMPLES settings
+    (the importances' and the curve's keep MAX_TREE_SAMPLES), and a permutation fold
+    shuffles at most PERMUTATION_ROWS of its held-out settings while the pooled R²
+    still uses all of them."""
+    import assay.stats.importance as imp_mod
+
+    rng = np.random.default_rng(6)
+    X = rng.uniform(size=(200, 3))
+    m = KnobMatrix(X, ("a", "b", "c"), (0, 0, 0))
+    monkeypatch.setattr(imp_mod, "MAX_TREE_SAMPLES", 100)
+    monkeypatch.setattr(imp_mod, "CHECK_TREE_SAMPLES", 40)
+    assert imp_mod.forest_model(m).named_steps["forest"].max_samples == 0.5
+    assert imp_mod.forest_model(m, check=True).named_steps["forest"].max_samples == 0.2
+    monkeypatch.setattr(imp_mod, "MAX_TREE_SAMPLES", None)  # no cap lifts both
+    assert imp_mod.forest_model(m, check=True).named_steps["forest"].max_samples is None
+
+    scored: list[int] = []
+    real = imp_mod.permutation_drops
+
+    def counting(predict: object, Xs: np.ndarray, ys: np.ndarray, **kw: object) -> object:
+        scored.append(len(Xs))
+        return real(predict, Xs, ys, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(imp_mod, "permutation_drops", counting)
+    monkeypatch.setattr(imp_mod, "PERMUTATION_ROWS", 30)
+    y = 5 * X[:, 0] + X[:, 1] + rng.normal(0, 0.1, 200)
+    mean, _sd, r2 = imp_mod.permutation_importance_cv(m, y, n_trees=20, folds=2, repeats=2)
+    assert scored == [30, 30]
+    assert max(mean, key=lambda k: mean[k]) == "a"
+    monkeypatch.setattr(imp_mod, "PERMUTATION_ROWS", 10_000)
+    _m, _s, r2_all = imp_mod.permutation_importance_cv(m, y, n_trees=20, folds=2, repeats=2)
+    assert scored[2:] == [100, 100]
+    assert r2 == r2_all  # the same folds and forests: out-of-fold R² on every setting
+
+
 def test_the_curve_and_stability_fit_fewer_trees(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue #17: the importances keep n_trees; the top-k curve and the stability check
     fit at most CHECK_TREES (their figures were the same with 100 as with 300)."""

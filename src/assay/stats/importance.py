@@ -84,6 +84,15 @@ CHECK_TREES = 100
 #: the cap, with the same top-5 knobs and out-of-bag R² 0.965 against 0.970
 #: (bench/RESULTS.md); a ranking fits ~50 forests.  ``None``: no cap.
 MAX_TREE_SAMPLES: int | None = 4000
+#: The stability check's trees are grown on at most this many settings: it compares
+#: top-k sets, not R² levels, and its subsets of n/4 and n/2 would otherwise each cost
+#: a full-size forest (issue #17; bench/RESULTS.md).
+CHECK_TREE_SAMPLES = 2000
+#: Each permutation fold shuffles at most this many of its held-out settings: predicting
+#: the shuffled copies (knobs × repeats of them) cost more than the fold's forest on
+#: 25,000 samples (12.7 s against 8.6 s per fold); the pooled out-of-fold R² still uses
+#: every held-out setting.
+PERMUTATION_ROWS = 2000
 
 
 @dataclass(frozen=True)
@@ -289,15 +298,20 @@ def forest_model(
     seed: int = 0,
     oob: bool = True,
     n_jobs: int | None = 1,
+    check: bool = False,
 ) -> Any:
     """An unfitted pipeline: :func:`knob_encoder` with ranks for numeric knobs (see
     :class:`KnobEncoder`: the same trees as on standardised values, without the loss of
     precision to outliers), then a random forest of ``n_trees`` trees, each grown on a
-    bootstrap sample of at most :data:`MAX_TREE_SAMPLES` of the matrix's settings."""
+    bootstrap sample of at most :data:`MAX_TREE_SAMPLES` of the matrix's settings
+    (:data:`CHECK_TREE_SAMPLES` for a ``check`` forest; ``MAX_TREE_SAMPLES = None``
+    lifts both caps)."""
     from sklearn.ensemble import RandomForestRegressor
     from sklearn.pipeline import Pipeline
 
     cap = MAX_TREE_SAMPLES
+    if cap is not None and check:
+        cap = min(cap, CHECK_TREE_SAMPLES)
     share = cap / matrix.n if cap is not None and matrix.n > cap else None
     forest = RandomForestRegressor(
         n_estimators=n_trees, random_state=seed, oob_score=oob, n_jobs=n_jobs, max_samples=share
@@ -327,6 +341,7 @@ def impurity_importance(
     n_trees: int = 300,
     seed: int = 0,
     n_jobs: int | None = 1,
+    check: bool = False,
 ) -> tuple[dict[str, float], float]:
     """Impurity (mean decrease in variance) importance per knob, and the out-of-bag R².
 
@@ -339,7 +354,7 @@ def impurity_importance(
     (True, True)
     """
     target = _check_xy(matrix, y)
-    model = forest_model(matrix, n_trees=n_trees, seed=seed, n_jobs=n_jobs)
+    model = forest_model(matrix, n_trees=n_trees, seed=seed, n_jobs=n_jobs, check=check)
     model.fit(matrix.values, target)
     raw = np.asarray(model.named_steps["forest"].feature_importances_, dtype=np.float64)
     _, groups = encoded_groups(matrix)
@@ -367,6 +382,8 @@ def permutation_importance_cv(
     :func:`sklearn.inspection.permutation_importance` does it (see
     :func:`permutation_drops`).  The importance is the mean drop in held-out R²; the sd
     is over folds and repeats.  The R² is that of the pooled out-of-fold predictions.
+    A fold shuffles at most :data:`PERMUTATION_ROWS` of its held-out settings (a random
+    subset), all of them up to 10,000 samples with the default 5 folds.
     """
     from sklearn.model_selection import KFold
 
@@ -379,8 +396,16 @@ def permutation_importance_cv(
         model = forest_model(matrix, n_trees=n_trees, seed=seed + i, oob=False, n_jobs=n_jobs)
         model.fit(matrix.values[train], target[train])
         predicted[test] = model.predict(matrix.values[test])
+        scored = test
+        if test.size > PERMUTATION_ROWS:
+            pick = np.random.default_rng(seed + i).choice(test.size, PERMUTATION_ROWS, False)
+            scored = test[np.sort(pick)]
         res = permutation_drops(
-            model.predict, matrix.values[test], target[test], repeats=repeats, random_state=seed + i
+            model.predict,
+            matrix.values[scored],
+            target[scored],
+            repeats=repeats,
+            random_state=seed + i,
         )
         for j, name in enumerate(matrix.names):
             drops[name].extend(float(v) for v in res[j])
@@ -539,7 +564,8 @@ def stability(
     """IoU of the impurity top-k from random subsets with ``reference`` (the full top-k).
 
     ``k = len(reference)``; subsets are drawn without replacement, ``repeats`` per size,
-    from a generator seeded with ``seed``.
+    from a generator seeded with ``seed``; each tree sees at most
+    :data:`CHECK_TREE_SAMPLES` of a subset's settings.
 
     >>> rng = np.random.default_rng(3)
     >>> X = rng.uniform(size=(100, 4))
@@ -562,7 +588,12 @@ def stability(
         for r in range(repeats):
             idx = rng.choice(matrix.n, size=size, replace=False)
             imp, r2 = impurity_importance(
-                matrix.rows(idx), target[idx], n_trees=n_trees, seed=seed + r, n_jobs=n_jobs
+                matrix.rows(idx),
+                target[idx],
+                n_trees=n_trees,
+                seed=seed + r,
+                n_jobs=n_jobs,
+                check=True,
             )
             ious.append(iou(_order(imp, matrix.names)[:k], reference))
             r2s.append(r2)
