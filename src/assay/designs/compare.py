@@ -403,26 +403,48 @@ def compare_decision(
     if sequential == "always-valid":
         return _always_valid_decision(ranking, ci_targets_met, budget, samples_per_round)
     test = _MEDIAN if median else _WELCH
-    undecided = ranking.undecided
-    pairs = tuple((p.better, p.worse) for p in undecided)
-    decided = not undecided
-    rounds_left = 0 if decided else _rounds_for(ranking, samples_per_round)
+    rule = "Mann-Whitney p" if median else "CI-separated or Welch p"
+    return _verdict(
+        ranking,
+        ci_targets_met,
+        budget,
+        samples_per_round,
+        decided_reason=f"decided: every adjacent pair is {rule} < {ranking.alpha:g}",
+        undecided_reason=lambda: undecided_text(ranking, test.estimate),
+    )
 
-    def make(done: bool, reason: str, left: int | None) -> CompareDecision:
-        return CompareDecision(done, reason, left, decided=decided, undecided=pairs)
+
+def _verdict(
+    judged: Ranking,
+    ci_targets_met: bool | None,
+    budget: str | None,
+    samples_per_round: Mapping[str, float] | None,
+    *,
+    decided_reason: str,
+    undecided_reason: Callable[[], str],
+    to_stop: Callable[[int | None], int | None] = lambda est: est,
+) -> CompareDecision:
+    """The decision every rule ends with, once its pairs are ``judged``: decided (and the
+    CI targets met), running, or the budget spent with the pairs still undecided.
+    ``to_stop`` turns the rounds the undecided pairs need into rounds to the next cycle
+    the rule may stop at."""
+    pairs = tuple((p.better, p.worse) for p in judged.undecided)
+    decided = not pairs
+    left = 0 if decided else _rounds_for(judged, samples_per_round)
+
+    def make(done: bool, reason: str, rounds: int | None) -> CompareDecision:
+        return CompareDecision(done, reason, rounds, decided=decided, undecided=pairs)
 
     if decided and ci_targets_met is not False:
-        rule = "Mann-Whitney p" if median else "CI-separated or Welch p"
-        return make(True, f"decided: every adjacent pair is {rule} < {ranking.alpha:g}", 0)
+        return make(True, decided_reason, 0)
     if budget is None:
         if decided:
             return make(False, "ranking decided; waiting for the CI width targets", None)
-        return make(False, "running", rounds_left)
+        return make(False, "running", to_stop(left))
     if decided:
         return make(True, f"{budget}; ranking decided but some CI width targets not met", None)
-    more = "" if rounds_left is None else f"; about {rounds_left} more rounds needed"
-    text = undecided_text(ranking, test.estimate)
-    return make(True, f"{budget}; {text}{more}", rounds_left)
+    more = "" if left is None else f"; about {left} more rounds needed"
+    return make(True, f"{budget}; {undecided_reason()}{more}", left)
 
 
 @dataclass(frozen=True)
@@ -469,34 +491,18 @@ def _looks_decision(
         )
     j, level = look
     judged = test.at_level(ranking, level)
-    undecided = judged.undecided
-    pairs = tuple((p.better, p.worse) for p in undecided)
-    decided = not undecided
-
-    def make(done: bool, reason: str, left: int | None) -> CompareDecision:
-        return CompareDecision(done, reason, left, decided=decided, undecided=pairs)
-
     where = f"look {j} (cycle {done_rounds})"
-    if decided and ci_targets_met is not False:
-        return make(
-            True,
-            f"decided: every adjacent pair has {test.name} < {level:.3g} at {where}; "
-            f"alpha {ranking.alpha:g} spread over the looks{note}",
-            0,
-        )
-    if budget is None:
-        if decided:
-            return make(False, "ranking decided; waiting for the CI width targets", None)
-        return make(False, "running", _to_look(done_rounds, _rounds_for(judged, samples_per_round)))
-    if decided:
-        return make(True, f"{budget}; ranking decided but some CI width targets not met", None)
-    est = _rounds_for(judged, samples_per_round)
-    more = "" if est is None else f"; about {est} more rounds needed"
-    return make(
-        True,
-        f"{budget}; {undecided_text(judged, test.estimate)} at {where}, "
-        f"{test.name} < {level:.3g} needed{more}",
-        est,
+    return _verdict(
+        judged,
+        ci_targets_met,
+        budget,
+        samples_per_round,
+        decided_reason=f"decided: every adjacent pair has {test.name} < {level:.3g} at "
+        f"{where}; alpha {ranking.alpha:g} spread over the looks{note}",
+        undecided_reason=lambda: (
+            f"{undecided_text(judged, test.estimate)} at {where}, {test.name} < {level:.3g} needed"
+        ),
+        to_stop=lambda est: _to_look(done_rounds, est),
     )
 
 
@@ -508,33 +514,17 @@ def _always_valid_decision(
 ) -> CompareDecision:
     """:func:`compare_decision` with ``sequential="always-valid"``."""
     judged = ranking_by_evidence(ranking)
-    undecided = judged.undecided
-    pairs = tuple((p.better, p.worse) for p in undecided)
-    decided = not undecided
-    left = 0 if decided else _rounds_for(judged, samples_per_round)
-
-    def make(done: bool, reason: str, rounds: int | None) -> CompareDecision:
-        return CompareDecision(done, reason, rounds, decided=decided, undecided=pairs)
-
-    if decided and ci_targets_met is not False:
-        return make(
-            True,
-            f"decided: every adjacent pair has an e-value of at least {1.0 / ranking.alpha:g} "
-            f"(always valid at alpha {ranking.alpha:g}: mixture sequential t-test on Welch's t)",
-            0,
-        )
-    if budget is None:
-        if decided:
-            return make(False, "ranking decided; waiting for the CI width targets", None)
-        return make(False, "running", left)
-    if decided:
-        return make(True, f"{budget}; ranking decided but some CI width targets not met", None)
-    more = "" if left is None else f"; about {left} more rounds needed"
-    return make(
-        True,
-        f"{budget}; {undecided_text(judged, 'the sequential test')}, "
-        f"e-value >= {1.0 / ranking.alpha:g} needed{more}",
-        left,
+    e = 1.0 / ranking.alpha
+    return _verdict(
+        judged,
+        ci_targets_met,
+        budget,
+        samples_per_round,
+        decided_reason=f"decided: every adjacent pair has an e-value of at least {e:g} "
+        f"(always valid at alpha {ranking.alpha:g}: mixture sequential t-test on Welch's t)",
+        undecided_reason=lambda: (
+            f"{undecided_text(judged, 'the sequential test')}, e-value >= {e:g} needed"
+        ),
     )
 
 

@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from assay.stats._arrays import finite_1d
-from assay.stats.intervals import MeanCI, _check_confidence, _mean_std, _t_quantile
+from assay.stats.intervals import MeanCI, _check_confidence, _t_quantile, t_interval
 
 __all__ = [
     "hall_interval",
@@ -169,14 +169,12 @@ def hall_interval(
     """
     c = _check_confidence(confidence)
     x = finite_1d(samples)
-    n = int(x.size)
-    if n == 0:
+    if x.size == 0:
         raise ValueError("hall_interval needs at least one sample, got an empty array")
-    if n < 2:
-        return MeanCI(mean=float(x[0]), half_width=math.inf, n=n, std=math.nan, confidence=c)
-    mean, std = _mean_std(x)
-    if not math.isfinite(std):
-        return MeanCI(mean=mean, half_width=math.inf, n=n, std=math.nan, confidence=c)
+    plain = t_interval(x, c)  # also what a single or overflowing sample gets
+    if not math.isfinite(plain.half_width):
+        return plain
+    mean, std, n = plain.mean, plain.std, plain.n
     q = _t_quantile(c, n - 1) / math.sqrt(n)
     g = sample_skewness(x) if skewness is None else float(skewness)
     top = hall_max_skewness(n, q)
