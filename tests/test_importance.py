@@ -336,3 +336,36 @@ def test_the_curve_and_stability_fit_fewer_trees(monkeypatch: pytest.MonkeyPatch
                        stability_repeats=2, folds=2, permutation_repeats=2)  # fmt: skip
     # impurity (1) and permutation folds (2) with 20 trees; curve (2) and stability (2): 7
     assert seen == [20, 20, 20, 7, 7, 7, 7]
+
+
+def test_large_rankings_use_two_folds_and_fewer_check_trees(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue #17: once half the settings exceed MAX_TREE_SAMPLES the permutation
+    importance uses 2 folds (every tree grows on a capped sample anyway), and the curve
+    and stability forests have CAPPED_CHECK_TREES trees."""
+    import assay.stats.importance as imp_mod
+
+    seen: list[tuple[int, int]] = []  # (settings fitted on, trees)
+    real = imp_mod.forest_model
+
+    def counting(matrix: KnobMatrix, **kw: object) -> object:
+        seen.append((matrix.n, int(kw["n_trees"])))  # type: ignore[call-overload]
+        return real(matrix, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(imp_mod, "forest_model", counting)
+    monkeypatch.setattr(imp_mod, "CAPPED_CHECK_TREES", 4)
+    rng = np.random.default_rng(7)
+    X = rng.uniform(size=(200, 3))
+    m = KnobMatrix(X, ("a", "b", "c"), (0, 0, 0))
+    y = 5 * X[:, 0] + X[:, 1]
+    kw = dict(n_trees=20, max_k=1, stability_sizes=[100], stability_repeats=1, folds=5,
+              permutation_repeats=2)  # fmt: skip
+    imp_mod.rank_knobs(m, y, pi="y", **kw)  # type: ignore[arg-type]
+    # the all-knobs forest, 5 permutation folds, the curve's k = 1, one stability subset
+    assert seen == [(200, 20)] * 6 + [(200, 20), (100, 20)]
+    seen.clear()
+    monkeypatch.setattr(imp_mod, "MAX_TREE_SAMPLES", 99)
+    ranking = imp_mod.rank_knobs(m, y, pi="y", **kw)  # type: ignore[arg-type]
+    assert seen == [(200, 20)] * 3 + [(200, 4), (100, 4)]
+    assert ranking.top[:2] == ("a", "b")
