@@ -343,3 +343,44 @@ def test_a_resume_mid_cycle_neither_overruns_the_budget_nor_skips_a_decision(
     with contextlib.closing(sqlite3.connect(store)) as db:
         seqs = [s for (s,) in db.execute("SELECT seq FROM trials ORDER BY seq")]
     assert seqs == list(range(6))  # cycle 2 finished, no cycle 3
+
+
+@pytest.mark.parametrize("rule", ["always-valid", "every-cycle"])
+def test_the_always_valid_rule_paces_its_analyses_on_quick_commands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rule: str
+) -> None:
+    """Issue #17: an always-valid comparison may skip looks, so on commands much shorter
+    than its analysis it analyses once the commands have run ANALYSIS_PACE times as long
+    as an analysis takes, and still stops on its budget; the other rules look at every
+    cycle."""
+    import time
+
+    import assay.studies.compare as compare_study
+
+    real = compare_study.compare_trials
+    calls: list[int] = []
+
+    def slow(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        time.sleep(0.03)  # an analysis far longer than a cycle of `true`
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(compare_study, "compare_trials", slow)
+    out = tmp_path / "c.json"
+    res = _invoke(
+        [
+            *("--store", str(tmp_path / "q.db"), "--no-overhead", "--no-monitor", "-q"),
+            *("--max-rounds", "30", "--sequential", rule, "--json", str(out)),
+            *("--", "true", "--", "true"),
+        ]
+    )
+    assert res.exit_code == 5, res.output  # two identical commands: the budget ends it
+    data = json.loads(out.read_text())
+    assert data["reason"].startswith("budget spent: 30 rounds (max_rounds)")
+    assert data["trials"]["total"] == 60
+    if rule == "always-valid":
+        # cycles 1 and 2 (the pace starts from the second analysis), the last one, and
+        # the result's own ranking; a cycle of `true` takes a few ms, the pace 120 ms
+        assert len(calls) < 10
+    else:
+        assert len(calls) >= 30

@@ -26,7 +26,7 @@ from assay.stats.compare import (
     PairDecision,
     Ranking,
     SummaryStats,
-    compare_samples,
+    compare_variants,
     rank_variants,
     ranking_at_level,
     ranking_by_evidence,
@@ -644,13 +644,9 @@ def compare_pi(
     if first in ranking.variants:
         for v in ranking.order[1:]:
             if v in ranking.variants:
-                to_best[v] = compare_samples(
-                    samples[v],
-                    samples[first],
-                    confidence,
-                    max_autocorrelation,
-                    correct_residual=correct_residual,
-                    independence_alpha=independence_alpha,
+                # the ranking's analyses, not a second merge of the same samples
+                to_best[v] = compare_variants(
+                    ranking.variants[v], ranking.variants[first], confidence
                 )
     return PIComparison(
         name=name,

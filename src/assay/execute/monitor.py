@@ -160,11 +160,25 @@ class Stat:
 
     @staticmethod
     def of(x: np.ndarray) -> Stat:
-        x = np.asarray(x, dtype=float)
-        x = x[np.isfinite(x)]
-        if x.size == 0:
+        """p95 (NumPy's default, linear interpolation) and maximum of the finite values.
+
+        Sorted once and interpolated by hand: ``np.percentile`` cost ~40 µs a call, and
+        a trial summarises eight series (issue #17: a trial's own cost).
+
+        >>> Stat.of(np.array([3.0, np.nan, 1.0, 2.0]))
+        Stat(p95=2.9, max=3.0)
+        """
+        v = np.sort(np.asarray(x, dtype=float)[np.isfinite(x)])
+        if v.size == 0:
             return Stat(math.nan, math.nan)
-        return Stat(float(np.percentile(x, 95)), float(x.max()))
+        h = 0.95 * (v.size - 1)
+        lo = int(h)
+        if lo + 1 >= v.size:
+            return Stat(float(v[lo]), float(v[-1]))
+        a, b, w = float(v[lo]), float(v[lo + 1]), h - lo
+        # NumPy's lerp: from the nearer end, so equal neighbours give exactly their value
+        p95 = a + (b - a) * w if w < 0.5 else b - (b - a) * (1 - w)
+        return Stat(p95, float(v[-1]))
 
 
 @dataclass(frozen=True)

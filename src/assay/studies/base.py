@@ -423,11 +423,16 @@ class Study:
         to ``st.trials`` as it finishes, then yield it.  Closing the generator stops the
         batch (the executor does not start the rest)."""
         st.interrupted()  # a Ctrl-C lost in library code still ends the study here
+        in_order = True
         try:
             with contextlib.closing(self.executor.run_trials(self.job, requests)) as records:
                 for record in records:
                     st.interrupted()
                     st.store.add_trial(st.study_id, record, st.session)
+                    last = st.trials[-1] if st.trials else None
+                    in_order = in_order and (
+                        last is None or (last.run, last.seq) < (record.run, record.seq)
+                    )
                     st.trials.append(record)
                     st.measured_now += record.duration or 0.0
                     if self.on_trial is not None:
@@ -435,7 +440,8 @@ class Study:
                     yield record
         finally:
             # trials on a cluster end in any order: keep the store's order (run, seq)
-            st.trials.sort(key=lambda t: (t.run, t.seq))
+            if not in_order:
+                st.trials.sort(key=lambda t: (t.run, t.seq))
 
 
 #: The kinds of study, by the section of the study file that makes them.

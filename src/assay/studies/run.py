@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from typing_extensions import Unpack
 
@@ -107,7 +107,11 @@ def _pis_to_analyse(spec: Spec) -> list[PISpec]:
     return list(spec.pis)
 
 
-Segments = dict[tuple[int, int, str], tuple[int, int] | None]
+#: Each successful round's analysis input by ``(run, seq, pi)``: a stored trial never
+#: changes, so between rounds only the newest one is read (and goes through change-point
+#: detection); rebuilding every round's input after each trial was the largest O(n) part
+#: of a trial's own cost (issue #17).
+Segments = dict[tuple[int, int, str], RoundData]
 
 
 def round_data(
@@ -115,27 +119,24 @@ def round_data(
 ) -> list[RoundData]:
     """What the analysis of one PI needs from successful trials.
 
-    ``cache`` keeps each round's stable segment by ``(run, seq, pi)``, so that between
-    rounds only the newest round goes through change-point detection.
+    ``cache`` keeps each round's input, its stable segment included, by
+    ``(run, seq, pi)``, so that between rounds only the newest round is read and goes
+    through change-point detection.
     """
     rounds = []
     for t in ok_trials:
-        units = t.unit_readings.get(pi.name)
-        seg: tuple[int, int] | Literal["unknown"] | None = "unknown"
-        if units is not None:
-            key = (t.run, t.seq, pi.name)
-            if key not in cache:
-                cache[key] = round_segment(units, warmup_removal)
-            seg = cache[key]
-        rounds.append(
-            RoundData(
+        key = (t.run, t.seq, pi.name)
+        got = cache.get(key)
+        if got is None:
+            units = t.unit_readings.get(pi.name)
+            got = cache[key] = RoundData(
                 reading=t.readings.get(pi.name),
                 units=units,
                 work=t.work,
                 duration=t.duration or math.nan,
-                segment=seg,
+                segment="unknown" if units is None else round_segment(units, warmup_removal),
             )
-        )
+        rounds.append(got)
     return rounds
 
 
@@ -146,8 +147,7 @@ def analyse(
 ) -> list[PIResult]:
     """Per-PI results from stored trials.
 
-    ``segments`` caches each round's stable segment, so that between rounds only the
-    newest round goes through change-point detection.
+    ``segments`` caches each round's input (see :func:`round_data`).
     """
     cache = {} if segments is None else segments
     ok = [t for t in trials if t.ok]
