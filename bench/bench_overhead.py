@@ -21,6 +21,11 @@ interleaved.  Reported, medians over the repetitions:
   imports, store, analysis, report included), divided by the trials;
 - the wall time of the whole command against hyperfine's, for the same number of runs.
 
+``--compare``: ``assay compare -r RUNS/2 -- CMD -- CMD`` (an A/A comparison: it runs
+its whole budget unless its always-valid test errs, at most 1% of the time) beside
+``hyperfine -N --runs RUNS/2 CMD CMD``; the same columns, the mean being the first
+variant's.
+
 Prints a Markdown table with the machine, date and load.
 """
 
@@ -65,12 +70,20 @@ def commands(tmp: Path) -> dict[str, list[str]]:
 
 
 def assay(
-    argv: list[str], runs: int, watch: bool, store: Path, tree: str | None, src: str | None
+    argv: list[str],
+    runs: int,
+    watch: bool,
+    store: Path,
+    tree: str | None,
+    src: str | None,
+    compare: bool = False,
 ) -> tuple[float, float, float, float, float]:
     """(measured mean, own cost between trials: median and mean per trial, whole own
-    cost per trial, wall seconds) of one ``assay run``."""
-    args = [sys.executable, "-m", "assay", "run", "-q", "--json", "-", "--no-overhead", "-r",
-            str(runs), "--min-samples", str(runs), "--store", str(store), "--fresh"]  # fmt: skip
+    cost per trial, wall seconds) of one ``assay run`` (or ``assay compare`` of the
+    command against itself, ``runs`` trials in all)."""
+    args = [sys.executable, "-m", "assay", "compare" if compare else "run", "-q", "--json",
+            "-", "--no-overhead", "--store", str(store), "--fresh"]  # fmt: skip
+    args += ["-r", str(runs // 2)] if compare else ["-r", str(runs), "--min-samples", str(runs)]
     if not watch:
         args.append("--no-monitor")
     env = dict(os.environ)
@@ -79,19 +92,20 @@ def assay(
     if src:
         env["PYTHONPATH"] = src
     t0 = time.perf_counter()
-    done = subprocess.run(
-        [*args, "--", *argv], capture_output=True, text=True, check=False, env=env
-    )
+    tail = ["--", *argv, "--", *argv] if compare else ["--", *argv]
+    done = subprocess.run([*args, *tail], capture_output=True, text=True, check=False, env=env)
     wall = time.perf_counter() - t0
     data = json.loads(done.stdout)
     measured = float(data["session"]["measured_s"])
+    runs = int(data["trials"]["total"]) if compare else runs
+    mean = data["comparisons"][0]["variants"][0]["mean"] if compare else data["pis"][0]["mean"]
     db = sqlite3.connect(store)
     try:
         gaps = [r[0] for r in db.execute("SELECT bookkeeping_s FROM trials") if r[0] is not None]
     finally:
         db.close()
     return (
-        float(data["pis"][0]["mean"]),
+        float(mean),
         statistics.median(gaps),
         float(data["overhead"]["bookkeeping_s_per_trial"]),
         (wall - measured) / runs,
@@ -99,11 +113,14 @@ def assay(
     )
 
 
-def hyperfine(argv: list[str], runs: int, out: Path) -> tuple[float, float]:
-    """(mean, wall seconds) of ``hyperfine -N --runs RUNS`` (no shell, no warm-up)."""
+def hyperfine(argv: list[str], runs: int, out: Path, compare: bool = False) -> tuple[float, float]:
+    """(mean, wall seconds) of ``hyperfine -N --runs RUNS`` (no shell, no warm-up); with
+    ``compare`` the command twice, ``RUNS / 2`` runs each."""
     t0 = time.perf_counter()
+    cmds = [" ".join(argv)] * (2 if compare else 1)
+    each = runs // 2 if compare else runs
     subprocess.run(
-        ["hyperfine", "-N", "--runs", str(runs), "--export-json", str(out), "--", " ".join(argv)],
+        ["hyperfine", "-N", "--runs", str(each), "--export-json", str(out), "--", *cmds],
         capture_output=True,
         check=True,
     )
@@ -117,6 +134,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=300)
     ap.add_argument("--before", help="another Assay src folder to run beside this one")
     ap.add_argument("--src", help="the Assay src folder to run (default: the installed one)")
+    ap.add_argument("--compare", action="store_true", help="assay compare -- CMD -- CMD")
     args = ap.parse_args()
     if shutil.which("hyperfine") is None:
         sys.exit("needs hyperfine (apt-get install hyperfine)")
@@ -129,10 +147,11 @@ def main() -> None:
             runs = args.runs if name.startswith("no-op") else max(args.runs // 10, 20)
             got: dict[str, list[tuple[float, ...]]] = {"hf": []} | {v[0]: [] for v in variants}
             for rep in range(args.reps):
-                got["hf"].append(hyperfine(argv, runs, d / "hf.json"))
+                got["hf"].append(hyperfine(argv, runs, d / "hf.json", args.compare))
                 for key, _, watch, tree, before in variants:
                     src = args.before if before else args.src
-                    got[key].append(assay(argv, runs, watch, d / f"{key}{rep}.db", tree, src))
+                    store = d / f"{key}{rep}.db"
+                    got[key].append(assay(argv, runs, watch, store, tree, src, args.compare))
             hf_mean = statistics.median(x[0] for x in got["hf"])
             hf_wall = statistics.median(x[1] for x in got["hf"])
             for key, label, *_ in variants:

@@ -327,14 +327,14 @@ def rounds_summary(values: Sequence[float], confidence: float = 0.95) -> dict[st
     mean = float(x.mean())
     if n < 5:
         return {"rounds": n, "mean": mean, "min": float(x.min()), "max": float(x.max())}
-    from scipy import stats
+    from assay.stats.intervals import t_interval
 
-    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1) * x.std(ddof=1) / math.sqrt(n))
+    ci = t_interval(x, confidence)
     return {
         "rounds": n,
         "mean": mean,
-        "low": mean - half,
-        "high": mean + half,
+        "low": ci.low,
+        "high": ci.high,
         "confidence": confidence,
         "method": "t-interval over trials",
     }

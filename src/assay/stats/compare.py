@@ -24,6 +24,7 @@ All functions are pure: arrays or numbers in, frozen dataclasses out.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -36,7 +37,7 @@ from numpy.typing import ArrayLike
 
 from assay.stats._arrays import finite_1d as _finite_1d
 from assay.stats.autocorr import subsession_interval
-from assay.stats.intervals import MeanCI, _check_confidence, t_interval
+from assay.stats.intervals import MeanCI, _check_confidence, _t_quantile, t_interval
 from assay.stats.rank_shift import RankShift
 from assay.stats.sequential import DEFAULT_SCALES, mixture_e_value, samples_to_decide
 
@@ -167,14 +168,12 @@ def summary_from_ci(
     >>> round(s.var, 3)
     1.141
     """
-    from scipy import stats
-
     c = _check_confidence(confidence)
     n = _check_n(n, "n")
     hw = float(half_width)
     if not (math.isfinite(hw) and hw >= 0.0):
         raise ValueError(f"half_width must be finite and >= 0, got {half_width!r}")
-    t = float(stats.t.ppf((1.0 + c) / 2.0, n - 1))
+    t = _t_quantile(c, n - 1)
     var = (hw * math.sqrt(n) / t) ** 2
     return SummaryStats(mean=float(mean), var=var, n=n, subsession_size=subsession_size)
 
@@ -298,7 +297,9 @@ def welch_test(
     >>> round(r.relative, 3), r.rel_low < 0.0 < r.rel_high
     (0.05, True)
     """
-    from scipy import stats
+    # stats.t.sf's and stats.t.ppf's own functions: scipy.special imports in a third of
+    # scipy.stats' time, which a short study would pay at its end (issue #17)
+    from scipy import special
 
     c = _check_confidence(confidence)
     ma, va = _check_moments(mean_a, var_a, "a")
@@ -315,14 +316,14 @@ def welch_test(
         if floor_df:
             df = float(math.floor(df))
         t = diff / se
-        p = float(2.0 * stats.t.sf(abs(t), df))
+        p = float(2.0 * special.stdtr(df, -abs(t)))
     else:
         df = float(na + nb - 2)
         if diff == 0.0:
             t, p = math.nan, 1.0
         else:
             t, p = math.copysign(math.inf, diff), 0.0
-    tq = float(stats.t.ppf((1.0 + c) / 2.0, df))
+    tq = float(special.stdtrit(df, (1.0 + c) / 2.0))
     rel_low, rel_high = _fieller(ma, sa2, mb, sb2, tq)
     return WelchResult(
         t=float(t),
@@ -408,7 +409,7 @@ def welch_required_n(
     >>> welch_required_n(10.5, 1.0, 10.0, 1.0, alpha=0.05, power=0.8)
     64
     """
-    from scipy import special, stats
+    from scipy import special
 
     ma, va = _check_moments(mean_a, var_a, "a")
     mb, vb = _check_moments(mean_b, var_b, "b")
@@ -440,7 +441,7 @@ def welch_required_n(
     def ok(n: int) -> bool:
         return achieved(n) >= pw
 
-    z = float(stats.norm.isf(a / 2.0) + stats.norm.ppf(pw))
+    z = float(-special.ndtri(a / 2.0) + special.ndtri(pw))  # norm.isf + norm.ppf
     n_normal = z * z * v / (delta * delta)
     if not math.isfinite(n_normal) or n_normal > MAX_REQUIRED_N:
         raise ValueError(
@@ -572,11 +573,9 @@ def analyze_variant(
     >>> v.subsession_size, v.n, v.ci.low < 10.0 < v.ci.high
     (1, 200, True)
     """
-    from scipy import stats
-
     c = _check_confidence(confidence)
     if isinstance(data, SummaryStats):
-        half = float(stats.t.ppf((1.0 + c) / 2.0, data.n - 1)) * data.standard_error
+        half = _t_quantile(c, data.n - 1) * data.standard_error
         ci = MeanCI(mean=data.mean, half_width=half, n=data.n, std=data.std, confidence=c)
         return VariantStats(
             mean=data.mean,
@@ -649,7 +648,9 @@ class Comparison:
         ``(A - B) / B``.
     mann_whitney_p : float
         Two-sided Mann–Whitney U p-value on the merged samples (``nan`` when a
-        side is a summary).  A robustness check, not a decision rule.
+        side is a summary).  A robustness check, not a decision rule: computed
+        when first read (it needs ``scipy.stats``, ~0.65 s to import, and a
+        comparison ranks its variants after every cycle; issue #17).
     cohens_d : float
         ``(mean_a - mean_b) / s_pooled``, where ``s_pooled`` is the pooled
         standard deviation of the *merged* samples (with subsession size 1 this
@@ -667,7 +668,6 @@ class Comparison:
     a: VariantStats
     b: VariantStats
     welch: WelchResult
-    mann_whitney_p: float
     cohens_d: float
     hedges_g: float
     ci_overlap: bool
@@ -677,6 +677,18 @@ class Comparison:
     def confidence(self) -> float:
         """Confidence level of the intervals."""
         return self.welch.confidence
+
+    @functools.cached_property
+    def mann_whitney_p(self) -> float:
+        """Two-sided Mann–Whitney U p-value on the merged samples (see the class)."""
+        a, b = self.a.merged, self.b.merged
+        if a is None or b is None:
+            return math.nan
+        if np.ptp(np.concatenate((a, b))) == 0.0:
+            return 1.0  # all values equal: scipy would warn and give nan
+        from scipy import stats
+
+        return float(stats.mannwhitneyu(a, b, alternative="two-sided").pvalue)
 
 
 def _effect_sizes(a: VariantStats, b: VariantStats) -> tuple[float, float]:
@@ -705,22 +717,12 @@ def _overlap(a: MeanCI, b: MeanCI) -> bool:
 
 
 def _compare(a: VariantStats, b: VariantStats, confidence: float) -> Comparison:
-    from scipy import stats
-
     welch = welch_test(a.mean, a.var, a.n, b.mean, b.var, b.n, confidence)
-    if a.merged is not None and b.merged is not None:
-        if np.ptp(np.concatenate((a.merged, b.merged))) == 0.0:
-            mw = 1.0  # all values equal: scipy would warn and give nan
-        else:
-            mw = float(stats.mannwhitneyu(a.merged, b.merged, alternative="two-sided").pvalue)
-    else:
-        mw = math.nan
     d, g = _effect_sizes(a, b)
     return Comparison(
         a=a,
         b=b,
         welch=welch,
-        mann_whitney_p=mw,
         cohens_d=d,
         hedges_g=g,
         ci_overlap=_overlap(a.ci, b.ci),
@@ -1159,9 +1161,9 @@ def ranking_by_evidence(
     >>> e.decided, e.pairs[0].extra_better is not None and e.pairs[0].extra_better > 0
     (False, True)
     """
-    from scipy import stats
+    from scipy import special
 
-    z = float(stats.norm.ppf(power))
+    z = float(special.ndtri(power))  # stats.norm.ppf
     a = ranking.alpha
 
     def judge(p: PairDecision, comp: Comparison) -> PairDecision:

@@ -209,11 +209,11 @@ HOST_ALPHA = 0.01
 def host_warnings(spec: Spec, trials: Sequence[TrialRecord], label: str = "") -> list[str]:
     """A warning per PI whose readings differ between the hosts that ran ``trials``
     (host as a factor, Kruskal–Wallis at :data:`HOST_ALPHA`); none on one host."""
-    from assay.stats.hosts import host_effect
-
     ok = [t for t in trials if t.ok]
     if len({t.host for t in ok}) < 2:
         return []
+    from assay.stats.hosts import host_effect  # SciPy's stats: only where there are hosts
+
     out = []
     for pi in spec.pis:
         groups: dict[str, list[float]] = {}
