@@ -11,6 +11,7 @@ import math
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner, Result
 from hypothesis import given
@@ -149,3 +150,43 @@ def test_the_study_file_says_the_same(tmp_path: Path) -> None:
     study.write_text(study.read_text().replace('baseline = "old"', 'baseline = "nope"'))
     res = invoke(tmp_path, "compare", *QUICK, str(study))
     assert res.exit_code == exits.USAGE and "no such variant" in res.stderr
+
+
+def test_the_median_gate_rests_on_the_hodges_lehmann_shift() -> None:
+    """Issue #21's median statistic: a candidate whose every fourth run is 3× slower is
+    50% worse on the mean and not worse on the median."""
+    from assay.stats.compare import analyze_variant
+    from assay.stats.gate import regression_gate
+
+    rng = np.random.default_rng(4)
+    base = 1.0 + 0.01 * rng.standard_normal(40)
+    cand = 1.0 + 0.01 * rng.standard_normal(40)
+    cand[rng.permutation(40)[:10]] *= 3.0
+    a, b = (analyze_variant(x, max_autocorrelation=1.0) for x in (cand, base))  # unmerged
+    kw = dict(direction="lower", threshold=0.05, confidence=0.95)
+    by_mean = regression_gate("new", a, "old", b, **kw)  # type: ignore[arg-type]
+    by_median = regression_gate("new", a, "old", b, statistic="median", **kw)  # type: ignore[arg-type]
+    assert by_mean.verdict == "worse" and by_mean.relative > 0.4
+    assert by_median.verdict == "not worse", by_median.text()
+    assert abs(by_median.relative) < 0.01 and by_median.high < 0.05
+
+
+def test_a_median_study_gates_on_its_hodges_lehmann_shift(tmp_path: Path) -> None:
+    """From the command line the gate of a median study is the shift its table shows."""
+    study = gate_study(tmp_path, 1.0, 1.3)
+    text = study.read_text().replace(
+        "pattern = 'value=([0-9.]+)'\n", "pattern = 'value=([0-9.]+)'\nstatistic = \"median\"\n"
+    )
+    assert 'statistic = "median"' in text
+    study.write_text(text)
+    res = invoke(tmp_path, "compare", *QUICK, str(study), "--fail-if-worse", "5%", "--json", "-")
+    data = json.loads(res.stdout)
+    (gate,) = data["gate"]
+    row = next(r for r in data["comparisons"][0]["variants"] if r["variant"] == "new")
+    assert row["effect"] == "Hodges-Lehmann shift"
+    assert (gate["relative"], gate["low"], gate["high"]) == (
+        row["relative_to_best"],
+        row["relative_to_best_low"],
+        row["relative_to_best_high"],
+    )
+    assert gate["verdict"] == "worse" and res.exit_code == exits.WORSE, res.output

@@ -2,9 +2,11 @@
 threshold, with the study's confidence?
 
 The relative difference ``(candidate - baseline) / baseline`` gets Welch's test with
-Fieller's interval (:func:`assay.stats.compare.welch_test`), turned so that positive
-means worse (slower for lower-is-better PIs, less for higher-is-better ones).  The
-verdict rests on the whole interval, never on the point estimate:
+Fieller's interval (:func:`assay.stats.compare.welch_test`), or on a study of the
+median the Hodges–Lehmann shift relative to the baseline's median with its
+distribution-free interval (:func:`assay.stats.rank_shift.rank_shift`), turned so that
+positive means worse (slower for lower-is-better PIs, less for higher-is-better ones).
+The verdict rests on the whole interval, never on the point estimate:
 
 * ``worse``: the interval lies beyond the threshold (a regression, with confidence);
 * ``not worse``: the interval lies below it (any slow-down is smaller than asked);
@@ -113,16 +115,26 @@ def regression_gate(
     direction: str,
     threshold: float,
     confidence: float,
+    statistic: str = "mean",
 ) -> GateVerdict:
-    """The gate on two variants' merged samples: Welch's test of candidate vs baseline,
-    Fieller's interval of their ratio, at ``confidence``."""
-    w = welch_test(cand.mean, cand.var, cand.n, base.mean, base.var, base.n, confidence)
+    """The gate on two variants' merged samples at ``confidence``: Welch's test of
+    candidate vs baseline with Fieller's interval of their ratio, or with
+    ``statistic="median"`` the Hodges–Lehmann shift relative to the baseline's median
+    with its Moses interval (the study ranked on medians: the gate says the same)."""
+    if statistic == "median" and cand.merged is not None and base.merged is not None:
+        from assay.stats.rank_shift import rank_shift
+
+        hl = rank_shift(cand.merged, base.merged, confidence)
+        relative, low, high = hl.relative, hl.rel_low, hl.rel_high
+    else:
+        w = welch_test(cand.mean, cand.var, cand.n, base.mean, base.var, base.n, confidence)
+        relative, low, high = w.relative, w.rel_low, w.rel_high
     return gate_verdict(
         candidate,
         baseline,
-        relative=w.relative,
-        low=w.rel_low,
-        high=w.rel_high,
+        relative=relative,
+        low=low,
+        high=high,
         direction=direction,
         threshold=threshold,
     )

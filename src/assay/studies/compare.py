@@ -152,6 +152,7 @@ class CompareResult:
                 direction=comp.direction,
                 threshold=threshold,
                 confidence=comp.ranking.confidence,
+                statistic=comp.statistic,
             )
             if name in stats and base in stats
             else gate_verdict(
