@@ -67,6 +67,11 @@ AIM = 0.8
 START_INTERVAL = 0.1
 #: /proc/stat counts CPU time in 10 ms ticks: shorter intervals give mostly noise.
 MIN_INTERVAL = 0.05
+#: A core's busy share is left out (NaN: not measurable) over a window holding less
+#: than this much of its time, 4 ticks (±25%): the start and stop reads of a trial of
+#: a few ms gave 0% or 100%, and a no-op's study warned of a CPU bottleneck in one
+#: trial in 8 (issue #17).
+MIN_CPU_WINDOW = 0.04
 MAX_INTERVAL = 1.0
 
 #: Stored series that are not per-sample values (one number each).
@@ -113,8 +118,9 @@ def series_from_counters(
 ) -> dict[str, np.ndarray]:
     """Cumulative counters read at ``times`` (k reads) -> k-1 per-interval series.
 
-    ``cpu_busy``/``cpu_total`` are (k, cores) seconds; ``memory`` is % in use at each
-    read; ``disk_*`` and ``net_*`` are (k, devices) cumulative bytes / busy ms. Keys:
+    ``cpu_busy``/``cpu_total`` are (k, cores) seconds (a core's busy % is NaN over an
+    interval holding less than :data:`MIN_CPU_WINDOW` of its time); ``memory`` is % in
+    use at each read; ``disk_*`` and ``net_*`` are (k, devices) cumulative bytes / busy ms. Keys:
     ``time_s`` (end of each interval, from the first read), ``cpu.<core>`` (busy %),
     ``memory`` (%), ``disk.<name>.bytes_per_s``, ``disk.<name>.busy`` (%),
     ``net.<nic>.sent_per_s``, ``net.<nic>.recv_per_s`` and, for a NIC with a known
@@ -127,7 +133,7 @@ def series_from_counters(
     busy = np.diff(np.asarray(cpu_busy, dtype=float), axis=0)
     total = np.diff(np.asarray(cpu_total, dtype=float), axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        pct = np.clip(100.0 * busy / np.where(total > 0, total, np.nan), 0.0, 100.0)
+        pct = np.clip(100.0 * busy / np.where(total >= MIN_CPU_WINDOW, total, np.nan), 0, 100)
     for i in range(pct.shape[1] if pct.ndim == 2 else 0):
         out[f"cpu.{i}"] = pct[:, i]
     out["memory"] = np.asarray(memory, dtype=float)[1:]

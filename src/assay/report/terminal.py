@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from assay.execute.executor import ExecutorStatus
+from assay.execute.monitor import MIN_CPU_WINDOW
 from assay.execute.overhead import LaunchOverhead
 from assay.report.fit import fitted
 from assay.report.format import format_duration, format_estimate, format_percent
@@ -176,10 +177,13 @@ def resources_line(r: Mapping[str, Any], label: str = "") -> str:
 
     interval = r.get("interval_s")
     every = f"every {interval * 1e3:.0f} ms" if interval else ""
+    cpu = f"CPU {pct('cpu_p95_percent')} (busiest core {pct('cpu_busiest_core_p95_percent')})"
+    if r["trials"] and not r["cpu_busiest_core_p95_percent"].get("rounds"):
+        # /proc/stat's 10 ms ticks: a busy share needs MIN_CPU_WINDOW of a core's time
+        cpu = f"CPU n/a (trials shorter than {MIN_CPU_WINDOW * 1e3:.0f} ms of a core's time)"
     return (
         f"resources{f' ({label})' if label else ''}, p95 per trial, mean of "
-        f"{r['trials']} trials: CPU {pct('cpu_p95_percent')} (busiest core "
-        f"{pct('cpu_busiest_core_p95_percent')}), memory {pct('memory_p95_percent')}, disk busy "
+        f"{r['trials']} trials: {cpu}, memory {pct('memory_p95_percent')}, disk busy "
         f"{pct('disk_busy_p95_percent')}, network {pct('network_p95_percent')}; disk I/O "
         f"{_bytes(r['disk_bytes_total'])}, network {_bytes(r['network_bytes_sent_total'])} sent "
         f"/ {_bytes(r['network_bytes_received_total'])} received in all; "
