@@ -315,19 +315,27 @@ def test_stability_trees_and_permutation_scoring_are_capped(
     assert r2 == r2_all  # the same folds and forests: out-of-fold R² on every setting
 
 
+def _forests_fitted(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """From now on, (settings of the matrix, trees) of every forest the module makes."""
+    import assay.stats.importance as imp_mod
+
+    seen: list[tuple[int, int]] = []
+    real = imp_mod.forest_model
+
+    def counting(matrix: KnobMatrix, **kw: object) -> object:
+        seen.append((matrix.n, int(kw["n_trees"])))  # type: ignore[call-overload]
+        return real(matrix, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(imp_mod, "forest_model", counting)
+    return seen
+
+
 def test_the_curve_and_stability_fit_fewer_trees(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue #17: the importances keep n_trees; the top-k curve and the stability check
     fit at most CHECK_TREES (their figures were the same with 100 as with 300)."""
     import assay.stats.importance as imp_mod
 
-    seen: list[int] = []
-    real = imp_mod.forest_model
-
-    def counting(matrix: KnobMatrix, **kw: object) -> object:
-        seen.append(int(kw["n_trees"]))  # type: ignore[call-overload]
-        return real(matrix, **kw)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(imp_mod, "forest_model", counting)
+    fitted = _forests_fitted(monkeypatch)
     monkeypatch.setattr(imp_mod, "CHECK_TREES", 7)
     rng = np.random.default_rng(5)
     X = rng.uniform(size=(60, 3))
@@ -335,7 +343,7 @@ def test_the_curve_and_stability_fit_fewer_trees(monkeypatch: pytest.MonkeyPatch
     imp_mod.rank_knobs(m, X[:, 0], pi="y", n_trees=20, max_k=2, stability_sizes=[30],
                        stability_repeats=2, folds=2, permutation_repeats=2)  # fmt: skip
     # impurity (1) and permutation folds (2) with 20 trees; curve (2) and stability (2): 7
-    assert seen == [20, 20, 20, 7, 7, 7, 7]
+    assert [trees for _n, trees in fitted] == [20, 20, 20, 7, 7, 7, 7]
 
 
 def test_large_rankings_use_two_folds_and_fewer_check_trees(
@@ -346,14 +354,7 @@ def test_large_rankings_use_two_folds_and_fewer_check_trees(
     and stability forests have CAPPED_CHECK_TREES trees."""
     import assay.stats.importance as imp_mod
 
-    seen: list[tuple[int, int]] = []  # (settings fitted on, trees)
-    real = imp_mod.forest_model
-
-    def counting(matrix: KnobMatrix, **kw: object) -> object:
-        seen.append((matrix.n, int(kw["n_trees"])))  # type: ignore[call-overload]
-        return real(matrix, **kw)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(imp_mod, "forest_model", counting)
+    seen = _forests_fitted(monkeypatch)  # (settings of the matrix, trees)
     monkeypatch.setattr(imp_mod, "CAPPED_CHECK_TREES", 4)
     rng = np.random.default_rng(7)
     X = rng.uniform(size=(200, 3))

@@ -589,7 +589,7 @@ class CompareRunner(Study):
             # the cycles to run: unfinished ones first, then new ones, one per trial slot;
             # each cycle is a block (its variants in order on one host)
             # (no new cycle beside an unfinished one on one slot: an uninterrupted study
-            # decides after each cycle, and the budget counts the unfinished ones too)
+            # may decide after any cycle, and the budget counts the unfinished ones too)
             unfinished = [c for c in range(frontier) if stored.get(c, 0) < n]
             room = max(0 if unfinished else 1, self.executor.slots() - len(unfinished))
             room = min(room, max(0, spec.stop.max_rounds - frontier))
