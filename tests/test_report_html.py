@@ -273,3 +273,28 @@ def test_knobs_report_plots_the_stability_of_the_top_k(tmp_path: Path) -> None:
     assert list(plots) == ["importance", "top-k-r2", "stability"]
     svg = plots["stability"].svg
     assert "IoU with the full-sample top-k (unitless)" in svg and "subset size (samples)" in svg
+
+
+def test_the_ranking_chart_of_a_median_study_draws_medians(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A PI compared on the median is drawn as the table shows it: each variant's median
+    with its order-statistic CI, not its mean."""
+    import types
+
+    import assay.report.html as html
+
+    saved: list[object] = []
+    monkeypatch.setattr(html, "_save", lambda fig, path: saved.append(fig))
+    row = {"variant": "a", "mean": 5.0, "low": 4.0, "high": 6.0}
+    comp = {"pi": "t", "unit": "s", "direction": "lower", "confidence": 0.95,
+            "statistic": "median",
+            "variants": [row | {"median": 2.0, "median_low": 1.5, "median_high": 2.5}]}  # fmt: skip
+    result = types.SimpleNamespace(as_dict=lambda: {"comparisons": [comp]})
+    html._ranking(result, [], tmp_path / "r.png")
+    ax = saved[0].axes[0]  # type: ignore[attr-defined]
+    assert list(ax.lines[0].get_xdata()) == [2.0]
+    assert "median with 95% CI" in ax.get_xlabel()
+    html._ranking(types.SimpleNamespace(as_dict=lambda: {"comparisons": [comp | {
+        "statistic": "mean"}]}), [], tmp_path / "r.png")  # fmt: skip
+    assert list(saved[1].axes[0].lines[0].get_xdata()) == [5.0]  # type: ignore[attr-defined]

@@ -465,8 +465,9 @@ def _work_fit(r: Any, pairs: Sequence[tuple[float, float]], path: Path) -> None:
 
 
 def _ranking(result: Any, trials: Sequence[TrialRecord], path: Path) -> None:
-    """Each PI's variants, best on top, with their CIs; a variant the comparison could
-    not estimate is drawn hollow, with the plain t-interval of its raw readings."""
+    """Each PI's variants, best on top, with their CIs (medians with their order-statistic
+    CIs where the PI is compared on the median); a variant the comparison could not
+    estimate is drawn hollow, with the plain t-interval of its raw readings."""
     comps = result.as_dict()["comparisons"]
     most = max((len(c["variants"]) for c in comps), default=1)
     fig, axes = _figure(6.5 * min(len(comps), 2), 0.45 * most + 2, max(len(comps), 1))
@@ -474,8 +475,12 @@ def _ranking(result: Any, trials: Sequence[TrialRecord], path: Path) -> None:
         rows = c["variants"][::-1]  # the best on top
         ys = range(len(rows))
         raw = False
+        stat = "median" if c.get("statistic") == "median" else "mean"
         for y, v in zip(ys, rows, strict=True):
-            mean, low, high = v.get("mean"), v.get("low"), v.get("high")
+            if stat == "median" and v.get("median") is not None:
+                mean, low, high = v["median"], v.get("median_low"), v.get("median_high")
+            else:
+                mean, low, high = v.get("mean"), v.get("low"), v.get("high")
             face = "tab:blue"
             if mean is None:
                 values = [
@@ -495,7 +500,7 @@ def _ranking(result: Any, trials: Sequence[TrialRecord], path: Path) -> None:
         ax.set_yticks(list(ys))
         ax.set_yticklabels([str(v.get("variant")) for v in rows], parse_math=False)
         ax.set_ylim(-0.7, len(rows) - 0.3)
-        ax.set_xlabel(f"{c['pi']}{_unit(c['unit'])}, mean with {c['confidence']:.0%} CI",
+        ax.set_xlabel(f"{c['pi']}{_unit(c['unit'])}, {stat} with {c['confidence']:.0%} CI",
                       parse_math=False)  # fmt: skip
         note = "\n(hollow: no estimate; t-interval of the raw readings)" if raw else ""
         ax.set_title(f"{c['pi']}: {c['direction']} is better, best on top{note}",
