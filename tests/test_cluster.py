@@ -24,6 +24,9 @@ from assay.store import Store
 PY = sys.executable
 
 # Each trial prints the pid of the process that started it: the Dask worker.
+#: A line of ORDER_STUDY's benchmark: how a process running it is told apart.
+BENCH_MARK = "time.sleep(float(sys.argv[1]))"
+
 ORDER_STUDY = """
 [study]
 name = "cluster-order"
@@ -207,7 +210,9 @@ def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _worker_processes(driver: int) -> list[psutil.Process]:
-    """The Dask worker processes under a driver (those that start benchmarks)."""
+    """The Dask worker processes under a driver that are running a benchmark (a nanny
+    starting its worker has a Python child too: killing it was a failed cluster start,
+    not a lost trial)."""
     try:
         kids = psutil.Process(driver).children(recursive=True)
     except psutil.Error:
@@ -215,7 +220,7 @@ def _worker_processes(driver: int) -> list[psutil.Process]:
     out = []
     for k in kids:
         try:
-            if any("python" in c.name() for c in k.children()):
+            if any(BENCH_MARK in " ".join(c.cmdline()) for c in k.children()):
                 out.append(k)
         except psutil.Error:
             continue
@@ -507,3 +512,24 @@ def test_setup_runs_on_every_worker_and_a_failing_one_names_the_worker(tmp_path:
     res = CliRunner().invoke(main, ["sweep", str(study), "--workers", "2", "-q", "--fresh"])
     assert res.exit_code == 3
     assert "on worker tcp://127.0.0.1:" in res.output and "the setup command" in res.output
+
+
+def test_a_local_cluster_that_does_not_start_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker that dies while the cluster starts (Dask: "Nanny failed to start") is
+    a study error that says nothing ran, not a traceback with exit 1."""
+    import distributed
+
+    from assay.errors import StudyError
+    from assay.execute.cluster import open_executor
+
+    def failing(*args: object, **kwargs: object) -> object:
+        raise RuntimeError("Nanny failed to start.")
+
+    monkeypatch.setattr(distributed, "LocalCluster", failing)
+    with (
+        pytest.raises(StudyError, match=r"--workers 2: the local Dask cluster did not start"),
+        open_executor(workers=2),
+    ):
+        pass

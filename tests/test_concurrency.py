@@ -413,3 +413,39 @@ def test_sqlite_waits_for_a_busy_writer(tmp_path: Path) -> None:
         other.close()
         assert released.is_set()
         assert [t.seq for t in a.trials(sid)] == [0]
+
+
+OPEN_AT = textwrap.dedent(
+    """
+    import sys, time
+    from assay.store import Store
+    path, start = sys.argv[1], float(sys.argv[2])
+    while time.time() < start:
+        pass
+    with Store(path):
+        print("opened")
+    """
+)
+
+
+def test_two_processes_creating_one_store_at_the_same_instant_both_open_it(
+    tmp_path: Path,
+) -> None:
+    """SQLite answers two connections switching one new database to WAL together with
+    "database is locked" at once, without its busy timeout: one of two processes opening
+    a new store at the same instant failed about half the time."""
+    for i in range(8):
+        path = tmp_path / f"s{i}.assay.db"
+        start = time.time() + 0.5  # both past their imports, then released together
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", OPEN_AT, str(path), str(start)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(2)
+        ]
+        for p in procs:
+            out, err = p.communicate(timeout=60)
+            assert p.returncode == 0 and out.strip() == "opened", err

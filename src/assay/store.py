@@ -46,6 +46,8 @@ SCHEMA_VERSION = 1
 #: Longest time (seconds) a committed trial waits to be flushed to the disk: what a power
 #: loss can lose (a killed process loses nothing committed).
 DURABLE_WINDOW_S = 1.0
+#: How long opening or writing the store waits for another process's write.
+OPEN_TIMEOUT_S = 30.0
 OUTPUT_CAP = 64 * 1024  # bytes of stdout/stderr kept per trial: head and tail
 
 _SCHEMA = """
@@ -433,8 +435,8 @@ class Store:
         try:
             if str(self.path) != ":memory:":
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db = sqlite3.connect(str(self.path), timeout=OPEN_TIMEOUT_S, isolation_level=None)
+            _set_wal(self._db)
             # commits are written, not fsynced; _flush_soon fsyncs the log within the
             # window (see the module docstring)
             self._db.execute("PRAGMA synchronous=NORMAL")
@@ -1005,6 +1007,21 @@ def _no_space(folder: Path) -> bool:
     except OSError:
         return False
     return st.f_bavail == 0 or (st.f_files > 0 and st.f_favail == 0)
+
+
+def _set_wal(db: sqlite3.Connection, timeout: float = OPEN_TIMEOUT_S) -> None:
+    """``PRAGMA journal_mode=WAL``, retried while another process switches the same new
+    store: SQLite answers that race "database is locked" at once, without its busy
+    timeout (two ``assay run`` started together on a new store failed 7 times in 40)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
 
 
 def _read_only_fs(folder: Path) -> bool:

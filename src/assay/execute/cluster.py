@@ -60,15 +60,21 @@ def open_executor(
                 f"--workers {workers}: the study's [cluster.roles] name {len(roles.hosts)} "
                 f"hosts, one worker each: give --workers {len(roles.hosts)} or more"
             )
-        cluster = LocalCluster(
-            n_workers=workers,
-            threads_per_worker=1,
-            processes=True,
-            resources={RESOURCE: 1},
-            host="127.0.0.1",  # loopback: nothing outside this machine reaches it
-            dashboard_address=None,
-            silence_logs=logging.ERROR,
-        )
+        try:
+            cluster = LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                resources={RESOURCE: 1},
+                host="127.0.0.1",  # loopback: nothing outside this machine reaches it
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+            )
+        except (RuntimeError, OSError, TimeoutError) as exc:  # e.g. a worker killed at start
+            raise StudyError(
+                f"--workers {workers}: the local Dask cluster did not start ({exc}); "
+                "nothing was run: run the same command again"
+            ) from None
         with _closed_quietly(cluster), _closed_quietly(client := Client(cluster)):
             yield _dask_executor(client, roles, monitor, workers)
         return
