@@ -110,7 +110,7 @@ class Shape:
     """A noise model and the number of variants."""
 
     name: str
-    kind: str  # "normal", "ar1" or "lognormal"
+    kind: str  # "normal", "ar1", "lognormal", "lognormal-raw" or "mixed"
     phi: float = 0.0
     variants: int = 2
 
@@ -122,6 +122,8 @@ SHAPES = (
     Shape("lognormal sigma=1", "lognormal"),
     Shape("3 variants, AR(1) phi=0.5", "ar1", 0.5, 3),
     Shape("lognormal sigma=1 unscaled", "lognormal-raw"),
+    # equal means, unequal noise: A's readings AR(1) 0.8, B's independent
+    Shape("A AR(1) 0.8, B i.i.d.", "mixed", 0.8),
 )
 POWER_SHAPES = tuple(s for s in SHAPES if s.variants == 2)
 LOGNORMAL_SIGMA = 1.0
@@ -175,6 +177,9 @@ def streams(shape: Shape, diff: float, budget: int, seed: int) -> dict[str, Floa
             NAMES[i]: m * np.exp(s * rng.standard_normal(budget) - s * s / 2.0)
             for i, m in enumerate(means)
         }
+    if shape.kind == "mixed":  # the first variant AR(1) phi, the second i.i.d.
+        kinds = (Shape("A", "ar1", shape.phi), Shape("B", "normal"))
+        return {NAMES[i]: means[i] * (1.0 + SD * noise(kinds[i], budget, rng)) for i in range(2)}
     return {NAMES[i]: m * (1.0 + SD * noise(shape, budget, rng)) for i, m in enumerate(means)}
 
 
