@@ -26,6 +26,7 @@ from assay.stats.compare import (
     PairDecision,
     Ranking,
     SummaryStats,
+    VariantStats,
     compare_variants,
     rank_variants,
     ranking_at_level,
@@ -639,24 +640,28 @@ def compare_pi(
         raise ValueError(f"statistic must be one of {', '.join(STATISTICS)}, got {statistic!r}")
     if statistic == "median":
         return _median_pi(name, unit, direction, ranking, method, samples_per_round)
-    first = ranking.order[0]
-    to_best: dict[str, Comparison] = {}
-    if first in ranking.variants:
-        for v in ranking.order[1:]:
-            if v in ranking.variants:
-                # the ranking's analyses, not a second merge of the same samples
-                to_best[v] = compare_variants(
-                    ranking.variants[v], ranking.variants[first], confidence
-                )
     return PIComparison(
         name=name,
         unit=unit,
         direction=direction,
         method=method,
         ranking=ranking,
-        to_best=to_best,
+        to_best=_to_best(ranking, compare_variants),
         samples_per_round=dict(samples_per_round or {}),
     )
+
+
+def _to_best(
+    ranking: Ranking, compare: Callable[[VariantStats, VariantStats, float], Comparison]
+) -> dict[str, Comparison]:
+    """Every other analysed variant against the best, ``compare(variant, best,
+    confidence)`` on the ranking's analyses (not a second merge of the same samples)."""
+    best = ranking.variants.get(ranking.order[0])
+    return {
+        v: compare(ranking.variants[v], best, ranking.confidence)
+        for v in ranking.order[1:]
+        if best is not None and v in ranking.variants
+    }
 
 
 def _median_pi(
@@ -670,13 +675,6 @@ def _median_pi(
     """:func:`compare_pi` on the median, from the ranking by mean (its merged samples)."""
     ranking = rank_by_median(by_mean)
     c = ranking.confidence
-    first = ranking.order[0]
-    best = ranking.variants.get(first)
-    to_best = {
-        v: median_comparison(ranking.variants[v], best, c)
-        for v in ranking.order[1:]
-        if best is not None and v in ranking.variants
-    }
     medians = {
         k: median_interval(v.merged, c) for k, v in ranking.variants.items() if v.merged is not None
     }
@@ -686,7 +684,7 @@ def _median_pi(
         direction=direction,
         method=method,
         ranking=ranking,
-        to_best=to_best,
+        to_best=_to_best(ranking, median_comparison),
         samples_per_round=dict(samples_per_round or {}),
         statistic="median",
         medians=medians,

@@ -10,6 +10,7 @@ Hodges–Lehmann shift against the best, and Mann–Whitney's p decides.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group, RenderableType
@@ -142,25 +143,48 @@ def format_shift(value: float, low: float, high: float, unit: str) -> str:
     return f"{one(value)} [{one(low)}, {one(high)}]{sep}"
 
 
-def _median_table(c: PIComparison, title: str) -> Table:
-    """The ranked table of a PI compared on the median."""
+def _ranked_table(c: PIComparison, title: str, estimate: str, tests: Sequence[str]) -> Table:
+    """A ranked table's columns: rank, variant, the estimate, the merged sample counts,
+    then ``tests`` and the verdict (see :func:`_add_ranked_row`)."""
     arrow = "↓" if c.direction == "lower" else "↑"
     table = Table(title=Text(plain(title)), title_justify="left", show_edge=False)
     table.add_column("#", justify="right")
     table.add_column("variant", overflow="fold")
-    table.add_column(f"{c.name} {arrow} median [CI]", justify="right")
+    table.add_column(f"{c.name} {arrow} {estimate}", justify="right")
     table.add_column("n × subsession", justify="right")
-    table.add_column("HL shift vs best [CI]", justify="right")
-    table.add_column("relative [CI]", justify="right")
-    table.add_column("MW p", justify="right")
+    for name in tests:
+        table.add_column(name, justify="right")
     table.add_column("verdict")
+    return table
+
+
+def _add_ranked_row(table: Table, row: Mapping[str, Any], est: str, cells: Sequence[str]) -> None:
+    """One variant's row of a :func:`_ranked_table`."""
+    nq = f"{row['n_samples']} × {row['subsession_size']}" if "n_samples" in row else "-"
+    table.add_row(
+        str(row["rank"]),
+        Text(plain(row["variant"])),  # a name is text, never markup
+        est,
+        nq,
+        *cells,
+        Text(row["verdict"], style=_VERDICT_STYLE.get(row["verdict"], "")),
+    )
+
+
+def _p_cell(row: Mapping[str, Any], key: str) -> str:
+    return format_p(row[key]) if key in row else ""
+
+
+def _median_table(c: PIComparison, title: str) -> Table:
+    """The ranked table of a PI compared on the median."""
+    tests = ("HL shift vs best [CI]", "relative [CI]", "MW p")
+    table = _ranked_table(c, title, "median [CI]", tests)
     for row in variant_rows(c):
         est = (
             format_interval(row["median"], row["median_low"], row["median_high"], c.unit)
             if "median" in row
             else "n/a"
         )
-        nq = f"{row['n_samples']} × {row['subsession_size']}" if "n_samples" in row else "-"
         shift = rel = ""
         if "shift_to_best" in row:
             shift = format_shift(
@@ -169,18 +193,7 @@ def _median_table(c: PIComparison, title: str) -> Table:
             rel = format_relative(
                 row["relative_to_best"], row["relative_to_best_low"], row["relative_to_best_high"]
             )
-        table.add_row(
-            str(row["rank"]),
-            Text(plain(row["variant"])),  # a name is text, never markup
-            est,
-            nq,
-            shift,
-            rel,
-            format_p(row["vs_previous_mann_whitney_p"])
-            if "vs_previous_mann_whitney_p" in row
-            else "",
-            Text(row["verdict"], style=_VERDICT_STYLE.get(row["verdict"], "")),
-        )
+        _add_ranked_row(table, row, est, (shift, rel, _p_cell(row, "vs_previous_mann_whitney_p")))
     return table
 
 
@@ -208,23 +221,10 @@ def _method_line(c: PIComparison) -> str:
 def _table(c: PIComparison, title: str) -> Table:
     if c.statistic == "median":
         return _median_table(c, title)
-    arrow = "↓" if c.direction == "lower" else "↑"
-    table = Table(title=Text(plain(title)), title_justify="left", show_edge=False)
-    table.add_column("#", justify="right")
-    table.add_column("variant", overflow="fold")
-    table.add_column(f"{c.name} {arrow} mean ± CI", justify="right")
-    table.add_column("n × subsession", justify="right")
-    table.add_column("vs best [CI]", justify="right")
-    table.add_column("Welch p", justify="right")
-    table.add_column("MW p", justify="right")
-    table.add_column("Hedges g", justify="right")
-    table.add_column("verdict")
+    tests = ("vs best [CI]", "Welch p", "MW p", "Hedges g")
+    table = _ranked_table(c, title, "mean ± CI", tests)
     for row in variant_rows(c):
-        if "mean" in row:
-            est = format_estimate(row["mean"], row["half_width"], c.unit)
-            nq = f"{row['n_samples']} × {row['subsession_size']}"
-        else:
-            est, nq = "n/a", "-"
+        est = format_estimate(row["mean"], row["half_width"], c.unit) if "mean" in row else "n/a"
         rel = (
             format_relative(
                 row["relative_to_best"], row["relative_to_best_low"], row["relative_to_best_high"]
@@ -233,19 +233,13 @@ def _table(c: PIComparison, title: str) -> Table:
             else ""
         )
         g = row.get("vs_previous_hedges_g")
-        table.add_row(
-            str(row["rank"]),
-            Text(plain(row["variant"])),  # a name is text, never markup
-            est,
-            nq,
+        cells = (
             rel,
-            format_p(row["vs_previous_welch_p"]) if "vs_previous_welch_p" in row else "",
-            format_p(row["vs_previous_mann_whitney_p"])
-            if "vs_previous_mann_whitney_p" in row
-            else "",
+            _p_cell(row, "vs_previous_welch_p"),
+            _p_cell(row, "vs_previous_mann_whitney_p"),
             f"{g:.2f}" if g is not None and math.isfinite(g) else "",
-            Text(row["verdict"], style=_VERDICT_STYLE.get(row["verdict"], "")),
         )
+        _add_ranked_row(table, row, est, cells)
     return table
 
 
