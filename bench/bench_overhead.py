@@ -150,7 +150,7 @@ def main() -> None:
                 got["hf"].append(hyperfine(argv, runs, d / "hf.json", args.compare))
                 for key, _, watch, tree, before in variants:
                     src = args.before if before else args.src
-                    store = d / f"{key}{rep}.db"
+                    store = d / f"{key}{rep}-{len(rows)}.db"  # one per command
                     got[key].append(assay(argv, runs, watch, store, tree, src, args.compare))
             hf_mean = statistics.median(x[0] for x in got["hf"])
             hf_wall = statistics.median(x[1] for x in got["hf"])

@@ -100,7 +100,9 @@ class LocalExecutor(Executor):
     """Trials on this machine, one at a time, in the order given.
 
     ``monitor``: the bottleneck watch samples CPU, memory, disk and network during
-    every trial (its series are stored with the trial).  Each record's
+    trials, as many as it can watch for 1% of the study's time (every trial of 0.1 s
+    or more; its series are stored with the trial; see
+    :class:`~assay.execute.monitor.ResourceMonitor`).  Each record's
     ``bookkeeping_s`` is Assay's whole own cost before it: the time from the previous
     trial's command's reap to this one's spawn, less the reset (reading the output, the
     watch's stop and start, the store's commit, the analysis, the running-file note).
@@ -114,7 +116,7 @@ class LocalExecutor(Executor):
     def start(self) -> None:
         self._prev_end = None
         if self.monitor and self._monitor is None:
-            self._monitor = ResourceMonitor()
+            self._monitor = ResourceMonitor(paced=True)
             self._monitor.calibrate()
 
     def run_step(self, job: TrialJob, step: Step) -> None:

@@ -48,7 +48,8 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -516,6 +517,10 @@ class MonitorSamples:
         return summarize(self.series)
 
 
+#: A paced watch's cost is the least of its last few watched trials' (the first
+#: trials pay NumPy's and the caches' warm-up).
+PACE_COSTS = 4
+
 #: Seconds the sampling thread waits unarmed before it ends (a monitor nobody closes
 #: leaves no thread behind for long).
 IDLE_EXIT_S = 30.0
@@ -527,6 +532,18 @@ class ResourceMonitor:
     ``interval=None`` (the default) measures the cost of one sample at the first
     start() and picks the interval from the budget (:func:`choose_interval`);
     ``clock`` is the sampling thread's CPU clock (a test may pass a fake one).
+
+    ``paced``: after a watched trial, the next trials of its kind (``key``) go
+    unwatched (stop() returns empty series) until the watch's own cost (its start and
+    stop, wall time; the least of the last :data:`PACE_COSTS`) is at most ``budget`` of
+    the time since that trial's start, with k kinds sharing the budget; as Pilot keeps
+    its sampling under an overhead threshold. A trial's reads and series cost ~0.5 ms
+    (~1 ms after a trial long enough for the caches to go cold), as much as Assay's
+    whole bookkeeping between trials (issue #17), and a trial of a few ms has no CPU
+    share to give anyway. Trials of ~0.1 s or more are all watched, of 50 ms about
+    every other one, of `true` about 1 in 40; the first of each kind always is. Off by
+    default: the hosts of a cluster study watch every trial, so that each trial's hosts
+    can be summed.
     """
 
     def __init__(
@@ -537,8 +554,18 @@ class ResourceMonitor:
         min_interval: float = MIN_INTERVAL,
         max_interval: float = MAX_INTERVAL,
         clock: Callable[[], float] = time.thread_time,
+        paced: bool = False,
     ) -> None:
         self.fixed = interval is not None
+        self.paced = paced
+        # paced: when each kind of trial (its key) may be watched again (monotonic), and
+        # the watch cost of the last few watched trials (their least is the cost)
+        self._skip_until: dict[Hashable, float] = {}
+        self._costs: deque[float] = deque(maxlen=PACE_COSTS)
+        self._key: Hashable = None
+        self._in_trial = False  # between start() and stop()
+        self._watching = False  # this trial is watched (the thread samples it)
+        self._start_cost = 0.0  # wall time of the watched trial's start()
         self.interval = float(interval) if interval is not None else START_INTERVAL
         self.budget = budget
         self.min_interval = min_interval
@@ -621,10 +648,19 @@ class ResourceMonitor:
                     self._thread_cpu += self.clock() - c0
                     due += self.interval
 
-    def start(self) -> None:
-        """Take the first read and start sampling."""
+    def start(self, key: Hashable = None) -> None:
+        """Take the first read and start sampling (with ``paced``, unless this
+        trial goes unwatched; ``key`` names the kind of trial, e.g. its command: each
+        kind is paced on its own, so that interleaved variants are all watched)."""
         if self.cost_per_sample is None:
             self.calibrate()
+        c0 = time.monotonic()
+        self._in_trial = True
+        self._key = key
+        if c0 < self._skip_until.get(key, -math.inf):
+            self._watching = False  # (the sampling thread stays disarmed)
+            return
+        self._watching = True
         with self._lock:
             self._reads = _Reads()
             self._thread_cpu = 0.0
@@ -633,6 +669,7 @@ class ResourceMonitor:
             self._armed_at = time.monotonic()
             self._active = True
             self._armed.set()
+            self._start_cost = time.monotonic() - c0  # (a new thread's start is not)
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._loop, name="assay-monitor", daemon=True
@@ -640,10 +677,15 @@ class ResourceMonitor:
                 self._thread.start()
 
     def stop(self) -> MonitorSamples:
-        """Stop sampling, take the last read and return the trial's series and summary."""
+        """Stop sampling, take the last read and return the trial's series and summary
+        (empty series for a trial that went unwatched)."""
+        c0 = time.monotonic()
+        if not self._in_trial:
+            raise RuntimeError("ResourceMonitor.stop() without start()")
+        self._in_trial = False
+        if not self._watching:
+            return MonitorSamples({})
         with self._lock:
-            if not self._active:
-                raise RuntimeError("ResourceMonitor.stop() without start()")
             self._active = False
             self._armed.clear()
             self._read(self._reads)
@@ -676,6 +718,11 @@ class ResourceMonitor:
             self.interval = choose_interval(
                 self.cost_per_sample, self.budget, self.min_interval, self.max_interval
             )
+        if self.paced:
+            self._costs.append(self._start_cost + time.monotonic() - c0)
+            self._skip_until[self._key] = self._armed_at  # (a new kind counts in k)
+            # k kinds of trials, each paced on its own: together within the budget
+            self._skip_until[self._key] += min(self._costs) * len(self._skip_until) / self.budget
         return MonitorSamples(series)
 
     def __enter__(self) -> ResourceMonitor:
@@ -683,7 +730,7 @@ class ResourceMonitor:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._active:
+        if self._in_trial:
             self.stop()
 
     def close(self) -> None:

@@ -105,7 +105,10 @@ def run_trial(
         env = {**env, MARKER: marker}
         note_running(job.running_file, request.argv, job.shell, marker)
     if monitor is not None:
-        monitor.start()  # its first read happens before run_command starts the clock
+        # its first read happens before run_command starts the clock; a paced watch
+        # paces each command (argv and environment) on its own (the setting has a
+        # comparison's cycle or a sweep's repetition: new in every trial)
+        monitor.start((tuple(request.argv), tuple(sorted(request.env.items()))))
     try:
         res = run_command(request.argv, timeout=job.timeout, env=env, cwd=job.cwd, shell=job.shell)
     finally:

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from assay.execute.executor import ExecutorStatus
-from assay.execute.monitor import MIN_CPU_WINDOW
+from assay.execute.monitor import BUDGET, MIN_CPU_WINDOW
 from assay.execute.overhead import LaunchOverhead
 from assay.report.fit import fitted
 from assay.report.format import format_duration, format_estimate, format_percent
@@ -181,9 +181,15 @@ def resources_line(r: Mapping[str, Any], label: str = "") -> str:
     if r["trials"] and not r["cpu_busiest_core_p95_percent"].get("rounds"):
         # /proc/stat's 10 ms ticks: a busy share needs MIN_CPU_WINDOW of a core's time
         cpu = f"CPU n/a (trials shorter than {MIN_CPU_WINDOW * 1e3:.0f} ms of a core's time)"
+    skipped = r.get("trials_not_watched") or 0
+    unwatched = (
+        f" ({skipped} more not watched: the watch takes at most {BUDGET:.0%} of the time)"
+        if skipped
+        else ""
+    )
     return (
         f"resources{f' ({label})' if label else ''}, p95 per trial, mean of "
-        f"{r['trials']} trials: {cpu}, memory {pct('memory_p95_percent')}, disk busy "
+        f"{r['trials']} trials{unwatched}: {cpu}, memory {pct('memory_p95_percent')}, disk busy "
         f"{pct('disk_busy_p95_percent')}, network {pct('network_p95_percent')}; disk I/O "
         f"{_bytes(r['disk_bytes_total'])}, network {_bytes(r['network_bytes_sent_total'])} sent "
         f"/ {_bytes(r['network_bytes_received_total'])} received in all; "

@@ -184,6 +184,8 @@ def watch_report(
         return [], None
     under = spec.benchmark.under_test
     resources = resources_dict(summaries, under)
+    # trials shorter than 40 ms are watched now and then (monitor.SHORT_TRIAL)
+    resources["trials_not_watched"] = len(trials) - len(summaries)
     if not any(t.host_runs for t in trials):
         return bottleneck_warnings(summaries, under, label=label), resources
     # several hosts: the warnings name the host (the measured one's included)
