@@ -464,3 +464,18 @@ def test_a_paced_watch_skips_trials_to_keep_its_cost_in_budget() -> None:
         every.close()
     finally:
         m.close()
+
+
+def test_the_mean_over_cores_leaves_out_a_core_without_a_share() -> None:
+    """Near 40 ms one core may count a 10 ms tick less and have no share: the mean over
+    cores was then NaN ("CPU n/a (busiest core 50%)"); it is the mean of the others."""
+    s = series_from_counters(
+        times=np.array([0.0, 0.04]),
+        cpu_busy=np.array([[0.0, 0.0], [0.02, 0.0]]),
+        cpu_total=np.array([[0.0, 0.0], [0.04, 0.03]]),
+        memory=np.array([10.0, 10.0]),
+    )
+    assert math.isnan(s["cpu.1"][0])
+    r = summarize(s)
+    assert r.stats["cpu_mean"].p95 == pytest.approx(50.0)
+    assert r.stats["cpu"].p95 == pytest.approx(50.0)

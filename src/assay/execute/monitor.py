@@ -237,6 +237,15 @@ def _rowmax(a: np.ndarray) -> np.ndarray:
         return np.asarray(np.nanmax(np.where(np.isnan(a), -np.inf, a), axis=1), dtype=float)
 
 
+def _rowmean(a: np.ndarray) -> np.ndarray:
+    """The mean of each row's finite values (NaN for a row with none)."""
+    ok = np.isfinite(a)
+    count = ok.sum(axis=1)
+    total = np.where(ok, a, 0.0).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray(np.where(count > 0, total / count, np.nan), dtype=float)
+
+
 def summarize(series: Mapping[str, np.ndarray]) -> ResourceSummary:
     """The per-trial summary of the series from :func:`series_from_counters` (as stored)."""
     t = np.asarray(series.get(TIME_KEY, np.empty(0)), dtype=float)
@@ -245,7 +254,8 @@ def summarize(series: Mapping[str, np.ndarray]) -> ResourceSummary:
     cpu = _columns(series, "cpu.", "", n)
     comps = {
         "cpu": _rowmax(cpu),
-        "cpu_mean": cpu.mean(axis=1) if cpu.shape[1] else np.full(n, np.nan),
+        # over the cores with a share: near 40 ms one core may count a tick less
+        "cpu_mean": _rowmean(cpu),
         "memory": np.asarray(series.get("memory", np.full(n, np.nan)), dtype=float),
         "disk": _rowmax(_columns(series, "disk.", ".busy", n)),
         "network": _rowmax(
