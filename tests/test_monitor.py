@@ -457,6 +457,15 @@ def test_a_paced_watch_skips_trials_to_keep_its_cost_in_budget() -> None:
             time.sleep(0.002)
             seen[kind] += bool(m.stop().series)
         assert seen["a"] >= 2 and seen["b"] >= 2, seen
+        # a sweep's settings one after the other: a setting's repetitions are not held
+        # back by settings no longer run (trials of 0.1 s: 100x a watch's ~1 ms)
+        watched_reps = 0
+        for setting in range(6):
+            for _ in range(3):
+                m.start(f"setting {setting}")
+                time.sleep(0.1)
+                watched_reps += bool(m.stop().series)
+        assert watched_reps >= 16, watched_reps
         every = ResourceMonitor(interval=1.0, budget=0.01)  # the default: every trial
         for _ in range(5):
             every.start()

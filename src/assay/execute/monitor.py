@@ -530,6 +530,8 @@ class MonitorSamples:
 #: A paced watch's cost is the least of its last few watched trials' (the first
 #: trials pay NumPy's and the caches' warm-up).
 PACE_COSTS = 4
+#: How far back a paced watch looks for the kinds of trial run since a kind's last one.
+PACE_KINDS_WINDOW = 64
 
 #: Seconds the sampling thread waits unarmed before it ends (a monitor nobody closes
 #: leaves no thread behind for long).
@@ -546,7 +548,9 @@ class ResourceMonitor:
     ``paced``: after a watched trial, the next trials of its kind (``key``) go
     unwatched (stop() returns empty series) until the watch's own cost (its start and
     stop, wall time; the least of the last :data:`PACE_COSTS`) is at most ``budget`` of
-    the time since that trial's start, with k kinds sharing the budget; as Pilot keeps
+    the time since that trial's start, shared with the other kinds run in between
+    (a comparison's interleaved variants share it; a sweep's settings run one after
+    the other do not); as Pilot keeps
     its sampling under an overhead threshold. A trial's reads and series cost ~0.5 ms
     (~1 ms after a trial long enough for the caches to go cold), as much as Assay's
     whole bookkeeping between trials (issue #17), and a trial of a few ms has no CPU
@@ -573,6 +577,7 @@ class ResourceMonitor:
         self._skip_until: dict[Hashable, float] = {}
         self._costs: deque[float] = deque(maxlen=PACE_COSTS)
         self._key: Hashable = None
+        self._recent: deque[Hashable] = deque(maxlen=PACE_KINDS_WINDOW)
         self._in_trial = False  # between start() and stop()
         self._watching = False  # this trial is watched (the thread samples it)
         self._start_cost = 0.0  # wall time of the watched trial's start()
@@ -667,6 +672,7 @@ class ResourceMonitor:
         c0 = time.monotonic()
         self._in_trial = True
         self._key = key
+        self._recent.append(key)
         if c0 < self._skip_until.get(key, -math.inf):
             self._watching = False  # (the sampling thread stays disarmed)
             return
@@ -729,11 +735,24 @@ class ResourceMonitor:
                 self.cost_per_sample, self.budget, self.min_interval, self.max_interval
             )
         if self.paced:
-            self._costs.append(self._start_cost + time.monotonic() - c0)
-            self._skip_until[self._key] = self._armed_at  # (a new kind counts in k)
-            # k kinds of trials, each paced on its own: together within the budget
-            self._skip_until[self._key] += min(self._costs) * len(self._skip_until) / self.budget
+            now = time.monotonic()
+            self._costs.append(self._start_cost + now - c0)
+            if len(self._skip_until) > 1024:  # a sweep's settings: keep the waiting ones
+                self._skip_until = {k: t for k, t in self._skip_until.items() if t > now}
+            # each kind paced on its own, k kinds in turn: together within the budget
+            wait = min(self._costs) * self._kinds_in_turn() / self.budget
+            self._skip_until[self._key] = self._armed_at + wait
         return MonitorSamples(series)
+
+    def _kinds_in_turn(self) -> int:
+        """This trial's kind and the others run since its previous trial (1 if none
+        in :data:`PACE_KINDS_WINDOW`): the kinds taking turns with it."""
+        others: set[Hashable] = set()
+        for k in reversed(list(self._recent)[:-1]):
+            if k == self._key:
+                return 1 + len(others)
+            others.add(k)
+        return 1
 
     def __enter__(self) -> ResourceMonitor:
         self.start()

@@ -30,6 +30,7 @@ from numpy.typing import ArrayLike
 
 from assay.stats._arrays import finite_1d
 from assay.stats.intervals import _check_confidence
+from assay.stats.mann_whitney import mann_whitney_p
 
 __all__ = [
     "MAX_REQUIRED_N",
@@ -96,12 +97,7 @@ class RankShift:
 
 def _mwu_p(a: FloatArray, b: FloatArray) -> tuple[float, float]:
     """Two-sided Mann–Whitney p and U of ``a`` (scipy's ``method="auto"``)."""
-    from scipy import stats
-
-    if np.ptp(np.concatenate((a, b))) == 0.0:
-        return 1.0, a.size * b.size / 2.0  # all equal: scipy would warn and give nan
-    res = stats.mannwhitneyu(a, b, alternative="two-sided")
-    return float(res.pvalue), float(res.statistic)
+    return mann_whitney_p(a, b)
 
 
 def _mwu_ps(a: FloatArray, b: FloatArray, shifts: FloatArray) -> FloatArray:
