@@ -22,6 +22,7 @@ from assay.execute.monitor import (
     BUDGET,
     INTERVAL_KEY,
     MONITOR_CPU_KEY,
+    WATCH_COST_KEY,
     ResourceMonitor,
     ResourceSummary,
     Stat,
@@ -90,6 +91,15 @@ def test_series_from_counters_known_arrays() -> None:
     assert r.net_bytes_sent == pytest.approx(1e6)
     assert r.net_bytes_recv == pytest.approx(2.5e6)
     assert r.monitor_cpu_per_s == pytest.approx(0.004)
+    assert math.isnan(r.watch_s)  # a store from before the watch timed its reads
+    s[WATCH_COST_KEY] = np.array([0.002])
+    r = summarize(s)
+    assert r.watch_s == 0.002
+    # its reads and its thread, (0.002 + 0.004) x 2 s over 12 s from trial to trial, the
+    # unwatched trials included
+    d = resources_dict([r, r], None, elapsed_s=12.0)
+    assert d["watch_share"] == pytest.approx(0.001)
+    assert resources_dict([r], None)["watch_share"] is None
 
 
 def test_network_utilisation_unknown_without_link_speed() -> None:

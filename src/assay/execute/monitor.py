@@ -78,6 +78,8 @@ MAX_INTERVAL = 1.0
 #: Stored series that are not per-sample values (one number each).
 INTERVAL_KEY = "_interval_s"
 MONITOR_CPU_KEY = "_monitor_cpu_s"
+#: The wall time of the watch's start and stop around the trial (its reads and series).
+WATCH_COST_KEY = "_watch_s"
 TIME_KEY = "time_s"
 
 # --------------------------------------------------------------------------- pure
@@ -206,6 +208,7 @@ class ResourceSummary:
     disk_bytes: float
     net_bytes_sent: float
     net_bytes_recv: float
+    watch_s: float = math.nan  # the watch's start and stop (stores before #17: NaN)
 
     @property
     def monitor_cpu_per_s(self) -> float:
@@ -275,6 +278,7 @@ def summarize(series: Mapping[str, np.ndarray]) -> ResourceSummary:
     comps["net_recv_per_s"] = recv
     interval = series.get(INTERVAL_KEY)
     cpu_s = series.get(MONITOR_CPU_KEY)
+    watch_s = series.get(WATCH_COST_KEY)
     return ResourceSummary(
         samples=n,
         interval_s=float(interval[0]) if interval is not None and np.size(interval) else math.nan,
@@ -284,6 +288,7 @@ def summarize(series: Mapping[str, np.ndarray]) -> ResourceSummary:
         disk_bytes=float(np.nansum(disk_rate * dt)),
         net_bytes_sent=float(np.nansum(sent * dt)),
         net_bytes_recv=float(np.nansum(recv * dt)),
+        watch_s=float(watch_s[0]) if watch_s is not None and np.size(watch_s) else math.nan,
     )
 
 
@@ -361,12 +366,20 @@ def resources_dict(
     summaries: Sequence[ResourceSummary],
     under_test: str | None,
     threshold: float = THRESHOLD_PERCENT,
+    elapsed_s: float | None = None,
 ) -> dict[str, Any]:
     """The JSON ``resources`` summary: p95 CPU, p95 memory, disk and network totals (as
-    in ELECT's artifact-evaluation summaries), over the monitored trials."""
+    in ELECT's artifact-evaluation summaries), over the monitored trials.
+
+    ``elapsed_s``: the time from trial to trial (every trial, watched or not, and the
+    gaps between them); ``watch_share`` is then
+    the watch's whole cost (its start and stop around watched trials, and its sampling
+    thread's CPU time) as a share of it."""
     s = [x for x in summaries if x.samples > 0]
     duration = sum(x.duration_s for x in s)
     cpu_s = sum(x.monitor_cpu_s for x in s if math.isfinite(x.monitor_cpu_s))
+    watch_s = [x.watch_s for x in s if math.isfinite(x.watch_s)]
+    share = (cpu_s + sum(watch_s)) / elapsed_s if watch_s and elapsed_s else None
     over = {
         c: sum(1 for x in s if math.isfinite(x.utilisation()[c]) and x.utilisation()[c] > threshold)
         for c in COMPONENTS
@@ -376,6 +389,7 @@ def resources_dict(
         "samples": sum(x.samples for x in s),
         "interval_s": s[-1].interval_s if s else None,
         "monitor_cpu_per_s": cpu_s / duration if duration > 0 else None,
+        "watch_share": share,
         "under_test": under_test,
         "threshold_percent": threshold,
         "trials_over_threshold": over,
@@ -734,8 +748,9 @@ class ResourceMonitor:
             self.interval = choose_interval(
                 self.cost_per_sample, self.budget, self.min_interval, self.max_interval
             )
+        now = time.monotonic()
+        series[WATCH_COST_KEY] = np.array([self._start_cost + now - c0])
         if self.paced:
-            now = time.monotonic()
             self._costs.append(self._start_cost + now - c0)
             if len(self._skip_until) > 1024:  # a sweep's settings: keep the waiting ones
                 self._skip_until = {k: t for k, t in self._skip_until.items() if t > now}

@@ -279,12 +279,18 @@ def footer_lines(
             f"executor vs bare launch: {lo.difference_s * 1e3:+.2f} ms "
             f"[{lo.difference_low_s * 1e3:+.2f}, {lo.difference_high_s * 1e3:+.2f}] per trial"
         )
+    shares = [r["watch_share"] for r in (resources or {}).values() if r.get("watch_share")]
     monitor = [
         r["monitor_cpu_per_s"]
         for r in (resources or {}).values()
         if r.get("monitor_cpu_per_s") is not None
     ]
-    if monitor:
+    if shares:
+        over.append(
+            f"bottleneck watch {max(shares):.2%} of the time from trial to trial (measured: "
+            "its reads around watched trials and its sampling thread)"
+        )
+    elif monitor:  # a store from before the watch timed its reads
         over.append(f"bottleneck watch {max(monitor):.2%} of one core (measured)")
     if over:
         lines.append(Text("overhead: " + "; ".join(over), style="dim"))

@@ -183,7 +183,9 @@ def watch_report(
     if not summaries:
         return [], None
     under = spec.benchmark.under_test
-    resources = resources_dict(summaries, under)
+    # the watch paces itself on the time from trial to trial: the trials and the gaps
+    loop_s = sum((t.duration or 0.0) + (t.bookkeeping_s or 0.0) for t in trials)
+    resources = resources_dict(summaries, under, elapsed_s=loop_s)
     # trials shorter than 40 ms are watched now and then (monitor.SHORT_TRIAL)
     resources["trials_not_watched"] = len(trials) - len(summaries)
     if not any(t.host_runs for t in trials):
