@@ -536,3 +536,25 @@ def test_windowed_search_finds_what_finditer_finds(tokens: list[str], pattern: s
     finally:
         output._CHUNK, output._WINDOW, output._CONTEXT = old
     assert got == [m.group(0, 1) for m in re.finditer(pattern, text, re.MULTILINE)]
+
+
+def test_the_session_cgroup_made_ahead_is_the_one_trials_use(mechanism: str) -> None:
+    """Issue #17: the migration into the session cgroup (17 ms here) runs in a thread
+    while a study imports its modules; the first trial's tree waits for it and holds
+    its processes in that same cgroup. Under the scan nothing is made."""
+    import threading
+
+    proctree.prepare_session()
+    for t in threading.enumerate():
+        if t.name == "assay-session-cgroup":
+            t.join(10)
+    tree = proctree.ProcessTree("x")
+    try:
+        assert tree.mechanism == mechanism
+        if mechanism == "cgroup":
+            assert proctree._session[os.getpid()] is not None
+            assert _own_cgroup(os.getpid()).endswith(f"/assay-{os.getpid()}")
+        else:
+            assert os.getpid() not in proctree._session or proctree._session[os.getpid()] is None
+    finally:
+        tree.close()

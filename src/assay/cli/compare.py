@@ -232,6 +232,10 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
     undecided and how many more rounds they need.
     """
     refuse_unknown_option(target)
+    if not opts["from_files"]:
+        from assay.execute.proctree import prepare_session
+
+        prepare_session()  # the session cgroup's slow migration, while the imports run
     from assay.report.compare import CSV_FIELDS, CompareProgressView, csv_rows, render_comparison
     from assay.report.export import rows_to_csv, to_json
     from assay.report.markdown import compare_markdown

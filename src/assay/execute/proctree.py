@@ -56,6 +56,15 @@ _KILL_ROUNDS = 100  # scans before giving up on a tree that keeps forking
 _GONE_S = 5.0  # how long to wait for killed processes to leave their cgroup
 
 _lock = threading.Lock()
+_session_lock = threading.Lock()  # the session cgroup is made once per process
+
+
+def _new_session_lock() -> None:
+    global _session_lock
+    _session_lock = threading.Lock()  # a fork may copy it held by another thread
+
+
+os.register_at_fork(after_in_child=_new_session_lock)
 _subreaper_users = 0
 _base: dict[int, Path | None] = {}  # per process (a forked worker finds its own)
 # per process: the session cgroup it sits in while it runs trials (None: the scan)
@@ -437,9 +446,27 @@ def _find_base() -> Path | None:
     return None
 
 
+def prepare_session() -> None:
+    """Make the session cgroup and step into it in a background thread, now.
+
+    The kernel's migration of a process between cgroups waits for an RCU grace period
+    (17 ms here); started before a study's imports, it is done by its first trial, which
+    otherwise waited for it (issue #17: start-up).  The first trial's tree waits for
+    the thread if it is not done.  Nothing where trees are held by the scan.
+    """
+    if os.getpid() in _session or os.environ.get("ASSAY_PROCESS_TREE") == "scan":
+        return
+    threading.Thread(target=_session_cgroup, name="assay-session-cgroup", daemon=True).start()
+
+
 def _session_cgroup() -> Path | None:
     """This process's session cgroup, made and stepped into at the first call (the one
     migration of the session); None where it cannot be (then the scan holds trees)."""
+    with _session_lock:  # made once, perhaps by prepare_session()'s thread
+        return _make_session_cgroup()
+
+
+def _make_session_cgroup() -> Path | None:
     pid = os.getpid()
     if pid in _session:
         return _session[pid]
