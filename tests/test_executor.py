@@ -201,3 +201,24 @@ def test_a_batch_of_settings_is_one_hand_over_and_every_trial_is_stored(tmp_path
         found = store.find_study("ex")
         assert found is not None
         assert sorted(t.readings["y"] for t in store.trials(found[0])) == [1, 1, 2, 2, 3, 3]
+
+
+def test_the_report_gives_the_typical_own_cost_beside_a_mean_raised_by_one_time_costs() -> None:
+    """A study of `true` read "own cost 5 ms/trial": the mean, which carries the first
+    analysis's imports once; the median (its steady state, ~1 ms) is shown beside it."""
+    from assay.report.terminal import footer_lines
+    from assay.store import TrialRecord
+    from assay.studies.base import bookkeeping_median, bookkeeping_per_trial
+
+    def rec(seq: int, gap: float | None) -> TrialRecord:
+        return TrialRecord(seq=seq, status="ok", bookkeeping_s=gap)
+
+    trials = [rec(0, None), rec(1, 0.25), *(rec(i, 0.001) for i in range(2, 50))]
+    mean, typical = bookkeeping_per_trial(trials), bookkeeping_median(trials)
+    assert typical == 0.001 and mean == pytest.approx((0.25 + 48 * 0.001) / 49)
+    text = " ".join(t.plain for t in footer_lines(mean, None, [], [], "s.db",
+                                                    bookkeeping_s_median=typical))  # fmt: skip
+    assert "1 ms/trial typical (median), 6 ms on average" in text
+    even = " ".join(t.plain for t in footer_lines(0.001, None, [], [], "s.db",
+                                                  bookkeeping_s_median=0.001))  # fmt: skip
+    assert "own cost 1 ms/trial (from one" in even

@@ -275,6 +275,7 @@ def render_comparison(res: CompareResult, console: Console) -> None:
             res.store,
             resources=res.resources,
             environment=res.environment,
+            bookkeeping_s_median=res.bookkeeping_s_median,
         )
     )
     console.print(Group(*lines))

@@ -233,6 +233,7 @@ def render_order(res: OrderResult, console: Console) -> None:
             res.store,
             resources=res.resources,
             environment=res.environment,
+            bookkeeping_s_median=res.bookkeeping_s_median,
         )
     )
     console.print(Group(*lines))

@@ -127,6 +127,7 @@ def render_sweep(res: SweepResult, console: Console) -> None:
             res.store,
             resources=None if res.resources is None else {"": res.resources},
             environment=res.environment,
+            bookkeeping_s_median=res.bookkeeping_s_median,
         )
     )
     console.print(Group(*parts))

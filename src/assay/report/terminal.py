@@ -149,6 +149,7 @@ def render_result(res: StudyResult, console: Console) -> None:
             res.store,
             resources=None if res.resources is None else {"": res.resources},
             environment=res.environment,
+            bookkeeping_s_median=res.bookkeeping_s_median,
         )
     )
     console.print(Group(*lines))
@@ -253,12 +254,15 @@ def footer_lines(
     *,
     resources: Mapping[str, Mapping[str, Any]] | None = None,
     environment: Mapping[str, Any] | None = None,
+    bookkeeping_s_median: float | None = None,
 ) -> list[Text]:
     """Where trials ran, overhead, resources, warnings, failed trials and the store: the
     end of every report.
 
     ``resources`` maps a label (a variant's name, or "") to its bottleneck-watch summary;
-    ``environment`` is the study's, whose ``executor`` names a cluster's workers.
+    ``environment`` is the study's, whose ``executor`` names a cluster's workers;
+    ``bookkeeping_s_median``, the typical own cost between trials, is shown beside the
+    mean when one-time costs (the first analysis's imports) make the mean misleading.
     """
     lines: list[Text] = []
     cluster = executor_line((environment or {}).get("executor"))
@@ -268,10 +272,18 @@ def footer_lines(
         lines.append(Text(resources_line(r, label), style="dim"))
     over = []
     if bookkeeping_s_per_trial is not None:
+        mean = format_duration(bookkeeping_s_per_trial)
+        typical = bookkeeping_s_median
+        if typical is not None and bookkeeping_s_per_trial > 2 * typical:
+            cost = (
+                f"{format_duration(typical)}/trial typical (median), {mean} on average with "
+                "one-time costs such as the first analysis's imports"
+            )
+        else:
+            cost = f"{mean}/trial"
         over.append(
-            f"Assay's own cost {format_duration(bookkeeping_s_per_trial)}/trial "
-            "(from one command's end to the next one's start, resets excluded; "
-            "not in the measured time)"
+            f"Assay's own cost {cost} (from one command's end to the next one's start, "
+            "resets excluded; not in the measured time)"
         )
     if launch_overhead is not None:
         lo = launch_overhead

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import statistics
 import time
 from collections import Counter
 from collections.abc import Callable, Generator, Mapping, Sequence
@@ -42,6 +43,7 @@ __all__ = [
     "Study",
     "StudyError",
     "StudyOptions",
+    "bookkeeping_median",
     "bookkeeping_per_trial",
     "execution_dict",
     "execution_fields",
@@ -89,6 +91,7 @@ class Executed(Protocol):
     failures: list[dict[str, Any]]
     elapsed_s: float
     bookkeeping_s_per_trial: float | None
+    bookkeeping_s_median: float | None
     launch_overhead: LaunchOverhead | None
     environment: dict[str, Any]
     warnings: list[str]
@@ -109,6 +112,7 @@ def execution_dict(res: Executed) -> dict[str, Any]:
         "measured_time_s": res.elapsed_s,
         "overhead": {
             "bookkeeping_s_per_trial": res.bookkeeping_s_per_trial,
+            "bookkeeping_s_median": res.bookkeeping_s_median,
             "launch": None if res.launch_overhead is None else res.launch_overhead.as_dict(),
         },
         "environment": res.environment,
@@ -153,6 +157,13 @@ def bookkeeping_per_trial(trials: list[TrialRecord]) -> float | None:
     return (sum(books) / len(books)) if books else None
 
 
+def bookkeeping_median(trials: list[TrialRecord]) -> float | None:
+    """The typical time Assay spent between trials, one-time costs (the first
+    analysis's imports) left out: the median (``None`` before the second trial)."""
+    books = [t.bookkeeping_s for t in trials if t.bookkeeping_s is not None]
+    return statistics.median(books) if books else None
+
+
 def execution_fields(st: OpenStudy) -> dict[str, Any]:
     """The :class:`Executed` fields of a result, from the study's trials and session."""
     trials = st.trials
@@ -162,6 +173,7 @@ def execution_fields(st: OpenStudy) -> dict[str, Any]:
         "failures": trial_failures(trials),
         "elapsed_s": sum(t.duration or 0.0 for t in trials),
         "bookkeeping_s_per_trial": bookkeeping_per_trial(trials),
+        "bookkeeping_s_median": bookkeeping_median(trials),
         "launch_overhead": st.overhead,
         "environment": st.environment,
         "resumed_trials": st.resumed,

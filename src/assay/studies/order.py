@@ -141,6 +141,7 @@ class OrderResult:
     failures: list[dict[str, Any]] = field(default_factory=list)
     elapsed_s: float = 0.0
     bookkeeping_s_per_trial: float | None = None
+    bookkeeping_s_median: float | None = None  # the typical own cost between trials
     launch_overhead: LaunchOverhead | None = None
     environment: dict[str, Any] = field(default_factory=dict)
     resumed_trials: int = 0

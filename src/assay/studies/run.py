@@ -83,6 +83,7 @@ class StudyResult:
     launch_overhead: LaunchOverhead | None
     environment: dict[str, Any]
     resumed_trials: int = 0
+    bookkeeping_s_median: float | None = None  # the typical own cost between trials
     session_wall_s: float | None = None  # this session's wall time (None: not run now)
     session_measured_s: float | None = None  # of which its commands ran
     warnings: list[str] = field(default_factory=list)

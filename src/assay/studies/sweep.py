@@ -39,6 +39,7 @@ from assay.spec import PISpec, Spec, SweepSpec
 from assay.store import Store, TrialRecord
 from assay.studies.base import (
     StudyOptions,
+    bookkeeping_median,
     bookkeeping_per_trial,
     open_stored,
     trial_failures,
@@ -173,6 +174,7 @@ class SweepResult:
     failures: list[dict[str, Any]] = field(default_factory=list)
     elapsed_s: float = 0.0
     bookkeeping_s_per_trial: float | None = None
+    bookkeeping_s_median: float | None = None  # the typical own cost between trials
     environment: dict[str, Any] = field(default_factory=dict)
     resumed_trials: int = 0
     warnings: list[str] = field(default_factory=list)
@@ -217,6 +219,7 @@ class SweepResult:
                 "failures": self.failures,
                 "measured_time_s": self.elapsed_s,
                 "bookkeeping_s_per_trial": self.bookkeeping_s_per_trial,
+                "bookkeeping_s_median": self.bookkeeping_s_median,
                 "environment": self.environment,
                 "warnings": self.warnings,
                 "resources": self.resources,
@@ -447,6 +450,7 @@ class SweepRunner:
             failures=trial_failures(trials),
             elapsed_s=sum(t.duration or 0.0 for t in trials),
             bookkeeping_s_per_trial=bookkeeping_per_trial(trials),
+            bookkeeping_s_median=bookkeeping_median(trials),
             environment=environment,
             warnings=warnings,
             resources=resources,
