@@ -232,7 +232,7 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
     undecided and how many more rounds they need.
     """
     refuse_unknown_option(target)
-    if not opts["from_files"]:
+    if not opts["from_files"] and not opts["workers"] and not opts["cluster"]:
         from assay.execute.proctree import prepare_session
 
         prepare_session()  # the session cgroup's slow migration, while the imports run
