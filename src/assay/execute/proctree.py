@@ -57,14 +57,6 @@ _GONE_S = 5.0  # how long to wait for killed processes to leave their cgroup
 
 _lock = threading.Lock()
 _session_lock = threading.Lock()  # the session cgroup is made once per process
-
-
-def _new_session_lock() -> None:
-    global _session_lock
-    _session_lock = threading.Lock()  # a fork may copy it held by another thread
-
-
-os.register_at_fork(after_in_child=_new_session_lock)
 _subreaper_users = 0
 _base: dict[int, Path | None] = {}  # per process (a forked worker finds its own)
 # per process: the session cgroup it sits in while it runs trials (None: the scan)
@@ -444,6 +436,14 @@ def _find_base() -> Path | None:
     except (OSError, StopIteration, IndexError):
         pass
     return None
+
+
+def _new_session_lock() -> None:
+    global _session_lock
+    _session_lock = threading.Lock()  # a fork may copy it held by prepare_session's thread
+
+
+os.register_at_fork(after_in_child=_new_session_lock)
 
 
 def prepare_session() -> None:

@@ -198,7 +198,7 @@ def watch_report(
     # the watch paces itself on the time from trial to trial: the trials and the gaps
     loop_s = sum((t.duration or 0.0) + (t.bookkeeping_s or 0.0) for t in trials)
     resources = resources_dict(summaries, under, elapsed_s=loop_s)
-    # trials shorter than 40 ms are watched now and then (monitor.SHORT_TRIAL)
+    # a paced watch leaves trials unwatched to stay in its budget (ResourceMonitor)
     resources["trials_not_watched"] = len(trials) - len(summaries)
     if not any(t.host_runs for t in trials):
         return bottleneck_warnings(summaries, under, label=label), resources
