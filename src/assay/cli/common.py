@@ -368,6 +368,16 @@ def executor_for(
     )
 
 
+def prepare_local_session(opts: dict[str, Any]) -> None:
+    """Where the trials run on this machine (no ``--workers`` or ``--cluster``), start
+    the session cgroup's slow migration now, while the command imports its modules
+    (:func:`assay.execute.proctree.prepare_session`)."""
+    if opts.get("workers") is None and opts.get("cluster") is None:
+        from assay.execute.proctree import prepare_session
+
+        prepare_session()
+
+
 @contextlib.contextmanager
 def running_study(
     err: Console,

@@ -16,6 +16,7 @@ from assay.cli.common import (
     err_console,
     fail,
     is_study_file,
+    prepare_local_session,
     quick_name,
     quick_store,
     refuse_cluster_with_from,
@@ -232,10 +233,8 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
     undecided and how many more rounds they need.
     """
     refuse_unknown_option(target)
-    if not opts["from_files"] and not opts["workers"] and not opts["cluster"]:
-        from assay.execute.proctree import prepare_session
-
-        prepare_session()  # the session cgroup's slow migration, while the imports run
+    if not opts["from_files"]:
+        prepare_local_session(opts)
     from assay.report.compare import CSV_FIELDS, CompareProgressView, csv_rows, render_comparison
     from assay.report.export import rows_to_csv, to_json
     from assay.report.markdown import compare_markdown

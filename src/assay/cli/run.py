@@ -12,6 +12,7 @@ from assay.cli.common import (
     cluster_options,
     err_console,
     fail,
+    prepare_local_session,
     refuse_quick_only,
     refuse_unknown_option,
     running_study,
@@ -110,10 +111,7 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
     The same quick command line resumes its study; --fresh starts it again.
     """
     refuse_unknown_option(target)
-    if not opts["workers"] and not opts["cluster"]:  # trials on this machine
-        from assay.execute.proctree import prepare_session
-
-        prepare_session()  # the session cgroup's slow migration, while the imports run
+    prepare_local_session(opts)
     # heavy imports (NumPy, SciPy, pandas) only once a command runs: --help stays fast
     from assay.report.export import to_csv, to_json
     from assay.report.markdown import run_markdown

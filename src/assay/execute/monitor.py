@@ -372,9 +372,8 @@ def resources_dict(
     in ELECT's artifact-evaluation summaries), over the monitored trials.
 
     ``elapsed_s``: the time from trial to trial (every trial, watched or not, and the
-    gaps between them); ``watch_share`` is then
-    the watch's whole cost (its start and stop around watched trials, and its sampling
-    thread's CPU time) as a share of it."""
+    gaps between them); ``watch_share`` is then the watch's whole cost (its start and
+    stop around watched trials, and its sampling thread's CPU time) as a share of it."""
     s = [x for x in summaries if x.samples > 0]
     duration = sum(x.duration_s for x in s)
     cpu_s = sum(x.monitor_cpu_s for x in s if math.isfinite(x.monitor_cpu_s))
@@ -564,8 +563,8 @@ class ResourceMonitor:
     stop, wall time; the least of the last :data:`PACE_COSTS`) is at most ``budget`` of
     the time since that trial's start, shared with the other kinds run in between
     (a comparison's interleaved variants share it; a sweep's settings run one after
-    the other do not); as Pilot keeps
-    its sampling under an overhead threshold. A trial's reads and series cost ~0.5 ms
+    the other do not); as Pilot keeps its sampling under an overhead threshold.
+    A trial's reads and series cost ~0.5 ms
     (~1 ms after a trial long enough for the caches to go cold), as much as Assay's
     whole bookkeeping between trials (issue #17), and a trial of a few ms has no CPU
     share to give anyway. Trials of ~0.1 s or more are all watched, of 50 ms about
@@ -590,7 +589,6 @@ class ResourceMonitor:
         # the watch cost of the last few watched trials (their least is the cost)
         self._skip_until: dict[Hashable, float] = {}
         self._costs: deque[float] = deque(maxlen=PACE_COSTS)
-        self._key: Hashable = None
         self._recent: deque[Hashable] = deque(maxlen=PACE_KINDS_WINDOW)
         self._in_trial = False  # between start() and stop()
         self._watching = False  # this trial is watched (the thread samples it)
@@ -685,8 +683,7 @@ class ResourceMonitor:
             self.calibrate()
         c0 = time.monotonic()
         self._in_trial = True
-        self._key = key
-        self._recent.append(key)
+        self._recent.append(key)  # the last one is this trial's kind
         if c0 < self._skip_until.get(key, -math.inf):
             self._watching = False  # (the sampling thread stays disarmed)
             return
@@ -749,22 +746,24 @@ class ResourceMonitor:
                 self.cost_per_sample, self.budget, self.min_interval, self.max_interval
             )
         now = time.monotonic()
-        series[WATCH_COST_KEY] = np.array([self._start_cost + now - c0])
+        cost = self._start_cost + now - c0
+        series[WATCH_COST_KEY] = np.array([cost])
         if self.paced:
-            self._costs.append(self._start_cost + now - c0)
+            self._costs.append(cost)
             if len(self._skip_until) > 1024:  # a sweep's settings: keep the waiting ones
                 self._skip_until = {k: t for k, t in self._skip_until.items() if t > now}
             # each kind paced on its own, k kinds in turn: together within the budget
             wait = min(self._costs) * self._kinds_in_turn() / self.budget
-            self._skip_until[self._key] = self._armed_at + wait
+            self._skip_until[self._recent[-1]] = self._armed_at + wait
         return MonitorSamples(series)
 
     def _kinds_in_turn(self) -> int:
         """This trial's kind and the others run since its previous trial (1 if none
         in :data:`PACE_KINDS_WINDOW`): the kinds taking turns with it."""
+        *before, key = self._recent
         others: set[Hashable] = set()
-        for k in reversed(list(self._recent)[:-1]):
-            if k == self._key:
+        for k in reversed(before):
+            if k == key:
                 return 1 + len(others)
             others.add(k)
         return 1

@@ -29,13 +29,23 @@ from functools import lru_cache
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["mann_whitney_p"]
+__all__ = ["mann_whitney_method", "mann_whitney_p"]
 
 #: scipy's rule: exact when either sample has at most this many values, and no ties.
 EXACT_MAX = 8
 #: Past this many U values (n_a n_b) the exact tail is left to scipy (a sample of 8
 #: against one of 12,500 or more: the integer recurrence would take seconds).
 EXACT_CELLS = 100_000
+
+
+def mann_whitney_method(n1: int, n2: int, ties: bool) -> str:
+    """scipy's choice of method (``_mwu_choose_method``): ``"exact"`` when a sample has
+    at most :data:`EXACT_MAX` values and no value repeats, else ``"asymptotic"``.
+
+    >>> mann_whitney_method(5, 30, ties=False), mann_whitney_method(9, 9, ties=False)
+    ('exact', 'asymptotic')
+    """
+    return "exact" if (n1 <= EXACT_MAX or n2 <= EXACT_MAX) and not ties else "asymptotic"
 
 
 @lru_cache(maxsize=64)
@@ -87,7 +97,7 @@ def mann_whitney_p(a: ArrayLike, b: ArrayLike) -> tuple[float, float]:
     ranks = (upto - (ties - 1) / 2.0)[inverse]
     u1 = float(ranks[:n1].sum() - n1 * (n1 + 1) / 2.0)
     big = max(u1, n1 * n2 - u1)
-    if (n1 <= EXACT_MAX or n2 <= EXACT_MAX) and values.size == both.size:
+    if mann_whitney_method(n1, n2, ties=values.size < both.size) == "exact":
         if n1 * n2 > EXACT_CELLS:
             from scipy import stats
 

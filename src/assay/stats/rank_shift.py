@@ -30,7 +30,7 @@ from numpy.typing import ArrayLike
 
 from assay.stats._arrays import finite_1d
 from assay.stats.intervals import _check_confidence
-from assay.stats.mann_whitney import mann_whitney_p
+from assay.stats.mann_whitney import mann_whitney_method, mann_whitney_p
 
 __all__ = [
     "MAX_REQUIRED_N",
@@ -95,11 +95,6 @@ class RankShift:
     method: str
 
 
-def _mwu_p(a: FloatArray, b: FloatArray) -> tuple[float, float]:
-    """Two-sided Mann–Whitney p and U of ``a`` (scipy's ``method="auto"``)."""
-    return mann_whitney_p(a, b)
-
-
 def _mwu_ps(a: FloatArray, b: FloatArray, shifts: FloatArray) -> FloatArray:
     """Two-sided Mann–Whitney p of ``a - d`` against ``b`` for every ``d`` in ``shifts``
     (one vectorized call: scipy tests each row)."""
@@ -111,11 +106,8 @@ def _mwu_ps(a: FloatArray, b: FloatArray, shifts: FloatArray) -> FloatArray:
 
 
 def _method(a: FloatArray, b: FloatArray) -> str:
-    # scipy's own choice (scipy.stats._mannwhitneyu._mwu_choose_method): exact when a
-    # sample has at most 8 values and no value repeats
     both = np.concatenate((a, b))
-    ties = np.unique(both).size < both.size
-    return "asymptotic" if (a.size > 8 and b.size > 8) or ties else "exact"
+    return mann_whitney_method(a.size, b.size, ties=np.unique(both).size < both.size)
 
 
 def rank_shift(a: ArrayLike, b: ArrayLike, confidence: float = 0.95) -> RankShift:
@@ -156,7 +148,7 @@ def rank_shift(a: ArrayLike, b: ArrayLike, confidence: float = 0.95) -> RankShif
     mid = diffs.size // 2  # the median of the sorted differences, without sorting again
     shift = float(diffs[mid]) if diffs.size % 2 else 0.5 * float(diffs[mid - 1] + diffs[mid])
     cuts = diffs[np.concatenate(([True], diffs[1:] != diffs[:-1]))]  # np.unique, sorted
-    p, u = _mwu_p(x, y)
+    p, u = mann_whitney_p(x, y)  # scipy's method="auto"
     low, high = _moses_bounds(x, y, cuts, shift, 1.0 - c)
     mb = float(np.median(y))
     scale = abs(mb)

@@ -151,16 +151,20 @@ def last_lines(output: bytes, lines: int = 3, width: int = 200) -> list[str]:
     return [line if len(line) <= width else line[: width - 1] + "…" for line in kept]
 
 
+def _bookkeeping(trials: list[TrialRecord]) -> list[float]:
+    return [t.bookkeeping_s for t in trials if t.bookkeeping_s is not None]
+
+
 def bookkeeping_per_trial(trials: list[TrialRecord]) -> float | None:
     """Mean time Assay spent between trials (``None`` before the second trial)."""
-    books = [t.bookkeeping_s for t in trials if t.bookkeeping_s is not None]
+    books = _bookkeeping(trials)
     return (sum(books) / len(books)) if books else None
 
 
 def bookkeeping_median(trials: list[TrialRecord]) -> float | None:
     """The typical time Assay spent between trials, one-time costs (the first
     analysis's imports) left out: the median (``None`` before the second trial)."""
-    books = [t.bookkeeping_s for t in trials if t.bookkeeping_s is not None]
+    books = _bookkeeping(trials)
     return statistics.median(books) if books else None
 
 
