@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from assay.designs.run_until_ci import (
+    CUT_CONFIRM_ALPHA,
+    CUT_CONFIRM_ROUNDS,
     WPS_PI,
     RoundData,
     analyze_pi,
     analyze_wps,
+    cut_confirmed,
     decide,
+    round_segment,
 )
 from assay.spec import PISpec, StopSpec, WorkSpec
+from assay.stats.intervals import t_interval
 
 
 def wps_rounds(
@@ -103,3 +110,61 @@ def test_common_cut_removes_the_same_warmup_from_every_round() -> None:
     assert 35 <= per_round <= 50
     assert r.n_raw == 7 * 300 - r.warmup_removed
     assert abs(r.mean - 10.0) < 0.15
+
+
+def _ar1_rounds(rng: np.random.Generator, rounds: int, n: int, phi: float) -> list[np.ndarray]:
+    """Stationary AR(1) unit readings (sd 1 around 10), one series cut into rounds."""
+    e = rng.normal(0.0, np.sqrt(1 - phi * phi), rounds * n)
+    x = np.empty(rounds * n)
+    state = rng.normal()
+    for i, v in enumerate(e):
+        state = phi * state + v
+        x[i] = state
+    return list(10.0 + x.reshape(rounds, n))
+
+
+def test_wandering_of_stationary_ar_readings_is_not_cut_as_a_warmup() -> None:
+    """Within a round, AR(1) 0.9 wandering looks like change points; across rounds it
+    lands in the heads as often above as below: the common cut is not confirmed."""
+    rng = np.random.default_rng(11)
+    units = _ar1_rounds(rng, 12, 200, 0.9)
+    segments = [round_segment(u) for u in units]
+    # the premise: the rounds' own segments would cut a common head or tail
+    heads = [s[0] for s in segments if s is not None]
+    tails = [200 - s[1] for s in segments if s is not None]
+    assert np.median(heads) > 0 or np.median(tails) > 0
+    r = analyze_pi(PISpec(name="t"), [RoundData(units=u) for u in units], StopSpec())
+    assert r.warmup_removed == 0 and r.n_raw == 12 * 200
+
+
+def test_a_cut_is_confirmed_by_rounds_that_agree_and_stands_on_few_rounds() -> None:
+    rng = np.random.default_rng(5)
+    warm = []
+    for _ in range(6):
+        x = rng.normal(10.0, 1.0, 200)
+        x[:30] += np.linspace(1.5, 0.0, 30)  # a modest warm-up, in every round
+        warm.append(x)
+    assert cut_confirmed(warm, 30, 0, at_head=True)
+    cool = [np.r_[rng.normal(10, 1, 170), rng.normal(9, 1, 30)] for _ in range(6)]
+    assert cut_confirmed(cool, 0, 30, at_head=False)
+    flat = [rng.normal(10.0, 1.0, 200) for _ in range(CUT_CONFIRM_ROUNDS - 1)]
+    assert cut_confirmed(flat, 40, 0, at_head=True)  # too few rounds to judge: it stands
+    # rounds too short to have both a cut and a rest do not count
+    assert cut_confirmed([np.ones(20)] * 6, 30, 0, at_head=True)
+
+
+@given(
+    st.lists(st.floats(-1.0, 1.0), min_size=CUT_CONFIRM_ROUNDS, max_size=12),
+    st.floats(0.1, 5.0),
+)
+@settings(max_examples=60, deadline=None)
+def test_a_cut_is_confirmed_exactly_when_the_rounds_differences_exclude_zero(
+    noise: list[float], shift: float
+) -> None:
+    """The rule is the t-interval of the per-round differences: a head lifted by
+    ``shift + noise`` in every round."""
+    rounds = [np.r_[np.full(10, 10.0 + shift + e), np.full(40, 10.0)] for e in noise]
+    diffs = np.array([float(r[:10].mean() - r[10:].mean()) for r in rounds])
+    ci = t_interval(diffs, 1.0 - CUT_CONFIRM_ALPHA)
+    expect = not ci.low <= 0.0 <= ci.high
+    assert cut_confirmed(rounds, 10, 0, at_head=True) == expect
