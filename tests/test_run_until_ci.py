@@ -151,6 +151,8 @@ def test_a_cut_is_confirmed_by_rounds_that_agree_and_stands_on_few_rounds() -> N
     assert cut_confirmed(flat, 40, 0, at_head=True)  # too few rounds to judge: it stands
     # rounds too short to have both a cut and a rest do not count
     assert cut_confirmed([np.ones(20)] * 6, 30, 0, at_head=True)
+    short = [rng.normal(10.0, 1.0, 20) for _ in range(6)]  # shorter than the tail cut
+    assert cut_confirmed(cool[:2] + short, 0, 30, at_head=False)
 
 
 @given(

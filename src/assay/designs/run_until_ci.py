@@ -272,9 +272,9 @@ def cut_confirmed(rounds: Sequence[np.ndarray], head: int, tail: int, *, at_head
     """
     diffs: list[float] = []
     for units in rounds:
-        n = int(units.size)
-        kept = units[head : n - tail]
-        cut = units[:head] if at_head else units[n - tail :]
+        end = max(int(units.size) - tail, head)  # as stable_parts cuts a short round
+        kept = units[head:end]
+        cut = units[:head] if at_head else units[end:]
         if cut.size and kept.size:
             diffs.append(float(cut.mean() - kept.mean()))
     if len(diffs) < CUT_CONFIRM_ROUNDS:
