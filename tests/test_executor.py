@@ -3,6 +3,8 @@ handing its trials to an executor in batches (a round, a cycle, a run, a step)."
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from collections.abc import Generator, Sequence
 from pathlib import Path
@@ -12,6 +14,7 @@ import pytest
 
 from assay.errors import StudyError
 from assay.execute.executor import Executor, LocalExecutor
+from assay.execute.leftovers import end_running
 from assay.execute.trial import Step, TrialJob, TrialRequest
 from assay.spec import PISpec, parse_spec_data
 from assay.store import Store, TrialRecord
@@ -44,7 +47,12 @@ def test_local_executor_yields_each_trial_in_order_with_its_readings(tmp_path: P
     # the first trial after start() has no predecessor; the next one's gap is measured
     assert got[0].bookkeeping_s is None and got[1].bookkeeping_s is not None
     assert got[1].bookkeeping_s >= 0
-    assert not (tmp_path / "running").exists()  # the running-benchmark note is cleared
+    # one running-benchmark note for the session (issue #17: not one per trial), naming
+    # this process; the study removes it when the session ends
+    note = json.loads((tmp_path / "running").read_text())
+    assert note["pid"] == os.getpid()
+    end_running(tmp_path / "running")
+    assert not (tmp_path / "running").exists()
 
 
 def test_own_cost_counts_everything_between_two_commands(

@@ -441,6 +441,70 @@ def test_a_resume_stops_the_whole_tree_a_killed_assay_left(
     assert _none_left(tag), f"survivors: {_running(tag)}"  # ...until the study resumes
 
 
+def test_a_session_writes_one_note_and_every_trial_carries_its_marker(
+    write_study, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Issue #17: the running note is written once per session (it cost ~0.2 ms between
+    trials when written and removed around each); each trial's marker is the session's
+    and a part of its own, and the note is gone when the session ends."""
+    from assay.execute import leftovers
+    from assay.spec import load_spec
+    from assay.store import study_file
+    from assay.studies.run import Runner
+
+    written: list[str] = []
+    real = leftovers.note_running
+
+    def counted(path: Path, argv: list[str], shell: bool, marker: str) -> None:
+        written.append(marker)
+        real(path, argv, shell, marker)
+
+    monkeypatch.setattr(leftovers, "note_running", counted)
+    seen = tmp_path / "markers.txt"
+    study = write_study(
+        f"""
+[study]
+name = "notes"
+[benchmark]
+command = ["sh", "-c", {json.dumps(f'echo "$ASSAY_TRIAL" >> {seen}')}]
+[stop]
+max_rounds = 4
+"""
+    )
+    spec = load_spec(study)
+    Runner(spec, spec.store_path(), measure_overhead=False, monitor=False).run()
+    markers = seen.read_text().split()
+    assert len(written) == 1 and len(markers) == 4
+    session = written[0]
+    assert all(m.startswith(session + leftovers.TRIAL_SEP) for m in markers)
+    assert len(set(markers)) == 4  # each trial has a part of its own
+    assert not study_file(spec.store_path(), "notes", ".running").exists()
+
+
+def test_a_sessions_marker_kills_its_trials_and_no_one_elses(tag: str) -> None:
+    """kill_marked(session, below=".") kills the trials marked ``session.*`` (and an older
+    version's trial marked ``session``), not another session's whose marker merely
+    starts the same way."""
+
+    def start(marker: str) -> subprocess.Popen[bytes]:
+        env = {**os.environ, "ASSAY_TRIAL": marker}
+        return subprocess.Popen(["sleep", tag], env=env, start_new_session=True)
+
+    ours = [start("cafe.01"), start("cafe.02"), start("cafe")]
+    theirs = [start("cafe01.x"), start("beef.01"), start("caf")]
+    try:
+        _wait_for(tag, 6)
+        killed = proctree.kill_marked("cafe", below=".")
+        assert sorted(killed) == sorted(p.pid for p in ours)
+        for p in ours:
+            assert p.wait(timeout=10) == -signal.SIGKILL
+        assert all(p.poll() is None for p in theirs)
+    finally:
+        for p in ours + theirs:
+            p.kill()
+            p.wait()
+
+
 # --- output: streamed, capped, searched ----------------------------------------------
 
 

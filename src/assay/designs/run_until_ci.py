@@ -541,7 +541,9 @@ def pi_samples(pi: PISpec, rounds: Sequence[RoundData], stop: StopSpec) -> PISam
     )
 
 
-def analyze_pi(pi: PISpec, rounds: Sequence[RoundData], stop: StopSpec) -> PIResult:
+def analyze_pi(
+    pi: PISpec, rounds: Sequence[RoundData], stop: StopSpec, *, locate: bool = True
+) -> PIResult:
     """The estimate of one PI from the rounds done so far (Pilot's UR or readings path).
 
     Beyond Pilot (issue #21, bench/bench_shapes.py): with unit readings, an interval
@@ -550,6 +552,10 @@ def analyze_pi(pi: PISpec, rounds: Sequence[RoundData], stop: StopSpec) -> PIRes
     skewness of the samples it rests on (:func:`skew_corrected`); and before a result
     meets its target, those samples are checked for a change of level
     (:func:`check_level`).
+
+    ``locate=False`` leaves out where the level of a drifting PI moved
+    (:func:`locate_change`, a note for the report): a study loop that analyses after
+    every trial and reports only its last analysis skips it in the others.
     """
     got = pi_samples(pi, rounds, stop)
     res = analyze_samples(
@@ -558,7 +564,7 @@ def analyze_pi(pi: PISpec, rounds: Sequence[RoundData], stop: StopSpec) -> PIRes
     if got.parts is not None and pi.statistic == "mean":
         res = between_rounds(pi, got.parts, res, stop)
     res = _require_rounds(res, stop)
-    if "drifting" in res.extra:
+    if locate and "drifting" in res.extra:
         res = locate_change(pi, got, res)
     if res.met:  # last: the fewer looks it gets, the fewer false alarms
         res = check_level(pi, got, res, stop)

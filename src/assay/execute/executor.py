@@ -105,7 +105,7 @@ class LocalExecutor(Executor):
     :class:`~assay.execute.monitor.ResourceMonitor`).  Each record's
     ``bookkeeping_s`` is Assay's whole own cost before it: the time from the previous
     trial's command's reap to this one's spawn, less the reset (reading the output, the
-    watch's stop and start, the store's commit, the analysis, the running-file note).
+    watch's stop and start, the store's commit, the analysis).
     """
 
     def __init__(self, *, monitor: bool = True) -> None:

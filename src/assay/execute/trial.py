@@ -22,9 +22,9 @@ from pathlib import Path
 
 from assay.errors import StudyError
 from assay.execute.command import run_command
-from assay.execute.leftovers import clear_running, note_running
+from assay.execute.leftovers import trial_marker
 from assay.execute.monitor import ResourceMonitor
-from assay.execute.proctree import MARKER, new_marker
+from assay.execute.proctree import MARKER
 from assay.execute.readers import ReadError, read_reading, read_unit_readings
 from assay.spec import PISpec
 from assay.store import TrialRecord
@@ -50,7 +50,8 @@ class TrialJob:
     shell: bool = False
     cwd: str | None = None
     reset: Step | None = None  # run before every trial
-    # where the running benchmark is noted (a killed session's leftover is stopped)
+    # where the session's running benchmarks are noted (a killed session's leftover is
+    # stopped); the study removes it at the session's end (leftovers.end_running)
     running_file: Path | None = None
     ignore_failure: bool = False  # a non-zero exit status is not a failure (hyperfine's -i)
 
@@ -101,9 +102,8 @@ def run_trial(
     """
     env = request.env
     if job.running_file is not None:
-        marker = new_marker()
-        env = {**env, MARKER: marker}
-        note_running(job.running_file, request.argv, job.shell, marker)
+        # the session's note names this marker (written before its first trial)
+        env = {**env, MARKER: trial_marker(job.running_file, request.argv, job.shell)}
     if monitor is not None:
         # its first read happens before run_command starts the clock; a paced watch
         # paces each command (argv and environment) on its own (the setting has a
@@ -113,8 +113,6 @@ def run_trial(
         res = run_command(request.argv, timeout=job.timeout, env=env, cwd=job.cwd, shell=job.shell)
     finally:
         resources = monitor.stop().series if monitor is not None else {}
-        if job.running_file is not None:
-            clear_running(job.running_file)
     # with ignore_failure a non-zero exit is still measured (its readings are read)
     status = "ok" if job.ignore_failure and res.status == "failed" else res.status
     rec = TrialRecord(

@@ -25,7 +25,7 @@ from assay.execute.command import render_argv
 from assay.execute.environment import collect_environment
 from assay.execute.executor import Executor, LocalExecutor
 from assay.execute.interrupts import InterruptCheck
-from assay.execute.leftovers import stop_leftover
+from assay.execute.leftovers import end_running, stop_leftover
 from assay.execute.monitor import ResourceSummary, bottleneck_warnings, resources_dict, summarize
 from assay.execute.overhead import LaunchOverhead, measure_launch_overhead
 from assay.execute.trial import Step, TrialJob, TrialRequest
@@ -425,6 +425,7 @@ class Study:
                 self._store_host_steps()
             return loop()
         finally:
+            end_running(self.running_file)  # the session's trials are over
             with contextlib.suppress(StudyError):
                 self.executor.run_phase(job, "teardown", teardown)
             self._store_host_steps()

@@ -145,17 +145,20 @@ def analyse(
     spec: Spec,
     trials: list[TrialRecord],
     segments: Segments | None = None,
+    *,
+    locate: bool = True,
 ) -> list[PIResult]:
     """Per-PI results from stored trials.
 
-    ``segments`` caches each round's input (see :func:`round_data`).
+    ``segments`` caches each round's input (see :func:`round_data`); ``locate=False``
+    leaves out where a drifting PI's level moved (see :func:`analyze_pi`).
     """
     cache = {} if segments is None else segments
     ok = [t for t in trials if t.ok]
     results: list[PIResult] = []
     for pi in _pis_to_analyse(spec):
         rounds = round_data(pi, ok, spec.stop.warmup_removal, cache)
-        results.append(analyze_pi(pi, rounds, spec.stop))
+        results.append(analyze_pi(pi, rounds, spec.stop, locate=locate))
     if spec.benchmark.work is not None:
         wps_rounds = [RoundData(work=t.work, duration=t.duration or math.nan) for t in ok]
         results.append(analyze_wps(wps_rounds, spec.stop, spec.benchmark.work))
@@ -236,7 +239,8 @@ class Runner(Study):
         segments: Segments = {}
         streak = 0
         while True:
-            results = analyse(spec, trials, segments)
+            # where a drifting PI moved is said once, in the result (run() analyses again)
+            results = analyse(spec, trials, segments, locate=False)
             decision = decide_trials(spec, trials, results, streak)
             streak = streak + 1 if decision.target_met else 0
             if self.on_progress is not None:
