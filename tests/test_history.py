@@ -20,6 +20,11 @@ from scipy import stats
 
 from assay.cli import main
 from assay.stats.history import (
+    _best_split,
+    _most_as_extreme,
+    _p_value,
+    _qhat,
+    _shuffled_maxima,
     e_divisive,
     energy_statistics,
     permutation_p_value,
@@ -78,6 +83,73 @@ def test_permutation_p_value_is_not_small_on_noise() -> None:
     assert np.mean(ps <= 0.05) <= 0.125
     assert 0.38 <= float(np.mean(ps)) <= 0.62
     assert ps.min() >= 1 / 100  # never below 1 / (permutations + 1)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(st.floats(-1e3, 1e3), min_size=6, max_size=70),
+    st.integers(1, 120),
+    st.integers(0, 2**32 - 1),
+)
+def test_shuffles_done_a_few_rows_at_a_time_give_the_same_maxima(
+    x: list[float], permutations: int, seed: int
+) -> None:
+    """Issue #17: the shuffles' statistics are computed in chunks of rows (the caches);
+    the maxima are the ones all rows at once give, bit for bit."""
+    z = np.asarray(x)
+    got = _shuffled_maxima(z, [0, z.size], 3, permutations, np.random.default_rng(seed))
+    shuffled = np.random.default_rng(seed).permuted(np.tile(z, (permutations, 1)), axis=1)
+    assert np.array_equal(got, _qhat(shuffled, 3).max(axis=1))
+
+
+def _e_divisive_every_shuffle(
+    x: list[float], alpha: float, permutations: int, seed: int
+) -> list[tuple[int, float, float]]:
+    """e_divisive as it was before it stopped a test early: every shuffle, every test."""
+    z = np.asarray(x, dtype=float)
+    rng = np.random.default_rng(seed)
+    found: list[tuple[int, float, float]] = []
+    if z.size == 0 or np.all(z == z[0]):
+        return found
+    while True:
+        bounds = [0, *sorted(c[0] for c in found), int(z.size)]
+        observed, at = _best_split(z, bounds, 3)
+        if at < 0 or observed <= 0.0:
+            break
+        maxima = _shuffled_maxima(z, bounds, 3, permutations, rng)
+        assert maxima is not None
+        p = _p_value(observed, maxima)
+        if p > alpha:
+            break
+        found.append((at, observed, p))
+    return sorted(found)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.floats(-100, 100), min_size=6, max_size=40),
+    st.sampled_from([0.002, 0.01, 0.05, 0.2]),
+    st.sampled_from([19, 99, 999]),
+    st.integers(0, 2**32 - 1),
+    st.floats(0, 30),
+)
+def test_stopping_a_test_once_it_cannot_reject_changes_nothing(
+    x: list[float], alpha: float, permutations: int, seed: int, step: float
+) -> None:
+    """Issue #17: a permutation test ends as soon as more shuffles are as extreme as the
+    data than a rejection allows; the change points and p-values are those of the full
+    test (a step added to half the cases, so that some tests reject)."""
+    x = [v + (step if i >= len(x) // 2 else 0.0) for i, v in enumerate(x)]
+    got = [(c.index, c.statistic, c.p_value) for c in e_divisive(x, alpha, permutations, seed=seed)]
+    assert got == _e_divisive_every_shuffle(x, alpha, permutations, seed)
+
+
+@pytest.mark.parametrize("alpha", [0.002, 0.01, 0.05, 0.1, 0.5])
+@pytest.mark.parametrize("permutations", [1, 19, 99, 199, 999])
+def test_the_most_shuffles_as_extreme_that_still_reject(alpha: float, permutations: int) -> None:
+    g = _most_as_extreme(alpha, permutations)
+    assert g == -1 or (1 + g) / (1 + permutations) <= alpha
+    assert (2 + g) / (1 + permutations) > alpha
 
 
 def test_e_divisive_finds_two_steps_and_nothing_else() -> None:

@@ -3,8 +3,8 @@
 Pilot measures overhead by running the same work with and without its instrumentation.
 Here the "work" is a no-op program: it is launched through Assay's executor (process
 group, output capture, resource accounting) and through a bare ``subprocess.run``,
-alternating, and the difference of the mean wall times is reported with its Welch
-confidence interval.
+alternating, and the difference of the mean wall times is reported with its paired
+t confidence interval (each executor launch against the bare one after it).
 
 The probe measures the machine and Assay's executor, not a study, so it is run once and
 its launch times are cached per user (``$XDG_CACHE_HOME/assay/launch-overhead.json``,
@@ -12,8 +12,8 @@ mode 0600): a session does not spend its start-up on 40 launches before the firs
 (#17).  The cache serves while it is under :data:`MAX_AGE_S` old and was measured on the
 same host, kernel, Python, Assay (its executor's source files included) and ``ASSAY_*``
 environment with the same probe; else the probe runs again and replaces it.  The
-interval is computed when it is first read, after the trials: SciPy is not imported
-before the first trial either way.  (Not run after the trials instead: every session
+interval is computed when it is first read, after the trials, without SciPy.  (Not
+run after the trials instead: every session
 would still pay for it, at its end; nor in the gaps between trials, where its launches
 would disturb what the trials measure.)
 
@@ -88,12 +88,20 @@ class LaunchOverhead:
 
     @functools.cached_property
     def _interval(self) -> tuple[float, float]:
-        """Welch's interval of the difference of the means; unbounded below 2 launches."""
-        if min(len(self.with_assay), len(self.without_assay)) < 2:
-            return -math.inf, math.inf
-        from assay.stats.compare import welch_test  # (no scipy.stats: issue #17)
-
+        """The paired t-interval of the launches' differences (each executor launch and
+        the bare one after it: the machine's drift during the probe cancels in a pair;
+        whole degrees of freedom, so no SciPy: issue #17); Welch's interval when the
+        two kinds differ in number; unbounded below 2 launches of either."""
         a, b = self.with_assay, self.without_assay
+        if min(len(a), len(b)) < 2:
+            return -math.inf, math.inf
+        if len(a) == len(b):
+            from assay.stats.intervals import t_interval
+
+            ci = t_interval([x - y for x, y in zip(a, b, strict=True)], self.confidence)
+            return ci.low, ci.high
+        from assay.stats.compare import welch_test
+
         w = welch_test(
             statistics.fmean(a),
             statistics.variance(a),

@@ -11,11 +11,13 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from assay.stats._arrays import finite_1d as _finite_1d
+from assay.stats.student_t import t_quantile
 
 __all__ = [
     "UNREACHABLE_SAMPLE_SIZE",
@@ -104,10 +106,11 @@ def _check_confidence(confidence: float) -> float:
 
 @functools.lru_cache(maxsize=4096)
 def _t_quantile(confidence: float, df: float) -> float:
-    # cached: SciPy's ppf costs ~0.1 ms a call and the stopping rule asks for the same
-    # few (confidence, n) pairs after every round.  stats.t.ppf's own function, called
-    # directly: scipy.special takes ~0.2 s to import, scipy.stats ~0.65 s (issue #17), and
-    # not before the first trial
+    # cached: the stopping rule asks for the same few (confidence, n) pairs after every
+    # round.  Integer df (every interval here, n - 1): without SciPy, whose import took
+    # ~0.2 s of a short study (issue #17); others: stats.t.ppf's own function
+    if float(df).is_integer() and df >= 1:
+        return t_quantile((1.0 + confidence) / 2.0, int(df))
     from scipy import special
 
     return float(special.stdtrit(df, (1.0 + confidence) / 2.0))
@@ -115,10 +118,8 @@ def _t_quantile(confidence: float, df: float) -> float:
 
 @functools.lru_cache(maxsize=256)
 def _z_quantile(confidence: float) -> float:
-    # cached like _t_quantile, and stats.norm.ppf's own function as there
-    from scipy import special
-
-    return float(special.ndtri((1.0 + confidence) / 2.0))
+    # cached like _t_quantile; the standard library's (Wichura's AS 241, as SciPy's)
+    return NormalDist().inv_cdf((1.0 + confidence) / 2.0)
 
 
 def widen(ci: MeanCI, factor: float) -> MeanCI:

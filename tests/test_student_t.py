@@ -1,0 +1,78 @@
+"""Student's t quantiles without SciPy (issue #17), against SciPy's."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import special
+
+from assay.stats.student_t import EXPANSION_DF, t_quantile
+
+DFS = st.one_of(
+    st.integers(1, 60),
+    st.integers(61, 2 * EXPANSION_DF),
+    st.integers(2 * EXPANSION_DF, 10**8),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(DFS, st.floats(0.55, 1 - 1e-6))
+def test_the_quantile_is_scipys(df: int, p: float) -> None:
+    want = float(special.stdtrit(df, p))
+    assert t_quantile(p, df) == pytest.approx(want, rel=1e-10)
+    assert t_quantile(1.0 - p, df) == pytest.approx(-want, rel=1e-10)
+
+
+@settings(max_examples=300, deadline=None)
+@given(DFS, st.floats(1e-6, 1 - 1e-6))
+def test_scipys_cdf_at_the_quantile_is_p(df: int, p: float) -> None:
+    """Also near 0.5, where stdtrit itself is off (4e-4 relative at df 4, p 0.5000001)."""
+    got = float(special.stdtr(df, t_quantile(p, df)))
+    assert got == pytest.approx(p, rel=1e-11, abs=1e-14)
+
+
+@pytest.mark.parametrize(
+    ("p", "df", "want"),
+    [  # a printed table's values (4 significant digits), and two closed forms
+        (0.975, 1, 12.71),
+        (0.975, 2, 4.303),
+        (0.975, 9, 2.262),
+        (0.995, 29, 2.756),
+        (0.95, 120, 1.658),
+        (0.9995, 5, 6.869),
+    ],
+)
+def test_a_printed_tables_values(p: float, df: int, want: float) -> None:
+    assert t_quantile(p, df) == pytest.approx(
+        want, abs=0.5 * 10 ** (math.floor(math.log10(want)) - 3)
+    )
+
+
+def test_closed_forms_for_one_and_two_degrees_of_freedom() -> None:
+    assert t_quantile(0.975, 1) == pytest.approx(math.tan(0.475 * math.pi), rel=1e-15)
+    assert t_quantile(0.975, 2) == pytest.approx(0.95 / math.sqrt(2 * 0.975 * 0.025), rel=1e-15)
+    assert t_quantile(0.5, 7) == 0.0
+
+
+@pytest.mark.parametrize(("p", "df"), [(0.0, 3), (1.0, 3), (math.nan, 3), (0.9, 0), (0.9, 2.5)])
+def test_bad_arguments_are_refused(p: float, df: int) -> None:
+    with pytest.raises(ValueError):
+        t_quantile(p, df)
+
+
+def test_an_interval_needs_no_scipy() -> None:
+    """The point of the module: ``assay run``'s intervals do not import SciPy."""
+    code = (
+        "import sys\n"
+        "from assay.stats.intervals import t_interval, required_sample_size\n"
+        "t_interval([1.0, 2.0, 4.0], 0.99)\n"
+        "required_sample_size(1.0, 10.0, 0.05, 0.95)\n"
+        "print('scipy' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
