@@ -12,10 +12,9 @@ mode 0600): a session does not spend its start-up on 40 launches before the firs
 (#17).  The cache serves while it is under :data:`MAX_AGE_S` old and was measured on the
 same host, kernel, Python, Assay (its executor's source files included) and ``ASSAY_*``
 environment with the same probe; else the probe runs again and replaces it.  The
-interval is computed when it is first read, after the trials, without SciPy.  (Not
-run after the trials instead: every session
-would still pay for it, at its end; nor in the gaps between trials, where its launches
-would disturb what the trials measure.)
+interval is computed when it is first read, after the trials, without SciPy.  (Not run
+after the trials instead: every session would still pay for it, at its end; nor in the
+gaps between trials, where its launches would disturb what the trials measure.)
 
 >>> o = probe_launch_overhead(repetitions=5)
 >>> o.repetitions, o.difference_s == o.with_assay_s - o.without_assay_s
