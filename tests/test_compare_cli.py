@@ -374,13 +374,17 @@ def test_the_always_valid_rule_paces_its_analyses_on_quick_commands(
             *("--", "true", "--", "true"),
         ]
     )
-    assert res.exit_code == 5, res.output  # two identical commands: the budget ends it
     data = json.loads(out.read_text())
-    assert data["reason"].startswith("budget spent: 30 rounds (max_rounds)")
-    assert data["trials"]["total"] == 60
     if rule == "always-valid":
+        assert res.exit_code == 5, res.output  # two identical commands: the budget ends it
+        assert data["reason"].startswith("budget spent: 30 rounds (max_rounds)")
+        assert data["trials"]["total"] == 60
         # cycles 1 and 2 (the pace starts from the second analysis), the last one, and
         # the result's own ranking; a cycle of `true` takes a few ms, the pace 120 ms
         assert len(calls) < 10
     else:
-        assert len(calls) >= 30
+        # Pilot's rule at every cycle does not hold alpha over its looks: after each
+        # 30 ms analysis the first `true` of a cycle runs cold, and an A/A comparison
+        # can end "decided" (seen once in a full suite); either way it looked every cycle
+        assert res.exit_code in (0, 5), res.output
+        assert len(calls) >= data["trials"]["total"] // 2
