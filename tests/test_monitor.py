@@ -367,7 +367,7 @@ def test_without_proc_the_watch_reads_through_psutil(monkeypatch: pytest.MonkeyP
     def missing(path: str) -> bytes:
         raise FileNotFoundError(path)
 
-    monkeypatch.setattr(monitor_mod, "_slurp", missing)
+    monkeypatch.setattr(monitor_mod, "read_bytes", missing)
     m = ResourceMonitor(interval=1.0)
     m.start()
     series = m.stop().series

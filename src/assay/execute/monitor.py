@@ -57,6 +57,8 @@ from typing import Any, Literal
 import numpy as np
 import psutil
 
+from assay.execute.procfs import read_bytes
+
 Component = Literal["cpu", "memory", "disk", "network"]
 COMPONENTS: tuple[Component, ...] = ("cpu", "memory", "disk", "network")
 #: Pilot's rule: no component other than the one under test above 80% utilisation.
@@ -451,15 +453,6 @@ _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _SECTOR = 512  # /proc/diskstats counts 512-byte sectors, whatever the device's
 
 
-def _slurp(path: str) -> bytes:
-    """A /proc file's text (os.read: half the cost of open().read() on these)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        return os.read(fd, 1 << 20)
-    finally:
-        os.close(fd)
-
-
 def _proc_counters(disks: Sequence[str], nics: Sequence[str]) -> Counters | None:
     """One read straight from Linux's /proc, with psutil's arithmetic (the same
     numbers as :func:`_psutil_counters`); None where a file is missing or not as
@@ -468,7 +461,7 @@ def _proc_counters(disks: Sequence[str], nics: Sequence[str]) -> Counters | None
     try:
         total: list[float] = []
         busy: list[float] = []
-        for line in _slurp("/proc/stat").splitlines():
+        for line in read_bytes("/proc/stat").splitlines():
             if not line.startswith(b"cpu"):
                 break
             if line[3:4].isdigit():
@@ -477,7 +470,7 @@ def _proc_counters(disks: Sequence[str], nics: Sequence[str]) -> Counters | None
                 total.append(t)
                 busy.append(t - (v[3] + (v[4] if len(v) > 4 else 0)) / _TICKS)
         mem_kib: dict[bytes, int] = {}
-        for line in _slurp("/proc/meminfo").splitlines():
+        for line in read_bytes("/proc/meminfo").splitlines():
             key, _, rest = line.partition(b":")
             if key in (b"MemTotal", b"MemAvailable"):
                 mem_kib[key] = int(rest.split()[0])
@@ -487,14 +480,14 @@ def _proc_counters(disks: Sequence[str], nics: Sequence[str]) -> Counters | None
         mem = round(100.0 * used / mem_kib[b"MemTotal"], 1)
         dio: dict[str, tuple[float, float]] = {}
         if disks:
-            for line in _slurp("/proc/diskstats").splitlines():
+            for line in read_bytes("/proc/diskstats").splitlines():
                 w = line.split()
                 name = w[2].decode()
                 if name in disks:
                     dio[name] = (float((int(w[5]) + int(w[9])) * _SECTOR), float(w[12]))
         nio: dict[str, tuple[float, float]] = {}
         if nics:
-            for line in _slurp("/proc/net/dev").splitlines()[2:]:
+            for line in read_bytes("/proc/net/dev").splitlines()[2:]:
                 name_b, _, rest = line.rpartition(b":")
                 name = name_b.strip().decode()
                 if name in nics:

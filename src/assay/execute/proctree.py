@@ -41,6 +41,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from assay.execute.procfs import read_bytes
+
 #: The environment variable that marks a command's processes as its own.
 MARKER = "ASSAY_TRIAL"
 
@@ -518,8 +520,7 @@ def _step(to: Path | None, away_from: Path | None) -> bool:
 
 def _group_pids(group: Path | str) -> set[int]:
     """The processes in ``group`` and the cgroups below it (a benchmark running Assay
-    makes its own there).  Read twice around every trial: plain strings and ``os.read``
-    (a third less than ``Path.read_text``)."""
+    makes its own there).  Read twice around every trial: plain strings, no ``Path``."""
     base = os.fspath(group)
     pids = _read_pids(f"{base}/cgroup.procs")
     with contextlib.suppress(OSError), os.scandir(base) as entries:
@@ -586,14 +587,7 @@ def _write(path: Path, text: str) -> None:
 
 def _read_pids(path: Path | str) -> set[int]:
     """The pids listed in a ``cgroup.procs`` file; none when it cannot be read."""
-    chunks = []
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            while chunk := os.read(fd, 65536):
-                chunks.append(chunk)
-        finally:
-            os.close(fd)
-        return {int(x) for x in b"".join(chunks).split()}
+        return {int(x) for x in read_bytes(path).split()}
     except (OSError, ValueError):
         return set()

@@ -163,6 +163,10 @@ def _best_split(z: FloatArray, bounds: Sequence[int], min_size: int) -> tuple[fl
     return best, at
 
 
+#: Bytes of one of :func:`_qhat`'s temporaries per call in :func:`_shuffled_maxima`.
+_CHUNK_BYTES = 1 << 19
+
+
 def _shuffled_maxima(
     z: FloatArray,
     bounds: Sequence[int],
@@ -194,10 +198,6 @@ def _shuffled_maxima(
             if enough is not None and _as_extreme(observed, top) > enough:
                 return None
     return top
-
-
-#: Bytes of one of :func:`_qhat`'s temporaries per call in :func:`_shuffled_maxima`.
-_CHUNK_BYTES = 1 << 19
 
 
 def _as_extreme(observed: float, maxima: FloatArray) -> int:
