@@ -15,9 +15,7 @@ not the CPU's idle state.  Prints a Markdown table with the machine, date and lo
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
-import platform
 import statistics
 import tempfile
 import time
@@ -29,6 +27,7 @@ import numpy as np
 from assay.designs.run_until_ci import RoundData, analyze_pi
 from assay.spec import PISpec, StopSpec
 from assay.store import Store, TrialRecord
+from machine import machine_line
 
 PAUSES_MS = (0, 1, 2, 5, 10, 20, 50)
 
@@ -87,12 +86,7 @@ def main() -> None:
                     row.append(f"{_median_after(work, ms, spin, args.reps) * 1e6:.0f} µs")
             rows.append(row)
         store.close()
-    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M")
-    print(
-        f"Machine: {platform.node()}, {os.cpu_count()} cores, {platform.platform()}; {now} "
-        f"UTC; load at start {' '.join(f'{x:.2f}' for x in load0)}, at end "
-        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; medians of {args.reps}\n"
-    )
+    print(machine_line(load0, f"medians of {args.reps}") + "\n")
     print(
         "| pause (ms) | analysis after sleep | analysis after busy loop "
         "| store commit after sleep | store commit after busy loop |"

@@ -32,10 +32,8 @@ Prints a Markdown table with the machine, date and load.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
-import platform
 import shutil
 import sqlite3
 import statistics
@@ -44,6 +42,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from machine import machine_line
 
 LOOP = "import time\nt = time.perf_counter()\nwhile time.perf_counter() - t < 0.05:\n    pass\n"
 
@@ -164,11 +164,7 @@ def main() -> None:
                     f"| {own_mean * 1e3:.2f} ms | {whole * 1e3:.2f} ms | {wall:.2f} s "
                     f"| {hf_wall:.2f} s | {wall / hf_wall:.2f} |"
                 )
-    load = os.getloadavg()
-    print(f"Machine: {platform.node()}, {os.cpu_count()} cores, {platform.platform()}; "
-          f"{dt.datetime.now().isoformat(timespec='minutes')}; load at start "
-          f"{load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}, at end {load[0]:.2f} {load[1]:.2f} "
-          f"{load[2]:.2f}; {args.reps} repetitions, medians\n")  # fmt: skip
+    print(machine_line(load0, f"{args.reps} repetitions, medians") + "\n")
     print(
         "| command | runs | tool | Assay's mean | hyperfine's mean | difference "
         "| own cost between trials, median | same, mean | whole own cost/trial | Assay wall "

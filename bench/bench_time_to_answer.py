@@ -28,12 +28,10 @@ machine, date and load.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import importlib.util
 import json
 import math
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -44,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_overhead import commands
+from machine import machine_line
 
 SQLITE_INSERT = """\
 import os, sqlite3, tempfile
@@ -166,15 +165,8 @@ def main() -> None:
                 f"| {name} | assay run / hyperfine with the same runs | | | "
                 f"| {statistics.median(same):.2f} | |"
             )
-    load = os.getloadavg()
-    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M")
-    print(
-        f"Machine: {platform.node()}, {os.cpu_count()} cores, {platform.platform()}; {now} "
-        f"UTC; load at start {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}, at end "
-        f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {args.reps} repetitions, medians"
-        + ("" if with_pyperf else "; pyperf not installed")
-        + "\n"
-    )
+    what = f"{args.reps} repetitions, medians" + ("" if with_pyperf else "; pyperf not installed")
+    print(machine_line(load0, what) + "\n")
     print(
         "| command | tool | runs | wall time | mean (uncertainty) "
         "| wall / hyperfine's default | non-zero exits |"
