@@ -19,8 +19,9 @@ seen committed after any kill is still there unchanged; and the analysis
 uninterrupted run of the same study.
 
 Deterministic readings: each trial's benchmark counts the study's committed trials in
-the store (read-only; the runner does not write while a trial runs), which is the
-trial's own seq when the runner is correct, and prints a reading and unit readings that
+the store (read-only; the runner does not write while a trial runs) and those waiting
+in its journal (``Store.queue_trial``), which is the trial's own seq when the runner is
+correct, and prints a reading and unit readings that
 are a fixed function of that count. An uninterrupted run therefore has exactly the same
 readings, and a trial stored under the wrong seq (or twice) shows up as a reading that
 does not match its seq.
@@ -49,6 +50,8 @@ from typing import Any
 import psutil
 import pytest
 
+from assay.store import study_file
+
 STUDY_NAME = "kill-safety"
 STORE = "study.assay.db"
 PID_FILE = "bench.pid"
@@ -61,8 +64,8 @@ MAX_ROUNDS = 60
 # The benchmark: writes its pid (atomically) for the harness, counts the committed
 # trials of the study, works a little, prints readings that depend only on that count.
 BENCH_SCRIPT = f"""
-import os, sqlite3, sys, time
-store, pid_file = sys.argv[1], sys.argv[2]
+import contextlib, os, sqlite3, sys, time
+store, pid_file, journal = sys.argv[1], sys.argv[2], sys.argv[3]
 tmp = pid_file + ".tmp"
 with open(tmp, "w") as f:
     f.write(str(os.getpid()))
@@ -73,6 +76,10 @@ n = db.execute(
     ({STUDY_NAME!r},),
 ).fetchone()[0]
 db.close()
+# trials kept but not committed yet wait in the study's journal, a line each (the
+# runner commits them, and empties it, before the next trial; a resume, before any)
+with contextlib.suppress(FileNotFoundError), open(journal, "rb") as f:
+    n += f.read().count(b"\\n")
 time.sleep({TRIAL_SLEEP_S!r})
 base = 10.0 + (n * 7919 % 101) / 100
 for i in range({UNITS_PER_TRIAL}):
@@ -86,7 +93,7 @@ name = "{name}"
 store = "{store}"
 
 [benchmark]
-command = ["{py}", "bench_trial.py", "{store}", "{pid_file}"]
+command = ["{py}", "bench_trial.py", "{store}", "{pid_file}", "{journal}"]
 cwd = "."
 timeout = 60
 
@@ -120,6 +127,7 @@ def make_study(directory: Path, max_rounds: int = MAX_ROUNDS) -> Path:
             store=STORE,
             py=sys.executable.replace("\\", "\\\\"),
             pid_file=PID_FILE,
+            journal=study_file(STORE, STUDY_NAME, ".pending").name,
             max_rounds=max_rounds,
         ),
         encoding="utf-8",

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from assay.cli import main
 from assay.importers.order import OrderDataError, read_trials_csv
 from assay.spec import SpecError, parse_spec_text
+from assay.store import study_file
 from assay.studies.order import SCHEDULE_KEY, OrderPlan
 
 DATA = Path(__file__).parent / "data"
@@ -250,24 +251,28 @@ def test_bad_plot_name_and_pi_are_input_errors(write_study, py: str, tmp_path: P
 # schedule when the runner is correct, and its reading is a fixed function of it, so a
 # trial lost, run twice or stored in the wrong slot shows up as a wrong reading.
 KILL_BENCH = """
-import os, sqlite3, sys, time
-store, pid_file = sys.argv[1], sys.argv[2]
+import contextlib, os, sqlite3, sys, time
+store, pid_file, journal = sys.argv[1], sys.argv[2], sys.argv[3]
 with open(pid_file + ".tmp", "w") as f:
     f.write(str(os.getpid()))
 os.replace(pid_file + ".tmp", pid_file)
 db = sqlite3.connect(store, timeout=30)
 n = db.execute("SELECT COUNT(*) FROM trials").fetchone()[0]
 db.close()
+# and those waiting in the study's journal (Store.queue_trial), a line each
+with contextlib.suppress(FileNotFoundError), open(journal, "rb") as f:
+    n += f.read().count(b"\\n")
 time.sleep(0.02)
 print("v=%.4f" % (10 + n * 7919 % 101 / 100))
 """
 
+KILL_JOURNAL = study_file("k.assay.db", "kill", ".pending").name
 KILL_STUDY = """
 [study]
 name = "kill"
 store = "k.assay.db"
 [benchmark]
-command = ["{py}", "bench.py", "k.assay.db", "bench.pid", "{{op}}"]
+command = ["{py}", "bench.py", "k.assay.db", "bench.pid", "{journal}", "{{op}}"]
 cwd = "."
 [params]
 op = "a"
@@ -350,7 +355,7 @@ def _stored(directory: Path) -> list[tuple[int, int, str, str, float]]:
 
 def test_sigkill_then_resume_loses_and_repeats_nothing(tmp_path: Path) -> None:
     (tmp_path / "bench.py").write_text(KILL_BENCH)
-    (tmp_path / "study.toml").write_text(KILL_STUDY.format(py=sys.executable))
+    (tmp_path / "study.toml").write_text(KILL_STUDY.format(py=sys.executable, journal=KILL_JOURNAL))
     rng = random.Random(4)
     kills = 0
     seen: list[tuple[int, int, str, str, float]] = []
@@ -381,7 +386,7 @@ def test_sigkill_then_resume_loses_and_repeats_nothing(tmp_path: Path) -> None:
 
 def test_ctrl_c_stops_cleanly_and_resumes(tmp_path: Path) -> None:
     (tmp_path / "bench.py").write_text(KILL_BENCH)
-    (tmp_path / "study.toml").write_text(KILL_STUDY.format(py=sys.executable))
+    (tmp_path / "study.toml").write_text(KILL_STUDY.format(py=sys.executable, journal=KILL_JOURNAL))
     proc = _assay_order(tmp_path)
     assert _wait_for_benchmark(proc, tmp_path, 3)
     os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches assay's process group

@@ -18,7 +18,14 @@ def main() -> None:
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         sys.exit(130)
-    cli_main()
+    try:
+        cli_main()
+    finally:
+        # CPython (3.11) takes a KeyboardInterrupt that ends a string eval() (how
+        # namedtuple makes its classes, e.g. while pandas is imported mid-study) for one
+        # that ended the program, and then makes ``python -m`` die by SIGINT instead of
+        # exiting with our status; the mark is reset by the next string eval
+        eval("None")
 
 
 if __name__ == "__main__":

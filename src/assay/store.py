@@ -11,6 +11,16 @@ committed trial.  The log is flushed to the disk (fsync) at most
 store closes: a power loss can lose the trials committed in the last second.  An fsync
 per commit (``synchronous=FULL``) cost 3.6 ms per trial here; this costs 0.06 ms.
 
+A running study's trials go through :meth:`Store.queue_trial`: a trial that ends
+within :data:`COMMIT_WINDOW_S` of the study's last commit is written to the study's
+journal (``<store>.<key>.pending``, :mod:`assay.journal`: one ``write(2)``, in the
+page cache when it returns, so a SIGKILL still loses nothing) and committed with the
+next ones once the window has passed, before the store is read or written otherwise,
+and when it closes.  A killed session's journal is committed by the next process that
+claims the study (:meth:`Store.lock_study`: a resume), and read with the store by a
+read-only view meanwhile (:meth:`Store.trials`).  The journal is fsynced as the log
+is: a power loss can lose the trials of the last :data:`DURABLE_WINDOW_S`, as before.
+
 >>> import tempfile, os
 >>> d = tempfile.mkdtemp()
 >>> with Store(os.path.join(d, "s.db")) as st:
@@ -22,11 +32,14 @@ per commit (``synchronous=FULL``) cost 3.6 ms per trial here; this costs 0.06 ms
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import errno
 import fcntl
 import hashlib
 import json
+import math
 import os
 import re
 import signal
@@ -42,10 +55,15 @@ from typing import Any
 
 import numpy as np
 
+from assay.journal import Journal, read_lines
+
 SCHEMA_VERSION = 1
 #: Longest time (seconds) a committed trial waits to be flushed to the disk: what a power
 #: loss can lose (a killed process loses nothing committed).
 DURABLE_WINDOW_S = 1.0
+#: Longest time (seconds) between a study's commits while trials end sooner than that:
+#: those in between wait in its journal (one write each instead of a transaction).
+COMMIT_WINDOW_S = 1.0
 #: How long opening or writing the store waits for another process's write.
 OPEN_TIMEOUT_S = 30.0
 OUTPUT_CAP = 64 * 1024  # bytes of stdout/stderr kept per trial: head and tail
@@ -426,6 +444,7 @@ class Store:
         works beside a study that is running."""
         self.path = Path(path)
         self._locks: dict[str, _StudyLock | None] = {}
+        self._batches: dict[int, _Batch | None] = {}  # by study id; None: commit each trial
         self.read_only = read_only
         if "\x00" in str(self.path):  # no file has such a name; os calls raise ValueError
             raise StoreError(f"{str(self.path)!r}: a results store's path cannot hold a NUL")
@@ -479,11 +498,22 @@ class Store:
     def close(self) -> None:
         """Flush the log to the disk, close the database and release every study lock
         this store holds."""
+        try:
+            if not self.read_only:
+                self.commit_queued()
+        finally:
+            self._close()
+
+    def _close(self) -> None:
         if not self.read_only:
             with self._flush_lock:
                 if self._flush_timer is not None:
                     self._flush_timer.cancel()
                     self._flush_timer = None
+                for batch in self._batches.values():
+                    if batch is not None and batch.journal is not None and not batch.trials:
+                        batch.journal.close()  # all committed; else the next session commits it
+                        batch.journal = None
             self._flush()
         self._db.close()
         for lock in self._locks.values():
@@ -514,6 +544,8 @@ class Store:
         if name in self._locks or str(self.path) == ":memory:":
             return
         self._locks[name] = _StudyLock.acquire(self.path, name)
+        if self._locks[name] is not None:
+            self._commit_journal(name)
 
     def __enter__(self) -> Store:
         return self
@@ -527,9 +559,14 @@ class Store:
         self.close()
 
     def _flush(self) -> None:
-        """fsync the write-ahead log (and so every commit in it)."""
+        """fsync the write-ahead log (and so every commit in it) and the journals."""
         if str(self.path) == ":memory:":
             return
+        with self._flush_lock:
+            for batch in self._batches.values():
+                if batch is not None and batch.journal is not None:
+                    with contextlib.suppress(OSError):
+                        batch.journal.sync()
         with contextlib.suppress(OSError):  # no log (nothing written): nothing to flush
             fd = os.open(f"{self.path}-wal", os.O_RDONLY | os.O_CLOEXEC)
             try:
@@ -575,6 +612,7 @@ class Store:
                 raise StoreError(f"{self.path}: cannot {what}: {exc}{_hint(exc)}") from None
 
     def _write(self, sql: str, params: tuple[Any, ...], what: str) -> int:
+        self.commit_queued()  # in the order they came: trials before a session's end
         with self._transaction(what) as db:
             return int(db.execute(sql, params).lastrowid or 0)
 
@@ -618,7 +656,9 @@ class Store:
 
     def overview(self) -> list[StudyOverview]:
         """Every study of the store with its trial counts, trial times and sessions: what
-        ``assay ls`` lists. Reads only (it works on a store opened ``read_only``)."""
+        ``assay ls`` lists. Reads only (it works on a store opened ``read_only``); the
+        trials of another process's journal are counted once committed."""
+        self.commit_queued()
         with self.reading("list the studies"):
             studies = self._db.execute(
                 "SELECT id, name, spec_json, created FROM studies ORDER BY id"
@@ -736,6 +776,7 @@ class Store:
 
     def trials_by_session(self, study_id: int) -> dict[int | None, int]:
         """How many of the study's trials each session stored (None: no session)."""
+        self.commit_queued()
         rows = self._db.execute(
             "SELECT session_id, COUNT(*) FROM trials WHERE study_id = ? GROUP BY session_id",
             (study_id,),
@@ -744,6 +785,7 @@ class Store:
 
     # trials ------------------------------------------------------------------
     def next_seq(self, study_id: int, run: int = 0) -> int:
+        self.commit_queued()
         row = self._db.execute(
             "SELECT COALESCE(MAX(seq) + 1, 0) FROM trials WHERE study_id = ? AND run = ?",
             (study_id, run),
@@ -752,63 +794,99 @@ class Store:
 
     def add_trial(self, study_id: int, t: TrialRecord, session_id: int | None = None) -> int:
         """Commit one trial with all its readings atomically; return its id."""
+        self.commit_queued()
         with self._transaction("save a trial") as db:
-            cur = db.execute(
-                "INSERT INTO trials(study_id, session_id, run, seq, setting_json, argv_json, work,"
-                " started, duration, exit_code, status, error, stdout, stderr, cpu_user,"
-                " cpu_system, max_rss_kib, bookkeeping_s, host)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    study_id,
-                    session_id,
-                    t.run,
-                    t.seq,
-                    json.dumps(t.setting, sort_keys=True, default=str),
-                    json.dumps(t.argv),
-                    t.work,
-                    t.started,
-                    t.duration,
-                    t.exit_code,
-                    t.status,
-                    t.error,
-                    cap_output(t.stdout),
-                    cap_output(t.stderr),
-                    t.cpu_user,
-                    t.cpu_system,
-                    t.max_rss_kib,
-                    t.bookkeeping_s,
-                    t.host,
-                ),
+            return _insert_trial(db, study_id, t, session_id)
+
+    def queue_trial(self, study_id: int, t: TrialRecord, session_id: int | None = None) -> None:
+        """Keep one trial as :meth:`add_trial` does, its commit batched: within
+        :data:`COMMIT_WINDOW_S` of the study's last commit it goes to the study's journal
+        and is committed with the next ones (see the module's docstring); else, or
+        where this process does not hold the study's lock, it is committed now.
+
+        >>> import tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "s.db")
+        >>> with Store(path) as st:
+        ...     st.lock_study("demo")
+        ...     sid = st.open_study("demo", "h1", {})
+        ...     for seq in range(3):
+        ...         st.queue_trial(sid, TrialRecord(seq=seq, status="ok"))
+        ...     [t.seq for t in st.trials(sid)]  # reading commits what is queued
+        [0, 1, 2]
+        """
+        batch = self._batch(study_id)
+        now = time.monotonic()
+        if batch is None or t.host_runs or now - batch.committed >= COMMIT_WINDOW_S:
+            self._commit_batch(batch, [(study_id, session_id, t)], "save a trial")
+            return
+        # kept before it is written: a Ctrl-C from here on still commits it (close)
+        batch.trials.append((study_id, session_id, t))
+        try:
+            if batch.journal is None:
+                batch.journal = Journal.create(batch.path)
+            batch.journal.append(_trial_line(study_id, session_id, t))
+        except OSError:  # no journal (a full disk): commit them all now
+            self._commit_batch(batch, [], "save a trial")
+            return
+        self._flush_soon()
+
+    def commit_queued(self) -> None:
+        """Commit the trials :meth:`queue_trial` keeps in journals (stores made
+        read-only hold none)."""
+        for batch in self._batches.values():
+            if batch is not None and batch.trials:
+                self._commit_batch(batch, [], "save the queued trials")
+
+    def _batch(self, study_id: int) -> _Batch | None:
+        if study_id not in self._batches:
+            row = self._db.execute("SELECT name FROM studies WHERE id = ?", (study_id,))
+            name = row.fetchone()
+            held = name is not None and self._locks.get(str(name[0])) is not None
+            self._batches[study_id] = (
+                _Batch(study_file(self.path, str(name[0]), ".pending")) if held else None
             )
-            tid = int(cur.lastrowid or 0)
-            db.executemany(
-                "INSERT INTO readings(trial_id, pi, value) VALUES (?, ?, ?)",
-                [(tid, pi, float(v)) for pi, v in t.readings.items()],
-            )
-            db.executemany(
-                "INSERT INTO unit_readings(trial_id, pi, n, data) VALUES (?,?,?,?)",
-                [
-                    (tid, pi, int(np.size(a)), np.ascontiguousarray(a, dtype="<f8").tobytes())
-                    for pi, a in t.unit_readings.items()
-                ],
-            )
-            # a trial deleted by hand (without its samples) leaves its id free for reuse
-            db.execute("DELETE FROM resource_samples WHERE trial_id = ?", (tid,))
-            db.executemany(
-                "INSERT INTO resource_samples(trial_id, series, n, data) VALUES (?,?,?,?)",
-                [
-                    (tid, name, int(np.size(a)), np.ascontiguousarray(a, dtype="<f8").tobytes())
-                    for name, a in t.resources.items()
-                ],
-            )
-            _insert_host_runs(db, study_id, session_id, tid, t.host_runs)
-        return tid
+        return self._batches[study_id]
+
+    def _commit_batch(
+        self, batch: _Batch | None, more: list[tuple[int, int | None, TrialRecord]], what: str
+    ) -> None:
+        """Commit the batch's trials and ``more`` in one transaction, then empty the
+        journal (a kill before that leaves lines the next session finds committed)."""
+        items = (batch.trials if batch is not None else []) + more
+        with _sigint_held():  # a Ctrl-C after the commit must not leave them queued
+            with self._transaction(what) as db:
+                for study_id, session_id, t in items:
+                    _insert_trial(db, study_id, t, session_id)
+            if batch is None:
+                return
+            batch.trials = []
+            batch.committed = time.monotonic()
+            if batch.journal is not None:
+                with contextlib.suppress(OSError):
+                    batch.journal.clear()
+
+    def _commit_journal(self, name: str) -> None:
+        """Commit the trials a killed session of study ``name`` left in its journal
+        (those not committed yet), then remove it."""
+        path = study_file(self.path, name, ".pending")
+        items = [item for item in map(_trial_from_line, read_lines(path)) if item is not None]
+        if items:
+            with self._transaction("save the trials of a killed session") as db:
+                for study_id, session_id, t in items:
+                    if _stored(db, study_id, t) or not _exists(db, "studies", study_id):
+                        continue
+                    if session_id is not None and not _exists(db, "sessions", session_id):
+                        session_id = None
+                    _insert_trial(db, study_id, t, session_id)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
 
     def add_host_runs(
         self, study_id: int, runs: list[HostRun], session_id: int | None = None
     ) -> None:
         """Commit the hosts' parts of a study step (setup, reset, teardown) at once."""
         if runs:
+            self.commit_queued()
             with self._transaction("save the hosts' steps") as db:
                 _insert_host_runs(db, study_id, session_id, None, runs)
 
@@ -858,8 +936,31 @@ class Store:
         return row is not None
 
     def trials(self, study_id: int, run: int | None = None) -> list[TrialRecord]:
-        """All trials of a study in execution order, with readings and unit readings."""
-        return list(self._iter_trials(study_id, run))
+        """All trials of a study in execution order, with readings and unit readings:
+        those committed, and those waiting in the journal of a session that runs in
+        another process or was killed (see the module's docstring)."""
+        self.commit_queued()
+        # the journal before the database: a trial committed in between is read twice
+        # (and kept once), not missed
+        waiting = [] if self._batches.get(study_id) else self._journal_trials(study_id)
+        out = list(self._iter_trials(study_id, run))
+        have = {(t.run, t.seq) for t in out}
+        extra = {
+            (t.run, t.seq): t
+            for t in waiting
+            if (t.run, t.seq) not in have and (run is None or t.run == run)
+        }
+        if extra:
+            out = sorted([*out, *extra.values()], key=lambda t: (t.run, t.seq))
+        return out
+
+    def _journal_trials(self, study_id: int) -> list[TrialRecord]:
+        row = self._db.execute("SELECT name FROM studies WHERE id = ?", (study_id,)).fetchone()
+        if row is None:
+            return []
+        lines = read_lines(study_file(self.path, str(row[0]), ".pending"))
+        items = (_trial_from_line(line) for line in lines)
+        return [item[2] for item in items if item is not None and item[0] == study_id]
 
     def _iter_trials(self, study_id: int, run: int | None) -> Iterator[TrialRecord]:
         q = (
@@ -922,6 +1023,158 @@ class Store:
             )
 
 
+@dataclass
+class _Batch:
+    """A study's trials waiting in its journal for one commit (:meth:`Store.queue_trial`)."""
+
+    path: Path
+    journal: Journal | None = None
+    trials: list[tuple[int, int | None, TrialRecord]] = field(default_factory=list)
+    committed: float = -math.inf  # time.monotonic() of the last commit
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _f8(values: np.ndarray) -> bytes:
+    return np.ascontiguousarray(values, dtype="<f8").tobytes()
+
+
+def _floats(text: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(text, validate=True), dtype="<f8").copy()
+
+
+def _trial_line(study_id: int, session_id: int | None, t: TrialRecord) -> dict[str, Any]:
+    """A trial as its journal line holds it: what :func:`_insert_trial` stores."""
+    return {
+        "study": study_id,
+        "session": session_id,
+        "run": t.run,
+        "seq": t.seq,
+        "setting": json.dumps(t.setting, sort_keys=True, default=str),
+        "argv": t.argv,
+        "work": t.work,
+        "started": t.started,
+        "duration": t.duration,
+        "exit_code": t.exit_code,
+        "status": t.status,
+        "error": t.error,
+        "stdout": _b64(cap_output(t.stdout)),
+        "stderr": _b64(cap_output(t.stderr)),
+        "cpu_user": t.cpu_user,
+        "cpu_system": t.cpu_system,
+        "max_rss_kib": t.max_rss_kib,
+        "bookkeeping_s": t.bookkeeping_s,
+        "host": t.host,
+        "readings": {pi: float(v) for pi, v in t.readings.items()},
+        "units": {
+            pi: _b64(np.asarray(a, dtype="<f8").tobytes()) for pi, a in t.unit_readings.items()
+        },
+        "resources": {
+            k: _b64(np.asarray(a, dtype="<f8").tobytes()) for k, a in t.resources.items()
+        },
+    }
+
+
+def _number(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _trial_from_line(d: dict[str, Any]) -> tuple[int, int | None, TrialRecord] | None:
+    """(study id, session id, trial) of a journal line; None for a line that is not one."""
+    try:
+        setting = json.loads(d["setting"])
+        trial = TrialRecord(
+            run=int(d["run"]),
+            seq=int(d["seq"]),
+            setting=dict(setting),
+            argv=[str(a) for a in d["argv"]],
+            work=_number(d["work"]),
+            started=_number(d["started"]),
+            duration=_number(d["duration"]),
+            exit_code=None if d["exit_code"] is None else int(d["exit_code"]),
+            status=str(d["status"]),
+            error=str(d["error"]),
+            stdout=base64.b64decode(d["stdout"], validate=True),
+            stderr=base64.b64decode(d["stderr"], validate=True),
+            cpu_user=_number(d["cpu_user"]),
+            cpu_system=_number(d["cpu_system"]),
+            max_rss_kib=None if d["max_rss_kib"] is None else int(d["max_rss_kib"]),
+            bookkeeping_s=_number(d["bookkeeping_s"]),
+            host=str(d["host"]),
+            readings={str(k): float(v) for k, v in dict(d["readings"]).items()},
+            unit_readings={str(k): _floats(v) for k, v in dict(d["units"]).items()},
+            resources={str(k): _floats(v) for k, v in dict(d["resources"]).items()},
+        )
+        session = d["session"]
+        return int(d["study"]), None if session is None else int(session), trial
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError, binascii.Error):
+        return None
+
+
+def _insert_trial(
+    db: sqlite3.Connection, study_id: int, t: TrialRecord, session_id: int | None
+) -> int:
+    """Insert one trial with its readings, samples and host runs (inside the caller's
+    transaction); its id."""
+    cur = db.execute(
+        "INSERT INTO trials(study_id, session_id, run, seq, setting_json, argv_json, work,"
+        " started, duration, exit_code, status, error, stdout, stderr, cpu_user,"
+        " cpu_system, max_rss_kib, bookkeeping_s, host)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            study_id,
+            session_id,
+            t.run,
+            t.seq,
+            json.dumps(t.setting, sort_keys=True, default=str),
+            json.dumps(t.argv),
+            t.work,
+            t.started,
+            t.duration,
+            t.exit_code,
+            t.status,
+            t.error,
+            cap_output(t.stdout),
+            cap_output(t.stderr),
+            t.cpu_user,
+            t.cpu_system,
+            t.max_rss_kib,
+            t.bookkeeping_s,
+            t.host,
+        ),
+    )
+    tid = int(cur.lastrowid or 0)
+    db.executemany(
+        "INSERT INTO readings(trial_id, pi, value) VALUES (?, ?, ?)",
+        [(tid, pi, float(v)) for pi, v in t.readings.items()],
+    )
+    db.executemany(
+        "INSERT INTO unit_readings(trial_id, pi, n, data) VALUES (?,?,?,?)",
+        [(tid, pi, int(np.size(a)), _f8(a)) for pi, a in t.unit_readings.items()],
+    )
+    # a trial deleted by hand (without its samples) leaves its id free for reuse
+    db.execute("DELETE FROM resource_samples WHERE trial_id = ?", (tid,))
+    db.executemany(
+        "INSERT INTO resource_samples(trial_id, series, n, data) VALUES (?,?,?,?)",
+        [(tid, name, int(np.size(a)), _f8(a)) for name, a in t.resources.items()],
+    )
+    _insert_host_runs(db, study_id, session_id, tid, t.host_runs)
+    return tid
+
+
+def _stored(db: sqlite3.Connection, study_id: int, t: TrialRecord) -> bool:
+    row = db.execute(
+        "SELECT 1 FROM trials WHERE study_id = ? AND run = ? AND seq = ?", (study_id, t.run, t.seq)
+    ).fetchone()
+    return row is not None
+
+
+def _exists(db: sqlite3.Connection, table: str, row_id: int) -> bool:
+    return db.execute(f"SELECT 1 FROM {table} WHERE id = ?", (row_id,)).fetchone() is not None
+
+
 def _insert_host_runs(
     db: sqlite3.Connection,
     study_id: int,
@@ -956,10 +1209,7 @@ def _insert_host_runs(
         rid = int(cur.lastrowid or 0)
         db.executemany(
             "INSERT INTO host_samples(host_run_id, series, n, data) VALUES (?,?,?,?)",
-            [
-                (rid, name, int(np.size(a)), np.ascontiguousarray(a, dtype="<f8").tobytes())
-                for name, a in h.resources.items()
-            ],
+            [(rid, name, int(np.size(a)), _f8(a)) for name, a in h.resources.items()],
         )
 
 

@@ -440,8 +440,9 @@ class Study:
     def measure(
         self, st: OpenStudy, requests: Sequence[TrialRequest]
     ) -> Generator[TrialRecord, None, None]:
-        """Run a batch through the executor; commit each trial to the store and append it
-        to ``st.trials`` as it finishes, then yield it.  Closing the generator stops the
+        """Run a batch through the executor; keep each trial in the store (committed
+        now, or within a second: :meth:`Store.queue_trial`) and append it to
+        ``st.trials`` as it finishes, then yield it.  Closing the generator stops the
         batch (the executor does not start the rest)."""
         st.interrupted()  # a Ctrl-C lost in library code still ends the study here
         in_order = True
@@ -449,7 +450,7 @@ class Study:
             with contextlib.closing(self.executor.run_trials(self.job, requests)) as records:
                 for record in records:
                     st.interrupted()
-                    st.store.add_trial(st.study_id, record, st.session)
+                    st.store.queue_trial(st.study_id, record, st.session)
                     last = st.trials[-1] if st.trials else None
                     in_order = in_order and (
                         last is None or (last.run, last.seq) < (record.run, record.seq)
