@@ -114,6 +114,19 @@ def test_trials_commit_once_the_window_has_passed(
         assert committed(db) == [0, 1, 2, 3, 4]
 
 
+def test_trials_commit_once_their_journal_grows_large(
+    tmp_path: Path, long_window: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_module, "COMMIT_BYTES", 3000)
+    db = tmp_path / "s.db"
+    s, sid, session = open_locked(db)
+    with s:
+        for seq in range(4):  # ~1.4 kB of journal each (their output, in base64)
+            s.queue_trial(sid, TrialRecord(seq=seq, status="ok", stdout=b"x" * 1000), session)
+        # 0 commits at once; 1 waits; 2 makes the journal hold > 3000 bytes: 1-2 commit
+        assert committed(db) == [0, 1, 2]
+
+
 def test_without_the_studys_lock_every_trial_commits_at_once(
     tmp_path: Path, long_window: None
 ) -> None:

@@ -12,8 +12,10 @@ full disk is skipped), emptied after a commit and removed at the end.
 >>> import tempfile, os
 >>> path = os.path.join(tempfile.mkdtemp(), "s.pending")
 >>> j = Journal.create(path)
->>> j.append({"seq": 0})
+>>> j.append({"seq": 0})  # bytes written: '{"seq":0}' and a newline
+10
 >>> j.append({"seq": 1})
+10
 >>> read_lines(path)
 [{'seq': 0}, {'seq': 1}]
 >>> j.clear(); read_lines(path)
@@ -30,7 +32,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-#: The most of a journal read back (bytes): a journal holds about a second of trials.
+#: The most of a journal read back (bytes): its writer commits what it holds long before
+#: (:data:`assay.store.COMMIT_BYTES`).
 READ_CAP = 256 * 1024 * 1024
 
 
@@ -49,14 +52,15 @@ class Journal:
         fd = os.open(path, flags | os.O_NOFOLLOW, 0o600)
         return cls(Path(path), fd)
 
-    def append(self, record: dict[str, Any]) -> None:
-        """Write ``record`` as one line.  Raises OSError (a full disk) having written
-        part of it at most: the caller then commits what the journal holds and
-        :meth:`clear` s it; a reader skips the partial line meanwhile."""
+    def append(self, record: dict[str, Any]) -> int:
+        """Write ``record`` as one line; its length in bytes.  Raises OSError (a full
+        disk) having written part of it at most: the caller then commits what the
+        journal holds and :meth:`clear` s it; a reader skips the partial line meanwhile."""
         data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
         view = memoryview(data)
         while view:
             view = view[os.write(self.fd, view) :]
+        return len(data)
 
     def clear(self) -> None:
         """Empty the journal (its lines are committed)."""

@@ -64,6 +64,8 @@ DURABLE_WINDOW_S = 1.0
 #: Longest time (seconds) between a study's commits while trials end sooner than that:
 #: those in between wait in its journal (one write each instead of a transaction).
 COMMIT_WINDOW_S = 1.0
+#: ... or once the trials waiting there take this many bytes of journal (their outputs).
+COMMIT_BYTES = 16 * 1024 * 1024
 #: How long opening or writing the store waits for another process's write.
 OPEN_TIMEOUT_S = 30.0
 OUTPUT_CAP = 64 * 1024  # bytes of stdout/stderr kept per trial: head and tail
@@ -824,9 +826,12 @@ class Store:
         try:
             if batch.journal is None:
                 batch.journal = Journal.create(batch.path)
-            batch.journal.append(_trial_line(study_id, session_id, t))
+            batch.size += batch.journal.append(_trial_line(study_id, session_id, t))
         except OSError:  # no journal (a full disk): commit them all now
             self._commit_batch(batch, [], "save a trial")
+            return
+        if batch.size >= COMMIT_BYTES:
+            self._commit_batch(batch, [], "save the queued trials")
             return
         self._flush_soon()
 
@@ -860,6 +865,7 @@ class Store:
             if batch is None:
                 return
             batch.trials = []
+            batch.size = 0
             batch.committed = time.monotonic()
             if batch.journal is not None:
                 with contextlib.suppress(OSError):
@@ -938,7 +944,8 @@ class Store:
     def trials(self, study_id: int, run: int | None = None) -> list[TrialRecord]:
         """All trials of a study in execution order, with readings and unit readings:
         those committed, and those waiting in the journal of a session that runs in
-        another process or was killed (see the module's docstring)."""
+        another process or was killed (see the module's docstring; they have no id
+        yet)."""
         self.commit_queued()
         # the journal before the database: a trial committed in between is read twice
         # (and kept once), not missed
@@ -1031,6 +1038,7 @@ class _Batch:
     journal: Journal | None = None
     trials: list[tuple[int, int | None, TrialRecord]] = field(default_factory=list)
     committed: float = -math.inf  # time.monotonic() of the last commit
+    size: int = 0  # bytes of journal the waiting trials take
 
 
 def _b64(data: bytes) -> str:
