@@ -98,6 +98,12 @@ def readings_ar05(rng: np.random.Generator, k: int, s: float):  # type: ignore[n
     return MU + float(x[0]), s, MU
 
 
+def readings_warmup(rng: np.random.Generator, k: int, s: float):  # type: ignore[no-untyped-def]
+    # the first rounds slower (a cold cache filling): +30%, decaying by half a round
+    level = MU * (1 + 0.3 * 0.5**k)
+    return level + float(rng.normal(0, 0.5)), s, level
+
+
 @dataclass(frozen=True)
 class Case:
     name: str
@@ -119,6 +125,13 @@ CASES = [
     Case("readings strong drift +0.2%/round, ±1%", readings_strong_drift, 0.01, None, False),
     Case("readings i.i.d. CV 30%, ±10%", readings_iid_cv30, 0.10, MU, True),
     Case("readings AR(1) 0.5, ±2%", readings_ar05, 0.02, MU, True),
+    Case(
+        "readings with a warm-up (+30%, halving each round), CV 5%, ±2%",
+        readings_warmup,
+        0.02,
+        MU,
+        True,
+    ),
 ]
 
 
@@ -131,8 +144,12 @@ class Outcome:
     met: bool
 
 
-def one_study(rng: np.random.Generator, case: Case, max_rounds: int) -> Outcome:
-    stop = StopSpec(ci_width=case.ci_width, max_rounds=max_rounds, max_time=1e9)
+def one_study(
+    rng: np.random.Generator, case: Case, max_rounds: int, warmup: int | str = 0
+) -> Outcome:
+    stop = StopSpec(
+        ci_width=case.ci_width, max_rounds=max_rounds, max_time=1e9, warmup_rounds=warmup
+    )
     pi = PISpec(name="t", unit="s", statistic=case.statistic)
     rounds: list[RoundData] = []
     truths: list[float] = []
@@ -178,7 +195,9 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--max-rounds", type=int, default=300)
     ap.add_argument("--only", default="", help="comma-separated row numbers (1-based)")
+    ap.add_argument("--warmup", default="0", help="warmup_rounds: N, or auto (MSER)")
     args = ap.parse_args()
+    warmup: int | str = args.warmup if args.warmup == "auto" else int(args.warmup)
     only = {int(i) for i in args.only.split(",") if i}
     print(
         f"machine: {cpu_model()}, {os.cpu_count()} cores, {platform.system()} "
@@ -195,7 +214,7 @@ def main() -> None:
         if only and i not in only:
             continue
         rng = np.random.default_rng(20261124 + i)
-        outs = [one_study(rng, case, args.max_rounds) for _ in range(args.reps)]
+        outs = [one_study(rng, case, args.max_rounds, warmup) for _ in range(args.reps)]
         finite = [o for o in outs if not o.no_ci]
         k = sum(o.covered for o in finite)
         if finite:

@@ -444,7 +444,9 @@ class StopSpec(_Model):
     # rounds before any stop: variation between rounds (process start, layout, data
     # placement) shows only across rounds (Kalibera & Jones; pyperf runs 20 processes)
     min_rounds: Annotated[int, Field(ge=1)] = 10
-    warmup_rounds: Annotated[int, Field(ge=0)] = 0
+    # readings only: the first N rounds are warm-up, or "auto": as many as MSER finds
+    # (assay.stats.warmup)
+    warmup_rounds: int | Literal["auto"] = 0
     max_autocorrelation: Annotated[float, Field(gt=0, lt=1)] = 0.1
     warmup_removal: Literal["edm", "edm-pilot", "none"] = "edm"
     residual_correction: bool = True
@@ -461,6 +463,13 @@ class StopSpec(_Model):
     # the baseline (default: the first variant) by more than this share, with confidence
     fail_if_worse: Annotated[float, Field(gt=0, le=1)] | None = None
     baseline: str | None = None
+
+    @field_validator("warmup_rounds", mode="before")
+    @classmethod
+    def _rounds_or_auto(cls, v: Any) -> Any:
+        if v == "auto" or (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
+            return v
+        raise ValueError('expected a number of rounds (0 or more) or "auto"')
 
 
 class StudyMeta(_Model):

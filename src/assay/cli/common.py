@@ -15,7 +15,7 @@ import shlex
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 from rich.console import Console
@@ -97,6 +97,34 @@ def table_data_options(what: str) -> Callable[[F], F]:
     return add
 
 
+if TYPE_CHECKING:  # generic for type checkers in newer click releases (see fractions.py)
+    _RoundsType = click.ParamType[int | str]
+else:
+    _RoundsType = click.ParamType
+
+
+class WarmupRounds(_RoundsType):
+    """``-w/--warmup``: a number of rounds, or ``auto``."""
+
+    name = "N|auto"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> int | str:
+        if isinstance(value, int) and value >= 0:
+            return value
+        text = str(value).strip()
+        if text == "auto":
+            return text
+        try:
+            n = int(text)
+        except ValueError:
+            n = -1
+        if n < 0:
+            self.fail(f"{value!r} is neither a number of rounds (0 or more) nor 'auto'", param, ctx)
+        return n
+
+
 def stop_options(f: F) -> F:
     """Options shared by ``run`` and ``compare``: the stopping rule and the executor."""
     options = [
@@ -129,7 +157,12 @@ def stop_options(f: F) -> F:
             "(process start, memory layout) in ways only more rounds show.",
         ),
         click.option(
-            "-w", "--warmup", type=click.IntRange(min=0), help="Discard the first N rounds."
+            "-w",
+            "--warmup",
+            type=WarmupRounds(),
+            metavar="N|auto",
+            help="Readings only: discard the first N rounds, or 'auto': as many as MSER "
+            "finds to be warm-up (the first rounds of a cold cache, a JIT).",
         ),
         click.option(
             "--prepare",

@@ -11,8 +11,9 @@ Per PI, the method follows Pilot:
   half of the round's unit readings; a round without one contributes nothing), then
   adjacent samples are merged into subsessions until |lag-1 autocorrelation| <= 0.1,
   and a t-interval is taken over the subsession means;
-* with readings only: the first ``warmup_rounds`` rounds are dropped, then the same
-  subsession merging and t-interval over the per-round readings;
+* with readings only: the first ``warmup_rounds`` rounds are dropped (``"auto"``: as
+  many as MSER finds, :func:`auto_warmup`), then the same subsession merging and
+  t-interval over the per-round readings;
 * with an adjustable work amount: additionally the work-per-second regression
   t = alpha + w / v gives the stable speed v with its CI.
 
@@ -46,11 +47,13 @@ from assay.stats.autocorr import (
     autocorrelation,
     is_white_noise,
     merge_subsessions,
+    optimal_subsession,
     subsession_interval,
 )
 from assay.stats.changepoint import dominant_segment
 from assay.stats.intervals import MeanCI, _t_quantile, required_sample_size, t_interval
 from assay.stats.validity import LevelShift
+from assay.stats.warmup import head_differs, mser_truncation
 from assay.stats.workamount import WorkAmountPlanner
 from assay.stats.wps import fit_wps
 
@@ -518,6 +521,29 @@ class PISamples:
     first_round: int = 0  # readings: the round (0-based) of samples[0]
 
 
+#: Readings before MSER looks for a warm-up among them (``warmup_rounds = "auto"``).
+MSER_MIN_ROUNDS = 10
+
+
+def auto_warmup(readings: np.ndarray, stop: StopSpec) -> int:
+    """How many of the first readings are warm-up (``warmup_rounds = "auto"``): MSER on
+    the means of subsessions of the size that makes them uncorrelated (on the raw
+    readings, MSER's cuts follow the excursions of autocorrelated noise), kept where
+    the head it cuts differs from the rest beyond chance (:func:`head_differs`).
+
+    Measured on ``bench/bench_shapes.py`` (bench/RESULTS.md): no coverage lost on
+    stationary readings, and a warm-up of the first rounds removed.
+    """
+    if readings.size < MSER_MIN_ROUNDS:
+        return 0
+    sub = optimal_subsession(readings, stop.max_autocorrelation, stop.min_samples)
+    if sub is None:
+        return 0
+    cut = mser_truncation(readings, batch=sub.size)
+    means = merge_subsessions(readings, sub.size)
+    return cut if head_differs(means, cut // sub.size) else 0
+
+
 def pi_samples(pi: PISpec, rounds: Sequence[RoundData], stop: StopSpec) -> PISamples:
     """The samples one PI's estimate rests on: stable unit readings, or readings after
     the first ``warmup_rounds`` (Pilot's UR or readings path)."""
@@ -531,10 +557,15 @@ def pi_samples(pi: PISpec, rounds: Sequence[RoundData], stop: StopSpec) -> PISam
         }.get(stop.warmup_removal, "unit readings, subsession t-interval")
         return PISamples(samples, method, len(unit_rounds), removed, rejected, tuple(parts))
     readings = np.array([r.reading for r in rounds if r.reading is not None], dtype=float)
-    skipped = min(stop.warmup_rounds, readings.size)
+    if stop.warmup_rounds == "auto":
+        skipped = auto_warmup(readings, stop)
+        method = "readings, MSER warm-up removal, subsession t-interval"
+    else:
+        skipped = min(stop.warmup_rounds, readings.size)
+        method = "readings, subsession t-interval"
     return PISamples(
         readings[skipped:],
-        "readings, subsession t-interval",
+        method,
         int(readings.size - skipped),
         removed=skipped,
         first_round=skipped,
