@@ -84,7 +84,7 @@ from assay.designs.compare import (
     compare_pi,
     look_cycles,
 )
-from assay.designs.run_until_ci import INDEPENDENCE_ALPHA
+from assay.designs.run_until_ci import INDEPENDENCE_ALPHA, auto_warmup
 from assay.execute.environment import cpu_model, usable_cores
 from assay.spec import Spec
 from assay.stats.compare import (
@@ -147,6 +147,7 @@ def make_spec(
                 "alpha": alpha,
                 "residual_correction": correction,
                 "sequential": rule,
+                "warmup_rounds": WARMUP["rounds"],
             },
         }
     )
@@ -204,6 +205,8 @@ def checked_cycles(rule_name: str, budget: int, statistic: str = "mean") -> list
 #: residual correction floored at phi's upper bound; else Pilot's); "pilot" is Pilot's
 #: rule always; "independence" the small-n rule always
 MERGING = {"rule": "live"}
+# stop.warmup_rounds of every study ("auto": MSER, assay.designs.run_until_ci.auto_warmup)
+WARMUP: dict[str, int | str] = {"rounds": 0}
 
 
 def independence(spec: Spec) -> float | None:
@@ -268,9 +271,14 @@ def always_valid(spec: Spec, data: dict[str, FloatArray], up_to: int | None = No
     for c in range(1, last + 1):
         vs: dict[str, VariantStats] = {}
         for k, x in data.items():
+            seen = x[:c]
+            if stop.warmup_rounds == "auto":  # as pi_samples does for compare_trials
+                seen = seen[auto_warmup(seen, stop) :]
+            elif stop.warmup_rounds:
+                seen = seen[stop.warmup_rounds :]
             try:
                 vs[k] = analyze_variant(
-                    x[:c],
+                    seen,
                     stop.confidence,
                     stop.max_autocorrelation,
                     correct_residual=stop.residual_correction,
@@ -430,6 +438,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--diffs", default="", help="comma-separated differences (default 0 and POWER_DIFFS)"
     )
+    parser.add_argument("--warmup", default="0", help="stop.warmup_rounds: N, or auto (MSER)")
     parser.add_argument(
         "--merging",
         choices=("live", "independence", "pilot"),
@@ -445,6 +454,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     MERGING["rule"] = args.merging  # set before the workers fork
+    WARMUP["rounds"] = args.warmup if args.warmup == "auto" else int(args.warmup)
     reps: int = args.reps
     budget: int = args.budget
     alpha: float = args.alpha

@@ -10,6 +10,10 @@ head like the rest does not.  In Hoad, Robinson & Davies' (2010) comparison of 4
 warm-up methods it was among the few that were accurate, robust and automatic.  As is
 usual, ``d`` is searched in the first half of the series only (the statistic is
 unstable near the end).
+
+MSER alone cuts a head from about a third of stationary series (its statistic is
+noisy), and those cuts cost a sequential study its coverage (bench/RESULTS.md);
+:func:`head_differs` is the gate a cut must pass to be kept.
 """
 
 from __future__ import annotations
