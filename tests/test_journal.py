@@ -164,6 +164,8 @@ def test_a_killed_session_loses_no_trial_and_the_next_commits_them_once(tmp_path
         sid = view.find_study(STUDY)
         assert sid is not None
         assert [t.readings["t"] for t in view.trials(sid[0])] == [i / 4 for i in range(6)]
+        (listed,) = view.overview()  # assay ls counts them too
+        assert listed.trials_by_status == {"ok": 6}
     for _ in range(2):  # the resume commits them; the one after finds nothing to do
         with Store(db) as s:
             s.lock_study(STUDY)

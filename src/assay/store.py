@@ -659,7 +659,7 @@ class Store:
     def overview(self) -> list[StudyOverview]:
         """Every study of the store with its trial counts, trial times and sessions: what
         ``assay ls`` lists. Reads only (it works on a store opened ``read_only``); the
-        trials of another process's journal are counted once committed."""
+        trials waiting in the journal of a running or killed session are counted."""
         self.commit_queued()
         with self.reading("list the studies"):
             studies = self._db.execute(
@@ -694,6 +694,15 @@ class Store:
         for sid, name, spec_json, created in studies:
             ended, result = last.get(int(sid), (None, None))
             first, latest = times.get(int(sid), (None, None))
+            waiting = self._waiting(int(sid))
+            if waiting:
+                by_status = counts.setdefault(int(sid), {})
+                for t in waiting:
+                    by_status[t.status] = by_status.get(t.status, 0) + 1
+                started = [t.started for t in waiting if t.started is not None]
+                if started:
+                    first = min(started) if first is None else min(first, *started)
+                    latest = max(started) if latest is None else max(latest, *started)
             out.append(
                 StudyOverview(
                     id=int(sid),
@@ -960,6 +969,17 @@ class Store:
         if extra:
             out = sorted([*out, *extra.values()], key=lambda t: (t.run, t.seq))
         return out
+
+    def _waiting(self, study_id: int) -> list[TrialRecord]:
+        """The trials in the study's journal that are not committed yet (none for a
+        study whose journal this store keeps: it commits before it reads)."""
+        if self._batches.get(study_id):
+            return []
+        waiting = self._journal_trials(study_id)
+        if not waiting:
+            return []
+        have = set(self._db.execute("SELECT run, seq FROM trials WHERE study_id = ?", (study_id,)))
+        return list({(t.run, t.seq): t for t in waiting if (t.run, t.seq) not in have}.values())
 
     def _journal_trials(self, study_id: int) -> list[TrialRecord]:
         row = self._db.execute("SELECT name FROM studies WHERE id = ?", (study_id,)).fetchone()
