@@ -853,13 +853,18 @@ class Store:
 
     def _batch(self, study_id: int) -> _Batch | None:
         if study_id not in self._batches:
-            row = self._db.execute("SELECT name FROM studies WHERE id = ?", (study_id,))
-            name = row.fetchone()
-            held = name is not None and self._locks.get(str(name[0])) is not None
+            name = self._study_name(study_id)
+            held = name is not None and self._locks.get(name) is not None
             self._batches[study_id] = (
-                _Batch(study_file(self.path, str(name[0]), ".pending")) if held else None
+                _Batch(study_file(self.path, name, ".pending"))
+                if name is not None and held
+                else None
             )
         return self._batches[study_id]
+
+    def _study_name(self, study_id: int) -> str | None:
+        row = self._db.execute("SELECT name FROM studies WHERE id = ?", (study_id,)).fetchone()
+        return None if row is None else str(row[0])
 
     def _commit_batch(
         self, batch: _Batch | None, more: list[tuple[int, int | None, TrialRecord]], what: str
@@ -960,14 +965,11 @@ class Store:
         # (and kept once), not missed
         waiting = [] if self._batches.get(study_id) else self._journal_trials(study_id)
         out = list(self._iter_trials(study_id, run))
-        have = {(t.run, t.seq) for t in out}
-        extra = {
-            (t.run, t.seq): t
-            for t in waiting
-            if (t.run, t.seq) not in have and (run is None or t.run == run)
-        }
+        extra = _not_in(
+            [t for t in waiting if run is None or t.run == run], {(t.run, t.seq) for t in out}
+        )
         if extra:
-            out = sorted([*out, *extra.values()], key=lambda t: (t.run, t.seq))
+            out = sorted([*out, *extra], key=lambda t: (t.run, t.seq))
         return out
 
     def _waiting(self, study_id: int) -> list[TrialRecord]:
@@ -979,13 +981,13 @@ class Store:
         if not waiting:
             return []
         have = set(self._db.execute("SELECT run, seq FROM trials WHERE study_id = ?", (study_id,)))
-        return list({(t.run, t.seq): t for t in waiting if (t.run, t.seq) not in have}.values())
+        return _not_in(waiting, have)
 
     def _journal_trials(self, study_id: int) -> list[TrialRecord]:
-        row = self._db.execute("SELECT name FROM studies WHERE id = ?", (study_id,)).fetchone()
-        if row is None:
+        name = self._study_name(study_id)
+        if name is None:
             return []
-        lines = read_lines(study_file(self.path, str(row[0]), ".pending"))
+        lines = read_lines(study_file(self.path, name, ".pending"))
         items = (_trial_from_line(line) for line in lines)
         return [item[2] for item in items if item is not None and item[0] == study_id]
 
@@ -1061,6 +1063,11 @@ class _Batch:
     size: int = 0  # bytes of journal the waiting trials take
 
 
+def _not_in(waiting: list[TrialRecord], have: set[tuple[int, int]]) -> list[TrialRecord]:
+    """The journal's trials whose (run, seq) is not among ``have`` (committed), once each."""
+    return list({(t.run, t.seq): t for t in waiting if (t.run, t.seq) not in have}.values())
+
+
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
@@ -1096,12 +1103,8 @@ def _trial_line(study_id: int, session_id: int | None, t: TrialRecord) -> dict[s
         "bookkeeping_s": t.bookkeeping_s,
         "host": t.host,
         "readings": {pi: float(v) for pi, v in t.readings.items()},
-        "units": {
-            pi: _b64(np.asarray(a, dtype="<f8").tobytes()) for pi, a in t.unit_readings.items()
-        },
-        "resources": {
-            k: _b64(np.asarray(a, dtype="<f8").tobytes()) for k, a in t.resources.items()
-        },
+        "units": {pi: _b64(_f8(a)) for pi, a in t.unit_readings.items()},
+        "resources": {k: _b64(_f8(a)) for k, a in t.resources.items()},
     }
 
 
