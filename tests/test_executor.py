@@ -226,7 +226,7 @@ def test_the_report_gives_the_typical_own_cost_beside_a_mean_raised_by_one_time_
     assert typical == 0.001 and mean == pytest.approx((0.25 + 48 * 0.001) / 49)
     text = " ".join(t.plain for t in footer_lines(mean, None, [], [], "s.db",
                                                     bookkeeping_s_median=typical))  # fmt: skip
-    assert "1 ms/trial typical (median), 6 ms on average" in text
+    assert "1 ms/trial typical (median), 6.1 ms on average" in text
     even = " ".join(t.plain for t in footer_lines(0.001, None, [], [], "s.db",
                                                   bookkeeping_s_median=0.001))  # fmt: skip
     assert "own cost 1 ms/trial (from one" in even

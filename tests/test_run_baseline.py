@@ -20,7 +20,8 @@ from test_gate import BENCH, QUICK, gate_study, invoke
 
 
 def run_study(tmp_path: Path, base: float, name: str) -> Path:
-    """A run study whose k-th trial prints base × (1, 1.01, 1.01, 1)[k % 4] exactly."""
+    """A run study whose k-th trial prints base × (1, 1.01, 1.01, 1)[k % 4] exactly, and
+    stops after 12 (whatever rounds its paced analyses look at: the same means)."""
     import sys
 
     command = json.dumps([sys.executable, "-c", BENCH, str(tmp_path / f"{name}.n"), str(base)])
@@ -28,7 +29,7 @@ def run_study(tmp_path: Path, base: float, name: str) -> Path:
     study.write_text(
         f'[study]\nname = "r"\nstore = "{name}.assay.db"\n[benchmark]\ncommand = {command}\n'
         '[[pi]]\nname = "v"\nsource = "regex"\npattern = \'value=([0-9.]+)\'\n'
-        "[stop]\nmax_rounds = 12\n",
+        "[stop]\nmax_rounds = 12\nmin_rounds = 12\nconfirm_rounds = 1\n",
         encoding="utf-8",
     )
     return study

@@ -55,9 +55,16 @@ def format_percent(fraction: float) -> str:
 
 
 def format_duration(seconds: float) -> str:
-    """Human duration: 950 ms, 12.3 s, 4 min 05 s, 1 h 02 min."""
+    """Human duration: 0.45 ms, 950 ms, 12.3 s, 4 min 05 s, 1 h 02 min (two significant
+    digits below 10 ms: Assay's own cost per trial is a fraction of one).
+
+    >>> format_duration(0.00045), format_duration(0.0123), format_duration(245)
+    ('0.45 ms', '12 ms', '4 min 05 s')
+    """
     if not math.isfinite(seconds):
         return "?"
+    if seconds < 0.01:
+        return f"{seconds * 1000:.2g} ms" if seconds >= 1e-5 else "0 ms"
     if seconds < 1:
         return f"{seconds * 1000:.0f} ms"
     if seconds < 60:

@@ -100,6 +100,45 @@ class Executed(Protocol):
     session_measured_s: float | None
 
 
+#: A loop whose rule lets it skip analyses (``compare``'s always-valid test, ``run``'s
+#: stopping rule) analyses once its commands have run this many times as long as an
+#: analysis takes (the quickest of the last :data:`PACE_WINDOW`: the first ones
+#: import SciPy): the analyses then cost at most about a quarter of the measured time,
+#: a stop comes at most that much measured time late, and commands that run longer
+#: than that are each analysed (issue #17).  On commands of a few ms an analysis after
+#: every trial cost more than the trials.
+ANALYSIS_PACE = 4.0
+#: The analyses whose quickest sets the pace (see :data:`ANALYSIS_PACE`).
+PACE_WINDOW = 4
+
+
+class AnalysisPace:
+    """When the next analysis of a paced study loop is due (:data:`ANALYSIS_PACE`).
+
+    >>> pace = AnalysisPace()
+    >>> pace.due(0.0)
+    True
+    >>> pace.analysed(0.010, measured=0.0)  # the first (imports) sets no pace
+    >>> pace.analysed(0.001, measured=0.002)
+    >>> pace.due(0.005), pace.due(0.006)
+    (False, True)
+    """
+
+    def __init__(self) -> None:
+        self._costs: list[float] = []
+        self._due = 0.0  # the measured seconds from which the next analysis is due
+
+    def due(self, measured: float) -> bool:
+        """Whether an analysis is due once the commands have run ``measured`` seconds."""
+        return measured >= self._due
+
+    def analysed(self, cost: float, *, measured: float) -> None:
+        """An analysis took ``cost`` seconds after ``measured`` seconds of commands."""
+        self._costs = [*self._costs[1 - PACE_WINDOW :], cost]
+        if len(self._costs) > 1:  # the first one holds one-time imports
+            self._due = measured + ANALYSIS_PACE * min(self._costs)
+
+
 def execution_dict(res: Executed) -> dict[str, Any]:
     """The JSON form of a result's trials, failures, overhead, environment and warnings."""
     return {

@@ -44,6 +44,7 @@ from assay.stats.compare import PairDecision, pair_e_value
 from assay.stats.gate import GateVerdict, gate_verdict, regression_gate
 from assay.store import Store, TrialRecord
 from assay.studies.base import (
+    AnalysisPace,
     OpenStudy,
     Study,
     StudyError,
@@ -58,17 +59,6 @@ from assay.studies.run import Segments, round_data
 
 #: The key under which a comparison's schedule (seed, order, variants) is stored.
 SCHEDULE_KEY = "compare_schedule"
-
-#: The always-valid rule may look at the data after any cycle or skip any (its e-values
-#: hold at every stopping time).  On commands of a few ms the analysis after every cycle
-#: (~3 ms at 150 samples a variant) cost more than the trials, so it runs once the
-#: commands have run this many times as long as an analysis takes (the quickest of the
-#: last few: the first ones import SciPy): the analyses cost at most about a quarter of
-#: the measured time, and cycles of commands that run longer than that are each
-#: analysed (issue #17).
-ANALYSIS_PACE = 4.0
-#: The analyses whose quickest sets the pace (see :data:`ANALYSIS_PACE`).
-PACE_WINDOW = 4
 
 
 @dataclass
@@ -551,16 +541,17 @@ class CompareRunner(Study):
         by_name = {v.name: v for v in spec.variants}
         n = len(names)
         segments: Segments = {}
+        # the always-valid rule may look after any cycle or skip any (its e-values hold
+        # at every stopping time): on short commands it analyses at a pace
         paced = spec.stop.sequential == "always-valid" and self.pi.statistic == "mean"
-        due = 0.0  # this session's measured seconds from which the next analysis is due
-        costs: list[float] = []  # the last analyses' wall times
+        pace = AnalysisPace()
         while True:
             stored, frontier = stored_cycles(st.trials, n)
             if all(stored.get(c, 0) == n for c in range(frontier)) and frontier > 0:
                 failed, elapsed = self._state(st.trials)
                 skip = (
                     paced
-                    and st.measured_now < due
+                    and not pace.due(st.measured_now)
                     and frontier < spec.stop.max_rounds
                     and elapsed < spec.stop.max_time
                 )
@@ -584,9 +575,7 @@ class CompareRunner(Study):
                     )
                 if decision.done:
                     return decision
-                costs = [*costs[1 - PACE_WINDOW :], time.perf_counter() - started]
-                if len(costs) > 1:  # the first one holds one-time imports
-                    due = st.measured_now + ANALYSIS_PACE * min(costs)
+                pace.analysed(time.perf_counter() - started, measured=st.measured_now)
             # the cycles to run: unfinished ones first, then new ones, one per trial slot;
             # each cycle is a block (its variants in order on one host)
             # (no new cycle beside an unfinished one on one slot: an uninterrupted study

@@ -1,0 +1,106 @@
+"""`assay run` on commands shorter than its analysis: analyses at a pace, the same
+decisions (issue #17)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import assay.studies.run as run_study
+from assay.spec import load_spec
+from assay.store import TrialRecord
+from assay.studies.run import Runner, Tally
+
+QUICK = """
+[study]
+name = "quick"
+[benchmark]
+command = ["true"]
+[stop]
+ci_width = {width}
+max_rounds = {rounds}
+"""
+
+
+def _slow_analyses(monkeypatch: pytest.MonkeyPatch, seconds: float) -> list[int]:
+    """Every analysis of a study takes ``seconds`` more; the list gets each one's
+    round count."""
+    real = run_study.analyse
+    calls: list[int] = []
+
+    def slow(spec, trials, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(len(trials))
+        time.sleep(seconds)
+        return real(spec, trials, *args, **kwargs)
+
+    monkeypatch.setattr(run_study, "analyse", slow)
+    return calls
+
+
+def test_a_run_of_quick_commands_analyses_at_a_pace_and_stops_on_its_budget(
+    write_study,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An analysis 20 ms longer than a trial of `true`: after the second one (the
+    first holds imports) the next waits for 80 ms of commands; the budget still ends
+    the study at its last round, and the stored decision is the loop's."""
+    calls = _slow_analyses(monkeypatch, 0.02)
+    spec = load_spec(write_study(QUICK.format(width=1e-9, rounds=40)))
+    res = Runner(spec, spec.store_path(), measure_overhead=False, monitor=False).run()
+    assert res.trials_total == 40
+    assert res.decision.reason == "budget spent: 40 rounds (max_rounds)"
+    # rounds 0 and 1, the budget's end (its decision and run()'s result), a few between
+    assert calls[:2] == [0, 1]
+    assert calls[-2:] == [40, 40]
+    assert len(calls) < 12, calls
+    stored = Runner(spec, spec.store_path(), measure_overhead=False).stored()
+    assert stored.decision == res.decision
+
+
+def test_a_paced_run_confirms_its_target_on_the_round_before(
+    write_study,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A target met at an analysis whose round before was not analysed is confirmed
+    on that round (replayed): the study stops as one analysed after every round would,
+    by its target, and says so again from the store."""
+    calls = _slow_analyses(monkeypatch, 0.02)
+    spec = load_spec(write_study(QUICK.format(width=5.0, rounds=2000)))
+    res = Runner(spec, spec.store_path(), measure_overhead=False, monitor=False).run()
+    assert res.decision.reason == "target reached: every CI is within the requested width"
+    n = res.trials_total
+    assert n >= spec.stop.min_rounds + 1
+    assert n - 1 in calls and calls.count(n - 1) == 1  # the replay: the round before, once
+    assert len(calls) < n, calls  # rounds went unanalysed
+    stored = Runner(spec, spec.store_path(), measure_overhead=False).stored()
+    assert stored.decision == res.decision
+
+
+def _trial(seq: int, status: str, duration: float, units: int | None) -> TrialRecord:
+    got = {} if units is None else {"op": np.ones(units)}
+    return TrialRecord(seq=seq, status=status, duration=duration, unit_readings=got)
+
+
+def test_a_tally_is_the_sums_over_its_trials(tmp_path: Path) -> None:
+    trials = [
+        _trial(0, "ok", 0.5, 10),
+        _trial(1, "failed", 0.25, None),
+        _trial(2, "ok", 1.0, 30),
+        _trial(3, "timeout", 2.0, None),
+        _trial(4, "ok", 0.125, None),  # no unit readings in this one
+    ]
+    tally = Tally.of(trials)
+    assert (tally.rounds, tally.failed) == (5, 2)
+    assert tally.elapsed == sum(t.duration or 0.0 for t in trials)
+    assert tally.ok_elapsed == 1.625
+    assert tally.units == {"op": 40}
+    study = tmp_path / "s.toml"
+    study.write_text(
+        '[study]\nname = "u"\n[benchmark]\ncommand = ["true"]\n[[pi]]\nname = "op"\n'
+        'source = "regex"\npattern = "t=(.*)"\nunits = { source = "regex", pattern = "o=(.*)" }\n'
+    )
+    assert tally.raw_per_round(load_spec(study)) == {"op": 40 / 3}
+    assert Tally().raw_per_round(load_spec(study)) == {}
