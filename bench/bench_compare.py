@@ -206,7 +206,7 @@ def checked_cycles(rule_name: str, budget: int, statistic: str = "mean") -> list
 #: rule always; "independence" the small-n rule always
 MERGING = {"rule": "live"}
 # stop.warmup_rounds of every study ("auto": MSER, assay.designs.run_until_ci.auto_warmup)
-WARMUP: dict[str, int | str] = {"rounds": 0}
+WARMUP: dict[str, int | str] = {"rounds": "auto"}
 
 
 def independence(spec: Spec) -> float | None:
@@ -438,7 +438,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--diffs", default="", help="comma-separated differences (default 0 and POWER_DIFFS)"
     )
-    parser.add_argument("--warmup", default="0", help="stop.warmup_rounds: N, or auto (MSER)")
+    parser.add_argument(
+        "--warmup", default="auto", help="stop.warmup_rounds: N, or auto (MSER, the default)"
+    )
     parser.add_argument(
         "--merging",
         choices=("live", "independence", "pilot"),

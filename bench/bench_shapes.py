@@ -195,7 +195,9 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--max-rounds", type=int, default=300)
     ap.add_argument("--only", default="", help="comma-separated row numbers (1-based)")
-    ap.add_argument("--warmup", default="0", help="warmup_rounds: N, or auto (MSER)")
+    ap.add_argument(
+        "--warmup", default="auto", help="warmup_rounds: N, or auto (MSER, the default)"
+    )
     args = ap.parse_args()
     warmup: int | str = args.warmup if args.warmup == "auto" else int(args.warmup)
     only = {int(i) for i in args.only.split(",") if i}

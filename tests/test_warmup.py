@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+import assay.stats.autocorr as autocorr
 from assay.cli import main
-from assay.designs.run_until_ci import RoundData, analyze_pi, pi_samples
+from assay.designs.run_until_ci import RoundData, analyze_pi, analyze_samples, pi_samples
 from assay.spec import PISpec, StopSpec
 from assay.stats.warmup import head_differs, mser_statistic, mser_truncation
 
@@ -124,10 +125,51 @@ def test_auto_warm_up_in_a_readings_study() -> None:
     assert "MSER" in auto.method
     res = analyze_pi(pi, rounds, StopSpec(warmup_rounds="auto"))
     assert res.warmup_removed == auto.removed and abs(res.mean - 10.0) < 0.1
-    plain = analyze_pi(pi, rounds, StopSpec())
+    plain = analyze_pi(pi, rounds, StopSpec(warmup_rounds=0))
     assert plain.warmup_removed == 0 and plain.mean > res.mean
     few = pi_samples(pi, rounds[:9], StopSpec(warmup_rounds="auto"))
     assert few.removed == 0  # too few readings to look for one
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    n=st.integers(5, 120),
+    phi=st.sampled_from([0.0, 0.5, 0.95]),
+    warm=st.sampled_from([0.0, 0.5]),
+    harmonic=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_the_interval_reuses_the_warm_up_search_and_gives_what_its_own_would(
+    n: int, phi: float, warm: float, harmonic: bool, seed: int
+) -> None:
+    """Issue #17: where the automatic warm-up cuts nothing, the interval takes its
+    subsession search (the same one, on the same readings) instead of searching again:
+    the same result as a search of its own, with one search per analysis (none again
+    where no size qualified; a harmonic mean searches 1/x, its own)."""
+    rng = np.random.default_rng(seed)
+    e = np.zeros(n)
+    for i in range(1, n):
+        e[i] = phi * e[i - 1] + rng.standard_normal()
+    x = 10.0 * (1 + warm * 0.5 ** np.arange(n)) + 0.3 * e
+    pi = PISpec(name="t", unit="s", mean="harmonic" if harmonic else "arithmetic")
+    stop = StopSpec(warmup_rounds="auto")
+    got = pi_samples(pi, [RoundData(reading=float(v), duration=1.0) for v in x], stop)
+    assert (got.searched is None) == (n < 10 or got.removed > 0)
+    searches = 0
+    real = autocorr.optimal_subsession
+
+    def counted(*args: object, **kwargs: object) -> object:
+        nonlocal searches
+        searches += 1
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    fields = (got.samples, stop, got.method, got.rounds_used, got.removed, got.rejected)
+    own = analyze_samples(pi, *fields)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(autocorr, "optimal_subsession", counted)
+        shared = analyze_samples(pi, *fields, searched=got.searched)
+    assert repr(shared) == repr(own)  # (repr: NaN fields compare equal)
+    assert searches == (1 if got.searched is None or harmonic else 0)
 
 
 def test_the_command_line_takes_auto_or_a_number(tmp_path: Path) -> None:

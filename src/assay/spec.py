@@ -445,8 +445,8 @@ class StopSpec(_Model):
     # placement) shows only across rounds (Kalibera & Jones; pyperf runs 20 processes)
     min_rounds: Annotated[int, Field(ge=1)] = 10
     # readings only: the first N rounds are warm-up, or "auto": as many as MSER finds
-    # (assay.stats.warmup)
-    warmup_rounds: int | Literal["auto"] = 0
+    # (assay.stats.warmup; no coverage lost on stationary readings, bench/RESULTS.md)
+    warmup_rounds: int | Literal["auto"] = "auto"
     max_autocorrelation: Annotated[float, Field(gt=0, lt=1)] = 0.1
     warmup_removal: Literal["edm", "edm-pilot", "none"] = "edm"
     residual_correction: bool = True

@@ -161,8 +161,9 @@ def stop_options(f: F) -> F:
             "--warmup",
             type=WarmupRounds(),
             metavar="N|auto",
-            help="Readings only: discard the first N rounds, or 'auto': as many as MSER "
-            "finds to be warm-up (the first rounds of a cold cache, a JIT).",
+            help="Readings only: discard the first N rounds (0: none), or 'auto' (the "
+            "default): as many as MSER finds to be warm-up (the first rounds of a cold "
+            "cache, a JIT).",
         ),
         click.option(
             "--prepare",

@@ -46,7 +46,7 @@ Study file (TOML):
                units = {source = "regex", pattern = 'lat=([0-9.]+)'}  (unit readings)
                statistic = "mean" | "median" (heavy tails: a distribution-free CI)
   [stop]       ci_width = 0.05  confidence = 0.95  max_rounds = 1000  max_time = 600
-               min_samples = 10  min_rounds = 10  warmup_rounds = 0 | "auto" (MSER)
+               min_samples = 10  min_rounds = 10  warmup_rounds = "auto" (MSER) | N
                max_autocorrelation = 0.1
                warmup_removal = "edm" | "edm-pilot" (as published) | "none"
                residual_correction = true  (false: Pilot's plain subsession t-interval)

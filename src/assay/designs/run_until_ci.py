@@ -11,9 +11,9 @@ Per PI, the method follows Pilot:
   half of the round's unit readings; a round without one contributes nothing), then
   adjacent samples are merged into subsessions until |lag-1 autocorrelation| <= 0.1,
   and a t-interval is taken over the subsession means;
-* with readings only: the first ``warmup_rounds`` rounds are dropped (``"auto"``: as
-  many as MSER finds, :func:`auto_warmup`), then the same subsession merging and
-  t-interval over the per-round readings;
+* with readings only: the first rounds are dropped as warm-up (by default as many as
+  MSER finds, :func:`auto_warmup`; ``warmup_rounds = N``: the first N), then the same
+  subsession merging and t-interval over the per-round readings;
 * with an adjustable work amount: additionally the work-per-second regression
   t = alpha + w / v gives the stable speed v with its CI.
 
@@ -30,7 +30,7 @@ valid CI; ``statistic = "median"`` gives the median with a distribution-free int
 >>> rounds = [RoundData(reading=float(x), duration=1.0) for x in rng.normal(10, 0.5, 40)]
 >>> r = analyze_pi(PISpec(name="t", unit="s"), rounds, StopSpec())
 >>> r.method, r.met, round(r.mean)
-('readings, subsession t-interval', True, 10)
+('readings, MSER warm-up removal, subsession t-interval', True, 10)
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ import numpy as np
 
 from assay.spec import PISpec, StopSpec, WorkSpec
 from assay.stats.autocorr import (
+    Subsession,
     autocorrelation,
     is_white_noise,
     merge_subsessions,
@@ -294,22 +295,31 @@ def analyze_samples(
     rounds_used: int,
     removed: int = 0,
     rejected: int = 0,
+    *,
+    searched: tuple[Subsession | None] | None = None,
 ) -> PIResult:
-    """Subsession merging and a t-interval on an ordered sample; the shared core of both paths."""
+    """Subsession merging and a t-interval on an ordered sample; the shared core of both
+    paths (``searched``: what a subsession search already made on ``samples`` found, in
+    a 1-tuple, if one was made)."""
     if pi.statistic == "median":
         return median_result(pi, samples, stop, method, rounds_used, removed, rejected)
-    got = subsession_interval(
-        samples,
-        confidence=stop.confidence,
-        max_autocorrelation=stop.max_autocorrelation,
-        min_subsessions=stop.min_samples,
-        harmonic=pi.mean == "harmonic",
-        correct_residual=stop.residual_correction,
-        # Pilot's merging even at small n: not merging while r1 is not significant let
-        # a study stop on readings that only look independent (bench/RESULTS.md, #21:
-        # AR(1) 0.5 readings 89.3% -> 92.6%, i.i.d. readings 93.6% -> 95.0%)
-        merged_bound_alpha=MERGED_BOUND_ALPHA,
-    )
+    known = None if pi.mean == "harmonic" else searched  # (harmonic searches 1/x)
+    if known is not None and known[0] is None:
+        got = None  # no size qualifies: searched already
+    else:
+        got = subsession_interval(
+            samples,
+            confidence=stop.confidence,
+            max_autocorrelation=stop.max_autocorrelation,
+            min_subsessions=stop.min_samples,
+            harmonic=pi.mean == "harmonic",
+            correct_residual=stop.residual_correction,
+            # Pilot's merging even at small n: not merging while r1 is not significant let
+            # a study stop on readings that only look independent (bench/RESULTS.md, #21:
+            # AR(1) 0.5 readings 89.3% -> 92.6%, i.i.d. readings 93.6% -> 95.0%)
+            merged_bound_alpha=MERGED_BOUND_ALPHA,
+            subsession=None if known is None else known[0],
+        )
     if got is None:
         drifting = samples.size >= 3 * stop.min_samples
         empty = _empty(
@@ -519,6 +529,10 @@ class PISamples:
     # unit readings: the stable part of each round, in order (None: readings)
     parts: tuple[np.ndarray, ...] | None = None
     first_round: int = 0  # readings: the round (0-based) of samples[0]
+    # readings: the subsession search already made on ``samples`` (the automatic
+    # warm-up's, when it cut nothing), which the interval then does not make again
+    # in a 1-tuple: what it found (None: no size qualifies); None: no search was made
+    searched: tuple[Subsession | None] | None = None
 
 
 #: Readings before MSER looks for a warm-up among them (``warmup_rounds = "auto"``).
@@ -534,14 +548,21 @@ def auto_warmup(readings: np.ndarray, stop: StopSpec) -> int:
     Measured on ``bench/bench_shapes.py`` (bench/RESULTS.md): no coverage lost on
     stationary readings, and a warm-up of the first rounds removed.
     """
+    return _auto_warmup(readings, stop)[0]
+
+
+def _auto_warmup(
+    readings: np.ndarray, stop: StopSpec
+) -> tuple[int, tuple[Subsession | None] | None]:
+    """:func:`auto_warmup`, and what its subsession search on ``readings`` found (in a
+    1-tuple; None when it made none): the interval's own search, when nothing is cut."""
     if readings.size < MSER_MIN_ROUNDS:
-        return 0
+        return 0, None
     sub = optimal_subsession(readings, stop.max_autocorrelation, stop.min_samples)
     if sub is None:
-        return 0
-    cut = mser_truncation(readings, batch=sub.size)
-    means = merge_subsessions(readings, sub.size)
-    return cut if head_differs(means, cut // sub.size) else 0
+        return 0, (None,)
+    head = mser_truncation(sub.means)  # whole subsessions
+    return (head * sub.size, (sub,)) if head and head_differs(sub.means, head) else (0, (sub,))
 
 
 def pi_samples(pi: PISpec, rounds: Sequence[RoundData], stop: StopSpec) -> PISamples:
@@ -557,8 +578,9 @@ def pi_samples(pi: PISpec, rounds: Sequence[RoundData], stop: StopSpec) -> PISam
         }.get(stop.warmup_removal, "unit readings, subsession t-interval")
         return PISamples(samples, method, len(unit_rounds), removed, rejected, tuple(parts))
     readings = np.array([r.reading for r in rounds if r.reading is not None], dtype=float)
+    searched: tuple[Subsession | None] | None = None
     if stop.warmup_rounds == "auto":
-        skipped = auto_warmup(readings, stop)
+        skipped, searched = _auto_warmup(readings, stop)
         method = "readings, MSER warm-up removal, subsession t-interval"
     else:
         skipped = min(stop.warmup_rounds, readings.size)
@@ -569,6 +591,7 @@ def pi_samples(pi: PISpec, rounds: Sequence[RoundData], stop: StopSpec) -> PISam
         int(readings.size - skipped),
         removed=skipped,
         first_round=skipped,
+        searched=searched if skipped == 0 else None,
     )
 
 
@@ -590,7 +613,14 @@ def analyze_pi(
     """
     got = pi_samples(pi, rounds, stop)
     res = analyze_samples(
-        pi, got.samples, stop, got.method, got.rounds_used, got.removed, got.rejected
+        pi,
+        got.samples,
+        stop,
+        got.method,
+        got.rounds_used,
+        got.removed,
+        got.rejected,
+        searched=got.searched,
     )
     if got.parts is not None and pi.statistic == "mean":
         res = between_rounds(pi, got.parts, res, stop)

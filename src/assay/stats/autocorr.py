@@ -342,6 +342,7 @@ def subsession_interval(
     correct_residual: bool = False,
     independence_alpha: float | None = None,
     merged_bound_alpha: float | None = None,
+    subsession: Subsession | None = None,
 ) -> tuple[MeanCI, Subsession] | None:
     """Confidence interval of the mean after subsession analysis.
 
@@ -389,6 +390,10 @@ def subsession_interval(
         ``1 - merged_bound_alpha`` bound: the merge size is chosen on a noisy, low
         estimate (``assay run``: AR(1) 0.5 readings 89% -> 93% coverage; samples
         that need no merging keep the estimate, so i.i.d. ones cost nothing).
+    subsession : Subsession or None, default None
+        What :func:`optimal_subsession` gave on ``x`` with these arguments, when the
+        caller searched already (not with ``harmonic``, which searches ``1/x``): the
+        search is not made again.
 
     Returns
     -------
@@ -418,9 +423,11 @@ def subsession_interval(
         merged = Subsession(size=sub.size, means=rates, autocorrelation=sub.autocorrelation)
         ci = harmonic_t_interval(rates, confidence)
     else:
-        sub = optimal_subsession(
-            x, max_autocorrelation, min_subsessions, independence_alpha=independence_alpha
-        )
+        sub = subsession
+        if sub is None:
+            sub = optimal_subsession(
+                x, max_autocorrelation, min_subsessions, independence_alpha=independence_alpha
+            )
         if sub is None:
             return None
         merged = sub

@@ -15,6 +15,7 @@ the expansion alone is used (its error is then below 1e-12).  Checked against
 
 from __future__ import annotations
 
+import functools
 import math
 from statistics import NormalDist
 
@@ -58,6 +59,7 @@ def _cornish_fisher(z: float, nu: int) -> float:
     return z + (g1 + (g2 + (g3 + g4 / nu) / nu) / nu) / nu
 
 
+@functools.lru_cache(maxsize=4096, typed=True)
 def t_quantile(p: float, df: int) -> float:
     """The ``p`` quantile of Student's t with ``df`` (a positive integer) degrees of
     freedom: ``scipy.special.stdtrit(df, p)`` to 1e-10 relative or better for
@@ -70,6 +72,9 @@ def t_quantile(p: float, df: int) -> float:
     0.0
     >>> round(t_quantile(0.025, 1), 6)
     -12.706205
+
+    Remembered (a pure function): an analysis after every trial asks for the same few
+    quantiles again (~5-16 µs each).
     """
     if isinstance(df, bool) or not isinstance(df, int) or df < 1:
         raise ValueError(f"df must be a positive integer, got {df!r}")
