@@ -462,7 +462,10 @@ class Store:
             # window (see the module docstring)
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._flush_timer: threading.Timer | None = None
-            self._flush_lock = threading.Lock()
+            self._flush_lock = threading.Lock()  # the timer's state: held for no I/O
+            # one flush at a time, and no journal closed under one: held while fsyncing,
+            # never by the trial loop (which once waited there for an fsync: ~20 ms)
+            self._sync_lock = threading.Lock()
             self._db.execute("PRAGMA foreign_keys=ON")
             self._db.executescript(_SCHEMA)
             self._add_missing_columns()
@@ -512,6 +515,7 @@ class Store:
                 if self._flush_timer is not None:
                     self._flush_timer.cancel()
                     self._flush_timer = None
+            with self._sync_lock:
                 for batch in self._batches.values():
                     if batch is not None and batch.journal is not None and not batch.trials:
                         batch.journal.close()  # all committed; else the next session commits it
@@ -564,17 +568,18 @@ class Store:
         """fsync the write-ahead log (and so every commit in it) and the journals."""
         if str(self.path) == ":memory:":
             return
-        with self._flush_lock:
-            for batch in self._batches.values():
-                if batch is not None and batch.journal is not None:
+        with self._sync_lock:
+            for batch in list(self._batches.values()):  # (the loop may add one meanwhile)
+                journal = None if batch is None else batch.journal
+                if journal is not None:
                     with contextlib.suppress(OSError):
-                        batch.journal.sync()
-        with contextlib.suppress(OSError):  # no log (nothing written): nothing to flush
-            fd = os.open(f"{self.path}-wal", os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+                        journal.sync()
+            with contextlib.suppress(OSError):  # no log (nothing written): nothing to flush
+                fd = os.open(f"{self.path}-wal", os.O_RDONLY | os.O_CLOEXEC)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
 
     def _flush_soon(self) -> None:
         """After a commit: make sure the log is flushed within the window."""
