@@ -102,6 +102,84 @@ def test_series_from_counters_known_arrays() -> None:
     assert resources_dict([r], None)["watch_share"] is None
 
 
+def numpy_series(t, busy, total, memory, db, dbusy, disks, ns, nr, nics, speeds):  # type: ignore[no-untyped-def]
+    """The NumPy arithmetic series_from_counters had before issue #17 (the reference)."""
+    from assay.execute.monitor import MIN_CPU_WINDOW
+
+    dt = np.diff(t)
+    dt = np.where(dt > 0, dt, np.nan)
+    out = {"time_s": t[1:] - t[0]}
+    b, tt = np.diff(busy, axis=0), np.diff(total, axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pct = np.clip(100.0 * b / np.where(tt >= MIN_CPU_WINDOW, tt, np.nan), 0, 100)
+    for i in range(pct.shape[1]):
+        out[f"cpu.{i}"] = pct[:, i]
+    out["memory"] = memory[1:]
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        rate = np.diff(db, axis=0) / dt[:, None]
+        bp = np.diff(dbusy, axis=0) / (10.0 * dt[:, None])
+        sent = np.diff(ns, axis=0) / dt[:, None]
+        recv = np.diff(nr, axis=0) / dt[:, None]
+    for j, name in enumerate(disks):
+        out[f"disk.{name}.bytes_per_s"] = np.maximum(rate[:, j], 0.0)
+        out[f"disk.{name}.busy"] = np.clip(bp[:, j], 0.0, 100.0)
+    for j, name in enumerate(nics):
+        out[f"net.{name}.sent_per_s"] = np.maximum(sent[:, j], 0.0)
+        out[f"net.{name}.recv_per_s"] = np.maximum(recv[:, j], 0.0)
+        if speeds[j] > 0:
+            cap = speeds[j] * 1e6 / 8.0
+            out[f"net.{name}.sent_util"] = np.clip(100.0 * sent[:, j] / cap, 0.0, 100.0)
+            out[f"net.{name}.recv_util"] = np.clip(100.0 * recv[:, j] / cap, 0.0, 100.0)
+    return out
+
+
+counter = st.one_of(st.floats(0, 1e12), st.just(math.nan))
+
+
+@given(
+    k=st.integers(1, 6),
+    cores=st.integers(0, 3),
+    disks=st.integers(0, 2),
+    nics=st.integers(0, 2),
+    data=st.data(),
+)
+def test_the_series_are_numpys_arithmetic_to_the_bit(
+    k: int, cores: int, disks: int, nics: int, data: st.DataObject
+) -> None:
+    """Issue #17: the series are computed in plain Python (cheaper on a few reads with
+    cold caches); they are what NumPy's arithmetic gave, NaNs (gone devices, clock
+    ticks, times that did not advance) included, from lists or from arrays."""
+
+    def table(width: int, values: st.SearchStrategy[float] = counter) -> list[list[float]]:
+        return [data.draw(st.lists(values, min_size=width, max_size=width)) for _ in range(k)]
+
+    t = data.draw(st.lists(st.floats(0, 1e3), min_size=k, max_size=k))
+    cpu = st.floats(0, 1e4)
+    busy, total = table(cores, cpu), table(cores, cpu)
+    memory = data.draw(st.lists(st.floats(0, 100), min_size=k, max_size=k))
+    db, dbusy, ns, nr = table(disks), table(disks), table(nics), table(nics)
+    dnames, nnames = [f"d{j}" for j in range(disks)], [f"n{j}" for j in range(nics)]
+    speeds = data.draw(st.lists(st.sampled_from([0.0, 100.0, 1e4]), max_size=nics))
+    got = series_from_counters(t, busy, total, memory, db, dbusy, dnames, ns, nr, nnames, speeds)
+
+    def arr(x: list[list[float]], width: int) -> np.ndarray:
+        return np.asarray(x, dtype=float).reshape(k, width)
+
+    arrays = series_from_counters(
+        np.array(t), arr(busy, cores), arr(total, cores), np.array(memory), arr(db, disks),
+        arr(dbusy, disks), dnames, arr(ns, nics), arr(nr, nics), nnames, speeds,
+    )  # fmt: skip
+    full = speeds + [0.0] * (nics - len(speeds))
+    want = numpy_series(
+        np.array(t), arr(busy, cores), arr(total, cores), np.array(memory, dtype=float),
+        arr(db, disks), arr(dbusy, disks), dnames, arr(ns, nics), arr(nr, nics), nnames, full,
+    )  # fmt: skip
+    assert sorted(got) == sorted(want) == sorted(arrays)
+    for key, ref in want.items():
+        np.testing.assert_array_equal(got[key], ref, err_msg=key)
+        np.testing.assert_array_equal(arrays[key], ref, err_msg=key)
+
+
 def test_network_utilisation_unknown_without_link_speed() -> None:
     s = series_from_counters(
         np.array([0.0, 1.0]),

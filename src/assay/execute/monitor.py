@@ -44,6 +44,7 @@ cost ~0.5 ms a read; two reads bracket every trial); elsewhere through psutil.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import os
 import threading
@@ -108,16 +109,34 @@ def choose_interval(
     return float(min(max(cost_per_sample / (AIM * budget), min_interval), max_interval))
 
 
+#: A table of counters: one row per read (numbers), or a (reads, devices) array.
+Counts = Sequence[Sequence[float]] | np.ndarray
+
+
+def _rows(x: Counts | None, k: int) -> list[list[float]]:
+    if x is None:
+        return [[] for _ in range(k)]
+    if isinstance(x, np.ndarray):
+        rows: list[list[float]] = np.asarray(x, dtype=float).reshape(k, -1).tolist()
+        return rows
+    return [list(row) for row in x]
+
+
+def _clip(v: float, high: float = 100.0) -> float:
+    """``v`` within [0, high]; NaN stays NaN (as ``np.clip``: ``max(nan, 0.0)`` is NaN)."""
+    return min(max(v, 0.0), high)
+
+
 def series_from_counters(
-    times: np.ndarray,
-    cpu_busy: np.ndarray,
-    cpu_total: np.ndarray,
-    memory: np.ndarray,
-    disk_bytes: np.ndarray | None = None,
-    disk_busy_ms: np.ndarray | None = None,
+    times: Sequence[float] | np.ndarray,
+    cpu_busy: Counts,
+    cpu_total: Counts,
+    memory: Sequence[float] | np.ndarray,
+    disk_bytes: Counts | None = None,
+    disk_busy_ms: Counts | None = None,
     disk_names: Sequence[str] = (),
-    net_sent: np.ndarray | None = None,
-    net_recv: np.ndarray | None = None,
+    net_sent: Counts | None = None,
+    net_recv: Counts | None = None,
     nic_names: Sequence[str] = (),
     nic_speeds_mbps: Sequence[float] = (),
 ) -> dict[str, np.ndarray]:
@@ -130,36 +149,49 @@ def series_from_counters(
     ``memory`` (%), ``disk.<name>.bytes_per_s``, ``disk.<name>.busy`` (%),
     ``net.<nic>.sent_per_s``, ``net.<nic>.recv_per_s`` and, for a NIC with a known
     speed, ``net.<nic>.sent_util`` and ``net.<nic>.recv_util`` (%).
+
+    Plain Python on the few reads around a trial (lists, as the watch reads them; or
+    arrays): a trial's series cost ~280 µs in NumPy's small operations once the caches
+    had gone cold during a 50 ms command, ~130 µs so (issue #17).
     """
-    t = np.asarray(times, dtype=float)
-    dt = np.diff(t)
-    dt = np.where(dt > 0, dt, np.nan)
-    out: dict[str, np.ndarray] = {TIME_KEY: t[1:] - t[0]}
-    busy = np.diff(np.asarray(cpu_busy, dtype=float), axis=0)
-    total = np.diff(np.asarray(cpu_total, dtype=float), axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        pct = np.clip(100.0 * busy / np.where(total >= MIN_CPU_WINDOW, total, np.nan), 0, 100)
-    for i in range(pct.shape[1] if pct.ndim == 2 else 0):
-        out[f"cpu.{i}"] = pct[:, i]
-    out["memory"] = np.asarray(memory, dtype=float)[1:]
+    t = [float(v) for v in times]
+    k = len(t)
+    nan = math.nan
+    dt = [b - a if b > a else nan for a, b in itertools.pairwise(t)]
+    steps = range(k - 1)
+    out: dict[str, list[float]] = {TIME_KEY: [v - t[0] for v in t[1:]]}
+    busy, total = _rows(cpu_busy, k), _rows(cpu_total, k)
+    for c in range(len(busy[0]) if k else 0):
+        col = []
+        for i in steps:
+            spent = total[i + 1][c] - total[i][c]
+            ok = spent >= MIN_CPU_WINDOW
+            col.append(_clip(100.0 * (busy[i + 1][c] - busy[i][c]) / spent) if ok else nan)
+        out[f"cpu.{c}"] = col
+    out["memory"] = [float(v) for v in memory][1:]
+
+    def rates(rows: list[list[float]], j: int) -> list[float]:
+        return [(rows[i + 1][j] - rows[i][j]) / dt[i] for i in steps]
+
     if disk_bytes is not None and disk_busy_ms is not None:
-        rate = np.diff(np.asarray(disk_bytes, dtype=float), axis=0) / dt[:, None]
-        busy_pct = np.diff(np.asarray(disk_busy_ms, dtype=float), axis=0) / (10.0 * dt[:, None])
+        moved, busy_ms = _rows(disk_bytes, k), _rows(disk_busy_ms, k)
         for j, name in enumerate(disk_names):
-            out[f"disk.{name}.bytes_per_s"] = np.maximum(rate[:, j], 0.0)
-            out[f"disk.{name}.busy"] = np.clip(busy_pct[:, j], 0.0, 100.0)
+            out[f"disk.{name}.bytes_per_s"] = [max(v, 0.0) for v in rates(moved, j)]
+            out[f"disk.{name}.busy"] = [
+                _clip((busy_ms[i + 1][j] - busy_ms[i][j]) / (10.0 * dt[i])) for i in steps
+            ]
     if net_sent is not None and net_recv is not None:
-        sent = np.diff(np.asarray(net_sent, dtype=float), axis=0) / dt[:, None]
-        recv = np.diff(np.asarray(net_recv, dtype=float), axis=0) / dt[:, None]
+        sent_rows, recv_rows = _rows(net_sent, k), _rows(net_recv, k)
         speeds = list(nic_speeds_mbps) + [0.0] * (len(nic_names) - len(nic_speeds_mbps))
         for j, name in enumerate(nic_names):
-            out[f"net.{name}.sent_per_s"] = np.maximum(sent[:, j], 0.0)
-            out[f"net.{name}.recv_per_s"] = np.maximum(recv[:, j], 0.0)
+            sent, recv = rates(sent_rows, j), rates(recv_rows, j)
+            out[f"net.{name}.sent_per_s"] = [max(v, 0.0) for v in sent]
+            out[f"net.{name}.recv_per_s"] = [max(v, 0.0) for v in recv]
             if speeds[j] > 0:
                 cap = speeds[j] * 1e6 / 8.0  # Mb/s -> bytes/s
-                out[f"net.{name}.sent_util"] = np.clip(100.0 * sent[:, j] / cap, 0.0, 100.0)
-                out[f"net.{name}.recv_util"] = np.clip(100.0 * recv[:, j] / cap, 0.0, 100.0)
-    return out
+                out[f"net.{name}.sent_util"] = [_clip(100.0 * v / cap) for v in sent]
+                out[f"net.{name}.recv_util"] = [_clip(100.0 * v / cap) for v in recv]
+    return {key: np.array(col, dtype=float) for key, col in out.items()}
 
 
 @dataclass(frozen=True)
@@ -715,15 +747,15 @@ class ResourceMonitor:
         # and last reads happen before the executor starts its clock and after it stops.
         cpu_s = self._thread_cpu
         series = series_from_counters(
-            np.asarray(r.times),
-            np.asarray(r.cpu_busy),
-            np.asarray(r.cpu_total),
-            np.asarray(r.memory),
-            np.asarray(r.disk_bytes, dtype=float).reshape(len(r.times), len(self.disks)),
-            np.asarray(r.disk_busy, dtype=float).reshape(len(r.times), len(self.disks)),
+            r.times,
+            r.cpu_busy,
+            r.cpu_total,
+            r.memory,
+            r.disk_bytes,
+            r.disk_busy,
             self.disks,
-            np.asarray(r.net_sent, dtype=float).reshape(len(r.times), len(self.nics)),
-            np.asarray(r.net_recv, dtype=float).reshape(len(r.times), len(self.nics)),
+            r.net_sent,
+            r.net_recv,
             self.nics,
             self.speeds,
         )
