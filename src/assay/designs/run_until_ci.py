@@ -412,6 +412,8 @@ def skew_corrected(ci: MeanCI, means: np.ndarray) -> tuple[MeanCI, float]:
     ):
         return ci, 0.0
     g = tail_skewness(means)
+    if g == 0.0:  # no significant skewness: Hall's interval would be the t-interval again
+        return ci, 0.0
     factor = max(ci.half_width / plain.half_width, 1.0)
     return widen(hall_interval(means, ci.confidence, skewness=g), factor), g
 
