@@ -589,10 +589,10 @@ class ResourceMonitor:
     the time since that trial's start, shared with the other kinds run in between
     (a comparison's interleaved variants share it; a sweep's settings run one after
     the other do not); as Pilot keeps its sampling under an overhead threshold.
-    A trial's reads and series cost ~0.5 ms
-    (~1 ms after a trial long enough for the caches to go cold), as much as Assay's
-    whole bookkeeping between trials (issue #17), and a trial of a few ms has no CPU
-    share to give anyway. Trials of ~0.1 s or more are all watched, of 50 ms about
+    A trial's reads and series cost ~0.1 ms warm
+    (~0.3-0.45 ms after a trial long enough for the caches to go cold), a third of
+    Assay's other work between trials (issue #17), and a trial of a few ms has no CPU
+    share to give anyway. Trials of 50 ms or more are all watched, of 20 ms about
     every other one, of `true` about 1 in 40; the first of each kind always is. Off by
     default: the hosts of a cluster study watch every trial, so that each trial's hosts
     can be summed.
