@@ -30,7 +30,15 @@ from scipy import stats
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
-from assay.designs.run_until_ci import RoundData, analyze_pi, decide, round_segment
+from assay.designs.run_until_ci import (
+    Decision,
+    PIResult,
+    RoundData,
+    analyze_pi,
+    decide,
+    next_look,
+    round_segment,
+)
 from assay.execute.environment import cpu_model
 from assay.spec import PISpec, StopSpec
 
@@ -145,7 +153,11 @@ class Outcome:
 
 
 def one_study(
-    rng: np.random.Generator, case: Case, max_rounds: int, warmup: int | str = 0
+    rng: np.random.Generator,
+    case: Case,
+    max_rounds: int,
+    warmup: int | str = 0,
+    every_round: bool = False,
 ) -> Outcome:
     stop = StopSpec(
         ci_width=case.ci_width, max_rounds=max_rounds, max_time=1e9, warmup_rounds=warmup
@@ -156,9 +168,11 @@ def one_study(
     state = float(rng.normal())
     streak = 0
     raw = 0
-    while True:
+    looked_at, look_at = -1, 0
+
+    def decided(rounds: list[RoundData], streak: int) -> tuple[PIResult, Decision]:
         res = analyze_pi(pi, rounds, stop)
-        d = decide(
+        return res, decide(
             [res],
             [pi],
             stop,
@@ -168,9 +182,23 @@ def one_study(
             raw_per_round={"t": 200.0 if rounds and rounds[0].units is not None else 1.0},
             met_streak=streak,
         )
-        if d.done:
-            break
-        streak = streak + 1 if d.target_met else 0
+
+    while True:
+        # as Runner._loop: an analysis where one can change the decision (next_look;
+        # --every-round: after every round), the confirmation replayed on the rounds
+        # before when they were not analysed
+        n = len(rounds)
+        if every_round or n >= look_at or n >= max_rounds:
+            res, d = decided(rounds, streak)
+            if d.target_met and looked_at != n - 1 and stop.confirm_rounds > 1:
+                streak = 0
+                for k in range(min(stop.confirm_rounds - 1, n), 0, -1):
+                    streak = streak + 1 if decided(rounds[:-k], streak)[1].target_met else 0
+                res, d = decided(rounds, streak)
+            if d.done:
+                break
+            streak = streak + 1 if d.target_met else 0
+            looked_at, look_at = n, next_look(d, n, stop)
         got, state, true_mean = case.fn(rng, len(rounds), state)
         truths.append(true_mean)
         if isinstance(got, np.ndarray):
@@ -198,6 +226,9 @@ def main() -> None:
     ap.add_argument(
         "--warmup", default="auto", help="warmup_rounds: N, or auto (MSER, the default)"
     )
+    ap.add_argument(
+        "--every-round", action="store_true", help="analyse after every round (before #17)"
+    )
     args = ap.parse_args()
     warmup: int | str = args.warmup if args.warmup == "auto" else int(args.warmup)
     only = {int(i) for i in args.only.split(",") if i}
@@ -216,7 +247,10 @@ def main() -> None:
         if only and i not in only:
             continue
         rng = np.random.default_rng(20261124 + i)
-        outs = [one_study(rng, case, args.max_rounds, warmup) for _ in range(args.reps)]
+        outs = [
+            one_study(rng, case, args.max_rounds, warmup, args.every_round)
+            for _ in range(args.reps)
+        ]
         finite = [o for o in outs if not o.no_ci]
         k = sum(o.covered for o in finite)
         if finite:

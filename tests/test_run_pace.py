@@ -52,8 +52,9 @@ def test_a_run_of_quick_commands_analyses_at_a_pace_and_stops_on_its_budget(
     res = Runner(spec, spec.store_path(), measure_overhead=False, monitor=False).run()
     assert res.trials_total == 40
     assert res.decision.reason == "budget spent: 40 rounds (max_rounds)"
-    # rounds 0 and 1, the budget's end (its decision and run()'s result), a few between
-    assert calls[:2] == [0, 1]
+    # rounds 0 and 2 (round 1 cannot end the study: next_look), the budget's end (its
+    # decision and run()'s result), a few between
+    assert calls[:2] == [0, 2]
     assert calls[-2:] == [40, 40]
     assert len(calls) < 12, calls
     stored = Runner(spec, spec.store_path(), measure_overhead=False).stored()
@@ -104,3 +105,60 @@ def test_a_tally_is_the_sums_over_its_trials(tmp_path: Path) -> None:
     )
     assert tally.raw_per_round(load_spec(study)) == {"op": 40 / 3}
     assert Tally().raw_per_round(load_spec(study)) == {}
+
+
+NOISY = """
+[study]
+name = "noisy"
+[benchmark]
+command = ["{py}", "-c", '''
+import os, random, sys
+# the k-th trial's reading is the same in every test run
+count = int(open(sys.argv[1]).read()) if os.path.exists(sys.argv[1]) else 0
+open(sys.argv[1], "w").write(str(count + 1))
+random.seed(count)
+print(f"value={{1.0 + 0.05 * random.gauss(0, 1):.6f}}")
+''', "{counter}"]
+[[pi]]
+name = "v"
+source = "regex"
+pattern = 'value=([0-9.]+)'
+[stop]
+ci_width = 0.025
+max_rounds = 200
+"""
+
+
+def test_a_run_stops_on_the_round_an_analysis_after_every_round_would(
+    write_study,  # type: ignore[no-untyped-def]
+    py: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue #17: after an analysis that does not meet the target, the next
+    ``confirm_rounds - 1`` rounds cannot end the study (it needs that many met rounds
+    in a row), so they go unanalysed, and are analysed only when the next look meets
+    the target: the study stops on the same round as Pilot's analysis after every
+    round, with fewer analyses."""
+    from assay.store import Store
+    from assay.studies.base import open_stored
+    from assay.studies.run import analyse, decide_trials
+
+    calls = _slow_analyses(monkeypatch, 0.0)
+    text = NOISY.format(py=py, counter=str(tmp_path / "count"))
+    spec = load_spec(write_study(text))
+    res = Runner(spec, spec.store_path(), measure_overhead=False, monitor=False).run()
+    assert res.decision.reason == "target reached: every CI is within the requested width"
+    n = res.trials_total
+    with Store(spec.store_path(), read_only=True) as store:
+        trials = open_stored(store, spec.study.name).trials
+    streak, first = 0, None
+    for k in range(n + 1):  # Pilot's loop: an analysis after every round
+        d = decide_trials(spec, trials[:k], analyse(spec, trials[:k]), streak)
+        if d.done:
+            first = k
+            break
+        streak = streak + 1 if d.target_met else 0
+    assert first == n > spec.stop.min_rounds
+    loop = calls[:-1]  # (the last is run()'s result)
+    assert len(loop) < n * 0.75, loop  # about every other round

@@ -960,6 +960,27 @@ def _rounds_left(
     return max(worst, 1) if pending else 0
 
 
+def next_look(decision: Decision, rounds_done: int, stop: StopSpec) -> int:
+    """After an analysis of ``rounds_done`` rounds, the round count at which the next one
+    can change the decision: the next round when this one met the target (its
+    confirmation), else ``confirm_rounds`` rounds on. A study stops only on
+    ``confirm_rounds`` met rounds in a row, so none of the rounds before can end it
+    (the budget aside, which needs no analysis); at the look, the rounds skipped are
+    analysed only if it meets the target (the confirmation, replayed). The stop comes
+    on the same round as with an analysis after every round, at half the analyses
+    with the default confirmation (issue #17: ~0.6 ms each between 50 ms commands);
+    only the level check (:func:`check_level`, on met rounds) then falls on other
+    rounds where the level moved (bench/RESULTS.md).
+
+    >>> stop = StopSpec()  # confirm_rounds = 2
+    >>> next_look(Decision(False, "running"), 10, stop)
+    12
+    >>> next_look(Decision(False, "confirming the target", 1, target_met=True), 12, stop)
+    13
+    """
+    return rounds_done + (1 if decision.target_met else stop.confirm_rounds)
+
+
 def planner_for(work: WorkSpec | None) -> WorkAmountPlanner | None:
     """The work-amount planner of a study with an adjustable work amount."""
     if work is None:

@@ -25,6 +25,7 @@ from assay.designs.run_until_ci import (
     analyze_pi,
     analyze_wps,
     decide,
+    next_look,
     planner_for,
     round_segment,
 )
@@ -248,9 +249,12 @@ def stored_decision(spec: Spec, trials: list[TrialRecord], results: list[PIResul
 
 class Runner(Study):
     """Runs one run-until-CI study to its stopping rule: one trial per round, analysed
-    and decided after each (Pilot's method); after fewer where the commands are shorter
-    than an analysis (:class:`~assay.studies.base.AnalysisPace`), the confirmation of a
-    met target then replayed on the rounds before (:func:`replayed_streak`)."""
+    and decided where a decision can change (Pilot's method analyses after each round;
+    :func:`~assay.designs.run_until_ci.next_look` skips the rounds that cannot end the
+    study, the stop coming on the same round), and at a pace where the commands are
+    shorter than an analysis (:class:`~assay.studies.base.AnalysisPace`); the
+    confirmation of a met target is then replayed on the rounds before
+    (:func:`replayed_streak`)."""
 
     def __init__(
         self,
@@ -281,7 +285,7 @@ class Runner(Study):
         seq = st.store.next_seq(st.study_id)
         segments: Segments = {}
         streak = 0  # rounds in a row, up to the last analysed, that met the target
-        looked_at = -1  # rounds at the last analysis
+        looked_at, look_at = -1, 0  # rounds at the last analysis; where one is next due
         pace = AnalysisPace()  # commands shorter than an analysis: not every round
         results: list[PIResult] = []
         last = Decision(False, "running")  # the last analysis's
@@ -289,9 +293,10 @@ class Runner(Study):
         while True:
             n = len(trials)
             decision = None
-            if not pace.due(st.measured_now):
-                # no analysis due: the budget and the failures are checked (an analysis
-                # decides when they end the study); the rounds left count down
+            if n < look_at or not pace.due(st.measured_now):
+                # no analysis due (none can stop the study yet: next_look; or the pace):
+                # the budget and the failures are checked (an analysis decides when they
+                # end the study); the rounds left count down
                 quick = decide_trials(spec, trials, results, 0, tally)
                 if not quick.done:
                     left = last.rounds_left
@@ -306,7 +311,7 @@ class Runner(Study):
                     streak = replayed_streak(spec, trials, segments)
                     decision = decide_trials(spec, trials, results, streak, tally)
                 streak = streak + 1 if decision.target_met else 0
-                looked_at, last = n, decision
+                looked_at, look_at, last = n, next_look(decision, n, spec.stop), decision
                 pace.analysed(time.perf_counter() - started, measured=st.measured_now)
             if self.on_progress is not None:
                 ok = tally.rounds - tally.failed
