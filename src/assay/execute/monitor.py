@@ -113,13 +113,14 @@ def choose_interval(
 Counts = Sequence[Sequence[float]] | np.ndarray
 
 
-def _rows(x: Counts | None, k: int) -> list[list[float]]:
+def _rows(x: Counts | None, k: int) -> Sequence[Sequence[float]]:
+    """``x`` as rows to index (the watch's own lists as they are, not copied)."""
     if x is None:
         return [[] for _ in range(k)]
     if isinstance(x, np.ndarray):
         rows: list[list[float]] = np.asarray(x, dtype=float).reshape(k, -1).tolist()
         return rows
-    return [list(row) for row in x]
+    return x
 
 
 def _clip(v: float, high: float = 100.0) -> float:
@@ -170,7 +171,7 @@ def series_from_counters(
         out[f"cpu.{c}"] = col
     out["memory"] = [float(v) for v in memory][1:]
 
-    def rates(rows: list[list[float]], j: int) -> list[float]:
+    def rates(rows: Sequence[Sequence[float]], j: int) -> list[float]:
         return [(rows[i + 1][j] - rows[i][j]) / dt[i] for i in steps]
 
     if disk_bytes is not None and disk_busy_ms is not None:
