@@ -305,9 +305,11 @@ class Runner(Study):
                 started = time.perf_counter()
                 # where a drifting PI moved is said once, in the result (run() analyses again)
                 results = analyse(spec, trials, segments, locate=False)
+                if looked_at != n - 1:
+                    streak = 0  # the round before was not analysed: its streak is unknown
                 decision = decide_trials(spec, trials, results, streak, tally)
                 if decision.target_met and looked_at != n - 1 and spec.stop.confirm_rounds > 1:
-                    # the round before was not analysed: its confirmation is replayed
+                    # ... so the confirmation is replayed on the rounds before
                     streak = replayed_streak(spec, trials, segments)
                     decision = decide_trials(spec, trials, results, streak, tally)
                 streak = streak + 1 if decision.target_met else 0
