@@ -18,6 +18,8 @@ import numpy.typing as npt
 from numpy.typing import ArrayLike
 
 from assay.stats._arrays import finite_1d as _finite_1d
+from assay.stats._arrays import mean as _mean
+from assay.stats._arrays import spread as _spread
 from assay.stats.intervals import (
     MeanCI,
     _check_confidence,
@@ -62,7 +64,8 @@ def _check_int(value: int, name: str, minimum: int) -> int:
 
 def _nearly_constant(a: FloatArray) -> bool:
     """Spread at rounding level: autocorrelation would measure only floating-point noise."""
-    return bool(np.ptp(a) <= 1e-12 * float(np.max(np.abs(a))))
+    ptp, top = _spread(a)
+    return ptp <= 1e-12 * top
 
 
 def _acf(a: FloatArray, lag: int) -> float:
@@ -72,7 +75,7 @@ def _acf(a: FloatArray, lag: int) -> float:
         return math.nan
     if _nearly_constant(a):
         return 0.0
-    d = a - np.mean(a)
+    d = a - _mean(a)
     den = float(np.dot(d, d))
     if den == 0.0:
         return 0.0
@@ -176,7 +179,7 @@ class _FastR1:
         # ramp), which keeps the block sums accurate.
         c = np.empty(a.size + 1, dtype=np.float64)
         c[0] = 0.0
-        np.cumsum(a - np.mean(a), out=c[1:])
+        np.add.accumulate(a - _mean(a), out=c[1:])
         self._c = c
 
     def fast(self, q: int) -> float:
@@ -328,7 +331,8 @@ def is_white_noise(x: ArrayLike, alpha: float = 0.05) -> bool:
 
 def _subsession(a: FloatArray, q: int) -> Subsession:
     m = a.size // q
-    means = np.ascontiguousarray(a[: m * q].reshape(m, q).mean(axis=1), dtype=np.float64)
+    # (q = 1: the samples themselves, as the mean of one value is that value)
+    means = np.array(a) if q == 1 else a[: m * q].reshape(m, q).mean(axis=1)
     means.setflags(write=False)
     return Subsession(size=q, means=means, autocorrelation=_acf(means, 1))
 

@@ -17,6 +17,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from assay.stats._arrays import finite_1d as _finite_1d
+from assay.stats._arrays import mean as _mean
+from assay.stats._arrays import spread as _spread
+from assay.stats._arrays import std as _std
 from assay.stats.student_t import t_quantile
 
 __all__ = [
@@ -175,10 +178,10 @@ def _mean_std(x: np.ndarray) -> tuple[float, float]:
     deviations underflow to a zero std) keep a true std.  The std is ``inf`` only
     where it is beyond float's range itself.
     """
-    top = float(np.max(np.abs(x)))
+    top = _spread(x)[1]
     e = math.frexp(top)[1] if top > 0.0 else 0
-    y = np.ldexp(x, -e)
-    return _ldexp(float(np.mean(y)), e), _ldexp(float(np.std(y, ddof=1)), e)
+    y = np.ldexp(x, -e) if e else x
+    return _ldexp(_mean(y), e), _ldexp(_std(y, ddof=1), e)
 
 
 def t_interval(samples: ArrayLike, confidence: float = 0.95) -> MeanCI:

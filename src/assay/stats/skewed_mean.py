@@ -20,7 +20,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from assay.stats._arrays import finite_1d
+from assay.stats._arrays import all_positive, finite_1d, mean, spread, std, var
 from assay.stats.intervals import MeanCI, _check_confidence, _t_quantile, t_interval
 
 __all__ = [
@@ -48,13 +48,13 @@ def sample_skewness(samples: ArrayLike) -> float:
     if n < 3:
         return 0.0
     # scaled by a power of two below 1 first: readings near 1e308 would overflow x - mean
-    top = float(np.max(np.abs(x)))
+    top = spread(x)[1]
     y = np.ldexp(x, -math.frexp(top)[1]) if top > 0.0 else x
-    std = float(np.std(y, ddof=1))
-    if not std > 0.0:
+    s = std(y, ddof=1)
+    if not s > 0.0:
         return 0.0
-    z = (y - float(np.mean(y))) / std
-    return float(n * np.sum(z**3) / ((n - 1) * (n - 2)))
+    z = (y - mean(y)) / s
+    return float(n * np.add.reduce(z**3) / ((n - 1) * (n - 2)))
 
 
 def _hall_inverse(t: float, g: float, n: int) -> float:
@@ -94,9 +94,9 @@ def lognormal_skewness(samples: ArrayLike) -> float:
     6.185
     """
     x = finite_1d(samples)
-    if x.size < 2 or not bool(np.all(x > 0.0)):
+    if x.size < 2 or not all_positive(x):
         return math.nan
-    v = float(np.var(np.log(x), ddof=1))
+    v = var(np.log(x), ddof=1)
     return (math.exp(v) + 2.0) * math.sqrt(math.expm1(v)) if v < 700.0 else math.inf
 
 

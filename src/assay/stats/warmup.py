@@ -22,6 +22,7 @@ import math
 
 import numpy as np
 
+from assay.stats._arrays import all_positive, mean, std
 from assay.stats.autocorr import autocorrelation, lag1_upper_bound, unbiased_lag1
 from assay.stats.student_t import t_quantile
 
@@ -42,10 +43,10 @@ def mser_statistic(x: np.ndarray) -> np.ndarray:
     [0.755, 0.0089, 0.02]
     """
     v = np.asarray(x, dtype=float)
-    v = v - v.mean()  # centred: the suffix sums below lose nothing to cancellation
+    v = v - mean(v)  # centred: the suffix sums below lose nothing to cancellation
     m = np.arange(v.size, 1, -1, dtype=float)  # n - d
-    s1 = np.cumsum(v[::-1])[::-1][: v.size - 1]
-    s2 = np.cumsum((v * v)[::-1])[::-1][: v.size - 1]
+    s1 = np.add.accumulate(v[::-1])[::-1][: v.size - 1]
+    s2 = np.add.accumulate((v * v)[::-1])[::-1][: v.size - 1]
     ss = np.maximum(s2 - s1 * s1 / m, 0.0)
     out: np.ndarray = ss / (m * m)
     return out
@@ -66,12 +67,12 @@ def mser_truncation(x: np.ndarray, max_fraction: float = MAX_FRACTION, batch: in
     """
     v = np.asarray(x, dtype=float)
     k = v.size // batch
-    if k < 3 or not np.all(np.isfinite(v)):
+    if k < 3 or not np.logical_and.reduce(np.isfinite(v)):
         return 0
-    means = v[: k * batch].reshape(k, batch).mean(axis=1)
+    means = v[:k] if batch == 1 else v[: k * batch].reshape(k, batch).mean(axis=1)
     stat = mser_statistic(means)
     last = min(int(max_fraction * k), stat.size - 1)
-    return int(np.argmin(stat[: last + 1])) * batch
+    return int(stat[: last + 1].argmin()) * batch
 
 
 def head_differs(means: np.ndarray, head: int, alpha: float = HEAD_ALPHA) -> bool:
@@ -93,11 +94,11 @@ def head_differs(means: np.ndarray, head: int, alpha: float = HEAD_ALPHA) -> boo
     v = np.asarray(means, dtype=float)
     if head < 1 or v.size - head < 2:
         return False
-    if np.all(v > 0):
+    if all_positive(v):
         v = np.log(v)
     rest = v[head:]
-    s = float(rest.std(ddof=1))
-    diff = abs(float(v[:head].mean()) - float(rest.mean()))
+    s = std(rest, ddof=1)
+    diff = abs(mean(v[:head]) - mean(rest))
     if s == 0.0:
         return diff > 0.0
     # what autocorrelation is left among the means widens both sides' errors (its
