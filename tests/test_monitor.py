@@ -6,6 +6,7 @@ import json
 import math
 import sqlite3
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -397,6 +398,28 @@ def test_one_sampling_thread_serves_every_trial() -> None:
     assert not any(t.ident not in before and t.is_alive() for t in threading.enumerate())
 
 
+def test_the_first_read_is_the_threads_unless_a_trial_ends_before_it() -> None:
+    """Issue #17: start() leaves a trial's first read to the sampling thread (out of
+    Assay's time between trials). A trial over before the thread took it has stop()
+    take it; from then on start() reads."""
+    m = ResourceMonitor(interval=1.0)
+    try:
+        m.start()
+        assert not m._reads.times
+        time.sleep(0.05)
+        assert len(m._reads.times) == 1  # the thread's
+        assert m.stop().series["memory"].size == 1 and m._first_in_thread
+    finally:
+        m.close()
+    slow = ResourceMonitor(interval=1.0)
+    slow._thread = threading.current_thread()  # as if its thread never got to run
+    slow.start()
+    assert slow.stop().series["memory"].size == 1 and not slow._first_in_thread
+    slow.start()
+    assert len(slow._reads.times) == 1  # start() read
+    assert slow.stop().series["memory"].size == 1
+
+
 def test_an_idle_sampling_thread_ends_and_comes_back(monkeypatch: pytest.MonkeyPatch) -> None:
     import threading
     import time
@@ -448,6 +471,7 @@ def test_without_proc_the_watch_reads_through_psutil(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(monitor_mod, "read_bytes", missing)
     m = ResourceMonitor(interval=1.0)
     m.start()
+    time.sleep(0.05)  # (the sampling thread takes the first read)
     series = m.stop().series
     assert not m._from_proc
     assert series["memory"].size == 1 and 0 < series["memory"][0] <= 100

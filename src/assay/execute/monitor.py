@@ -619,6 +619,14 @@ class ResourceMonitor:
         self._in_trial = False  # between start() and stop()
         self._watching = False  # this trial is watched (the thread samples it)
         self._start_cost = 0.0  # wall time of the watched trial's start()
+        # the sampling thread takes a trial's first read (while the command starts, on
+        # another core), not start(): ~0.1 ms less of Assay's own time between trials.
+        # Once a trial ended before the thread got to it, stop() takes it, and start()
+        # from then on (a command of a fraction of a millisecond leaves the thread no
+        # time).
+        self._first_in_thread = True
+        self._first_cost = 0.0  # the thread's CPU time for this trial's first read
+        self._thread_first = False  # the thread took this trial's first read
         self.interval = float(interval) if interval is not None else START_INTERVAL
         self.budget = budget
         self.min_interval = min_interval
@@ -678,9 +686,10 @@ class ResourceMonitor:
         r.net_recv.append(recv)
 
     def _loop(self) -> None:
-        """Sample every ``interval`` from the arming while armed; the first sample of a
-        trial waits a whole interval (CPU counters tick every 10 ms: a sample right
-        after the first read would be noise)."""
+        """Sample every ``interval`` from the arming while armed, the trial's first read
+        at once if start() left it to the thread; the first sample after it waits a
+        whole interval (CPU counters tick every 10 ms: a sample right after the first
+        read would be noise)."""
         generation, due = -1, 0.0
         while True:
             armed = self._armed.wait(IDLE_EXIT_S)
@@ -692,6 +701,13 @@ class ResourceMonitor:
                     return
                 if self._generation != generation:
                     generation, due = self._generation, self._armed_at + self.interval
+                    if self._active and not self._reads.times:
+                        c0 = self.clock()
+                        self._read(self._reads)
+                        self._first_cost = self.clock() - c0
+                        self._thread_first = True
+                        self._thread_cpu += self._first_cost
+                        due = self._reads.times[0] + self.interval
             if self._closing.wait(max(due - time.monotonic(), 0.0)):
                 return
             with self._lock:
@@ -717,7 +733,10 @@ class ResourceMonitor:
         with self._lock:
             self._reads = _Reads()
             self._thread_cpu = 0.0
-            self._read(self._reads)
+            self._first_cost = 0.0
+            self._thread_first = False
+            if not self._first_in_thread:
+                self._read(self._reads)
             self._generation += 1
             self._armed_at = time.monotonic()
             self._active = True
@@ -741,11 +760,15 @@ class ResourceMonitor:
         with self._lock:
             self._active = False
             self._armed.clear()
+            if not self._reads.times:  # over before the thread took the first read:
+                self._read(self._reads)  # taken here, and by start() from now on
+                self._first_in_thread = False
             self._read(self._reads)
         r = self._reads
-        in_thread = max(len(r.times) - 2, 0)
-        # the monitor's cost to the benchmark: the sampling thread's CPU time. The first
-        # and last reads happen before the executor starts its clock and after it stops.
+        in_thread = max(len(r.times) - (1 if self._thread_first else 2), 0)
+        # the monitor's cost to the benchmark: the sampling thread's CPU time (its first
+        # read included). start()'s read, if it made one, comes before the executor
+        # starts its clock; the last read after it stops.
         cpu_s = self._thread_cpu
         series = series_from_counters(
             r.times,
@@ -772,7 +795,7 @@ class ResourceMonitor:
                 self.cost_per_sample, self.budget, self.min_interval, self.max_interval
             )
         now = time.monotonic()
-        cost = self._start_cost + now - c0
+        cost = self._start_cost + now - c0 + self._first_cost
         series[WATCH_COST_KEY] = np.array([cost])
         if self.paced:
             self._costs.append(cost)

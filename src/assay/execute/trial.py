@@ -105,7 +105,7 @@ def run_trial(
         # the session's note names this marker (written before its first trial)
         env = {**env, MARKER: trial_marker(job.running_file, request.argv, job.shell)}
     if monitor is not None:
-        # its first read happens before run_command starts the clock; a paced watch
+        # its first read is taken as run_command starts the command; a paced watch
         # paces each command (argv and environment) on its own (the setting has a
         # comparison's cycle or a sweep's repetition: new in every trial)
         monitor.start((tuple(request.argv), tuple(sorted(request.env.items()))))
