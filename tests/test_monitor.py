@@ -470,6 +470,7 @@ def test_without_proc_the_watch_reads_through_psutil(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(monitor_mod, "read_bytes", missing)
     m = ResourceMonitor(interval=1.0)
+    monkeypatch.setattr(m._files, "read", missing)  # the watch's own, kept open
     m.start()
     time.sleep(0.05)  # (the sampling thread takes the first read)
     series = m.stop().series

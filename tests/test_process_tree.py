@@ -159,6 +159,28 @@ def test_what_a_trial_leaves_running_ends_with_it(case: str, mechanism: str, tag
     assert _none_left(tag), f"survivors: {_running(tag)}"
 
 
+@pytest.mark.skipif(not _cgroup_available(), reason="no writable cgroup v2")
+def test_a_trial_that_makes_its_own_cgroup_below_the_session_leaves_nothing(tag: str) -> None:
+    """The session cgroup's directory is listed only when ``cgroup.stat`` counts
+    cgroups below it (issue #17): a benchmark that makes its own there and moves a
+    process into it still has that process killed with the trial."""
+    proctree.end_session()
+    tree = proctree.ProcessTree(proctree.new_marker())  # makes the session cgroup
+    tree.close()
+    session = proctree._session[os.getpid()]
+    assert session is not None
+    assert proctree._no_descendants(os.fspath(session))
+    sub = session / "bench-own"
+    script = f"mkdir {sub}; sleep {tag} & echo $! > {sub}/cgroup.procs"
+    try:
+        res = run_command(["sh", "-c", script], timeout=30)
+        assert res.status == "ok", res.error
+        assert _none_left(tag), f"survivors: {_running(tag)}"
+    finally:
+        proctree.end_session()
+    assert not session.exists()
+
+
 def test_a_setup_step_may_leave_a_server_running(mechanism: str, tag: str) -> None:
     """``keep_descendants`` (setup, reset): a daemon that left the step's pipes lives on;
     at the timeout it is killed with the rest."""
