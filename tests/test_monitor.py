@@ -409,6 +409,10 @@ def test_the_first_read_is_the_threads_unless_a_trial_ends_before_it() -> None:
         time.sleep(0.05)
         assert len(m._reads.times) == 1  # the thread's
         assert m.stop().series["memory"].size == 1 and m._first_in_thread
+        m.start()  # the thread waited for a sample due 1 s after the last trial's start:
+        time.sleep(0.05)  # the new trial wakes it
+        assert len(m._reads.times) == 1
+        m.stop()
     finally:
         m.close()
     slow = ResourceMonitor(interval=1.0)

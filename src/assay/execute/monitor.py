@@ -650,8 +650,9 @@ class ResourceMonitor:
         # stop(): starting a thread per trial cost ~2.5 ms on a loaded 2-core machine
         # (Thread.start waits until the new thread runs)
         self._lock = threading.Lock()
-        self._armed = threading.Event()
-        self._closing = threading.Event()
+        # start(), stop() and close() notify the sampling thread of what they change
+        self._changed = threading.Condition(self._lock)
+        self._closing = False
         self._active = False
         self._generation = 0  # one per start(): a sample is kept only in its own trial
         self._armed_at = 0.0
@@ -693,33 +694,38 @@ class ResourceMonitor:
         """Sample every ``interval`` from the arming while armed, the trial's first read
         at once if start() left it to the thread; the first sample after it waits a
         whole interval (CPU counters tick every 10 ms: a sample right after the first
-        read would be noise)."""
+        read would be noise).  A new trial, a stop or a close wakes it (a wait for the
+        next sample of a trial already over would delay the next trial's first read)."""
         generation, due = -1, 0.0
-        while True:
-            armed = self._armed.wait(IDLE_EXIT_S)
-            with self._lock:
-                if self._closing.is_set():
+        with self._changed:  # the lock, except while waiting
+            while True:
+                if self._closing:
                     return
-                if not armed and not self._armed.is_set():
-                    self._thread = None  # idle: the next start() makes another
-                    return
+                if not self._active:
+                    if not self._changed.wait_for(self._awaited, IDLE_EXIT_S):
+                        self._thread = None  # idle: the next start() makes another
+                        return
+                    continue
                 if self._generation != generation:
                     generation, due = self._generation, self._armed_at + self.interval
-                    if self._active and not self._reads.times:
+                    if not self._reads.times:
                         c0 = self.clock()
                         self._read(self._reads)
                         self._first_cost = self.clock() - c0
                         self._thread_first = True
                         self._thread_cpu += self._first_cost
                         due = self._reads.times[0] + self.interval
-            if self._closing.wait(max(due - time.monotonic(), 0.0)):
-                return
-            with self._lock:
-                if self._active and self._generation == generation:
-                    c0 = self.clock()
-                    self._read(self._reads)
-                    self._thread_cpu += self.clock() - c0
-                    due += self.interval
+                now = time.monotonic()
+                if now < due:
+                    self._changed.wait(due - now)  # (woken by start, stop, close)
+                    continue
+                c0 = self.clock()
+                self._read(self._reads)
+                self._thread_cpu += self.clock() - c0
+                due += self.interval
+
+    def _awaited(self) -> bool:
+        return self._active or self._closing
 
     def start(self, key: Hashable = None) -> None:
         """Take the first read and start sampling (with ``paced``, unless this
@@ -744,7 +750,7 @@ class ResourceMonitor:
             self._generation += 1
             self._armed_at = time.monotonic()
             self._active = True
-            self._armed.set()
+            self._changed.notify()
             self._start_cost = time.monotonic() - c0  # (a new thread's start is not)
             if self._thread is None:
                 self._thread = threading.Thread(
@@ -763,7 +769,7 @@ class ResourceMonitor:
             return MonitorSamples({})
         with self._lock:
             self._active = False
-            self._armed.clear()
+            self._changed.notify()
             if not self._reads.times:  # over before the thread took the first read:
                 self._read(self._reads)  # taken here, and by start() from now on
                 self._first_in_thread = False
@@ -832,9 +838,9 @@ class ResourceMonitor:
     def close(self) -> None:
         """End the sampling thread now (it also ends after IDLE_EXIT_S unarmed, and is a
         daemon: not needed at exit)."""
-        self._closing.set()
-        self._armed.set()
         with self._lock:
+            self._closing = True
+            self._changed.notify()
             thread, self._thread = self._thread, None
         if thread is not None:
             thread.join()
