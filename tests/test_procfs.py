@@ -30,6 +30,8 @@ def test_a_descriptor_that_fails_is_opened_again(tmp_path: Path) -> None:
     files.read(str(path))
     os.close(files._fds[str(path)])  # as a removed cgroup's file fails
     assert files.read(str(path)) == b"x"
+    files.forget(str(tmp_path) + "-other")  # not this folder
+    assert files._fds
     files.forget(str(tmp_path))
     assert not files._fds
 

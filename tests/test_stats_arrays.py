@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from assay.stats._arrays import all_positive, mean, spread, std, var
+from assay.stats._arrays import all_finite, all_positive, mean, spread, std, var
 
 _values = arrays(
     np.float64,
@@ -24,5 +24,6 @@ def test_the_reductions_are_numpys_bit_for_bit(a: np.ndarray, ddof: int) -> None
     assert std(a, ddof) == float(np.std(a, ddof=ddof))
     assert spread(a) == (float(np.ptp(a)), float(np.max(np.abs(a))))
     assert all_positive(a) == bool(np.all(a > 0.0))
+    assert all_finite(a) and not all_finite(np.append(a, np.inf))
     view = a[::2]  # a strided view: the same numbers as NumPy's too
     assert mean(view) == float(np.mean(view))

@@ -728,9 +728,10 @@ class ResourceMonitor:
         return self._active or self._closing
 
     def start(self, key: Hashable = None) -> None:
-        """Take the first read and start sampling (with ``paced``, unless this
-        trial goes unwatched; ``key`` names the kind of trial, e.g. its command: each
-        kind is paced on its own, so that interleaved variants are all watched)."""
+        """Start sampling: the sampling thread takes the first read at once (with
+        ``paced``, unless this trial goes unwatched; ``key`` names the kind of trial,
+        e.g. its command: each kind is paced on its own, so that interleaved variants
+        are all watched)."""
         if self.cost_per_sample is None:
             self.calibrate()
         c0 = time.monotonic()

@@ -90,9 +90,11 @@ class KeptFiles:
                 raise
 
     def forget(self, prefix: str) -> None:
-        """Close the descriptors of the paths under ``prefix`` (a cgroup to remove)."""
+        """Close the descriptors of the paths in the folder ``prefix`` and below it
+        (a cgroup to remove)."""
+        folder = prefix.rstrip("/") + "/"
         with self._lock:
-            for path in [p for p in self._fds if p.startswith(prefix)]:
+            for path in [p for p in self._fds if p.startswith(folder)]:
                 self._close(path)
 
     def close(self) -> None:

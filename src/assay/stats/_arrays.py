@@ -32,7 +32,7 @@ def finite_1d(x: npt.ArrayLike, name: str = "x") -> npt.NDArray[np.float64]:
         raise ValueError(f"{name} must be a 1-D array of real numbers ({exc})") from None
     if a.ndim != 1:
         raise ValueError(f"{name} must be a 1-D array of real numbers, got shape {a.shape}")
-    if not _all(np.isfinite(a)):
+    if not all_finite(a):
         bad = int(np.count_nonzero(~np.isfinite(a)))
         raise ValueError(f"{name} must be finite: found {bad} NaN/inf value(s)")
     return a
@@ -84,3 +84,12 @@ def all_positive(a: npt.NDArray[np.float64]) -> bool:
     (True, False)
     """
     return bool(_all(a > 0.0))
+
+
+def all_finite(a: npt.NDArray[np.float64]) -> bool:
+    """Whether every value of ``a`` is finite (``np.all(np.isfinite(a))``).
+
+    >>> all_finite(np.array([1.0, 2.0])), all_finite(np.array([1.0, np.nan]))
+    (True, False)
+    """
+    return bool(_all(np.isfinite(a)))

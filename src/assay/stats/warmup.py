@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from assay.stats._arrays import all_positive, mean, std
+from assay.stats._arrays import all_finite, all_positive, mean, std
 from assay.stats.autocorr import autocorrelation, lag1_upper_bound, unbiased_lag1
 from assay.stats.student_t import t_quantile
 
@@ -67,7 +67,7 @@ def mser_truncation(x: np.ndarray, max_fraction: float = MAX_FRACTION, batch: in
     """
     v = np.asarray(x, dtype=float)
     k = v.size // batch
-    if k < 3 or not np.logical_and.reduce(np.isfinite(v)):
+    if k < 3 or not all_finite(v):
         return 0
     means = v[:k] if batch == 1 else v[: k * batch].reshape(k, batch).mean(axis=1)
     stat = mser_statistic(means)
