@@ -176,9 +176,13 @@ def _mean_std(x: np.ndarray) -> tuple[float, float]:
     exact, so ordinary samples give the very numbers ``np.mean`` and ``np.std`` give,
     while readings of 1e200 (whose squares overflow) or 1e-300 (whose squared
     deviations underflow to a zero std) keep a true std.  The std is ``inf`` only
-    where it is beyond float's range itself.
+    where it is beyond float's range itself.  Equal values have their value for mean
+    and a std of 0 (``np.std`` gives their mean's rounding error: 1.5e-17 for seven
+    0.1s).
     """
-    top = _spread(x)[1]
+    ptp, top = _spread(x)
+    if ptp == 0.0:  # equal values: no spread (np.std gives the mean's rounding, 1e-16 of it)
+        return float(x[0]), 0.0
     e = math.frexp(top)[1] if top > 0.0 else 0
     y = np.ldexp(x, -e) if e else x
     return _ldexp(_mean(y), e), _ldexp(_std(y, ddof=1), e)

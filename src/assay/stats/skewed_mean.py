@@ -48,7 +48,9 @@ def sample_skewness(samples: ArrayLike) -> float:
     if n < 3:
         return 0.0
     # scaled by a power of two below 1 first: readings near 1e308 would overflow x - mean
-    top = spread(x)[1]
+    ptp, top = spread(x)
+    if ptp == 0.0:  # constant (their std would be the mean's rounding error, not 0)
+        return 0.0
     y = np.ldexp(x, -math.frexp(top)[1]) if top > 0.0 else x
     s = std(y, ddof=1)
     if not s > 0.0:
