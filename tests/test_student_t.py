@@ -76,3 +76,43 @@ def test_an_interval_needs_no_scipy() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+# -- any real degrees of freedom (Welch's test) ---------------------------------------
+
+REAL_DFS = st.one_of(st.floats(0.5, 3.0), st.floats(3.0, 200.0), st.floats(200.0, 1e5)).filter(
+    lambda df: not float(df).is_integer()
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(REAL_DFS, st.floats(-1e6, 1e6, allow_nan=False))
+def test_the_tail_is_scipys(df: float, t: float) -> None:
+    from assay.stats.student_t import t_cdf, t_sf
+
+    want = float(special.stdtr(df, -t))
+    got = t_sf(t, df)
+    if want > 1e-290:
+        assert got == pytest.approx(want, rel=1e-11, abs=1e-300)
+    else:
+        assert got <= 1e-280
+    assert t_cdf(t, df) == pytest.approx(float(special.stdtr(df, t)), rel=1e-11, abs=1e-300)
+
+
+@settings(max_examples=500, deadline=None)
+@given(REAL_DFS, st.floats(0.5 + 1e-9, 1 - 1e-12))
+def test_the_real_df_quantile_is_scipys(df: float, p: float) -> None:
+    from assay.stats.student_t import t_ppf
+
+    want = float(special.stdtrit(df, p))
+    assert t_ppf(p, df) == pytest.approx(want, rel=1e-10, abs=1e-12)
+    assert t_ppf(1.0 - p, df) == pytest.approx(-want, rel=1e-10, abs=1e-12)
+
+
+def test_the_incomplete_beta_is_scipys() -> None:
+    from assay.stats.student_t import regularized_beta
+
+    for a, b, x in [(0.5, 0.5, 0.3), (2.0, 3.0, 0.4), (50.0, 0.5, 0.99), (1e4, 0.5, 0.999)]:
+        assert regularized_beta(a, b, x) == pytest.approx(
+            float(special.betainc(a, b, x)), rel=1e-12
+        )

@@ -29,6 +29,7 @@ import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Literal
 
 import numpy as np
@@ -41,6 +42,7 @@ from assay.stats.intervals import MeanCI, _check_confidence, _t_quantile, t_inte
 from assay.stats.mann_whitney import mann_whitney_p
 from assay.stats.rank_shift import RankShift
 from assay.stats.sequential import DEFAULT_SCALES, mixture_e_value, samples_to_decide
+from assay.stats.student_t import t_ppf, t_sf
 
 # SciPy is imported inside the functions that use it: `assay compare` starts its first
 # trial without it (~0.6 s of imports; bench/RESULTS.md, start-up)
@@ -298,10 +300,6 @@ def welch_test(
     >>> round(r.relative, 3), r.rel_low < 0.0 < r.rel_high
     (0.05, True)
     """
-    # stats.t.sf's and stats.t.ppf's own functions: scipy.special imports in a third of
-    # scipy.stats' time, which a short study would pay at its end (issue #17)
-    from scipy import special
-
     c = _check_confidence(confidence)
     ma, va = _check_moments(mean_a, var_a, "a")
     mb, vb = _check_moments(mean_b, var_b, "b")
@@ -317,14 +315,14 @@ def welch_test(
         if floor_df:
             df = float(math.floor(df))
         t = diff / se
-        p = float(2.0 * special.stdtr(df, -abs(t)))
+        p = 2.0 * t_sf(abs(t), df)
     else:
         df = float(na + nb - 2)
         if diff == 0.0:
             t, p = math.nan, 1.0
         else:
             t, p = math.copysign(math.inf, diff), 0.0
-    tq = float(special.stdtrit(df, (1.0 + c) / 2.0))
+    tq = t_ppf((1.0 + c) / 2.0, df)
     rel_low, rel_high = _fieller(ma, sa2, mb, sb2, tq)
     return WelchResult(
         t=float(t),
@@ -690,8 +688,6 @@ class Comparison:
 
 
 def _effect_sizes(a: VariantStats, b: VariantStats) -> tuple[float, float]:
-    from scipy import special
-
     m = a.n + b.n - 2
     # the spread of the merged samples themselves: the correction concerns the mean's error
     va = a.var / (a.residual_factor * a.residual_factor)
@@ -699,7 +695,7 @@ def _effect_sizes(a: VariantStats, b: VariantStats) -> tuple[float, float]:
     pooled = math.sqrt(((a.n - 1) * va + (b.n - 1) * vb) / m)
     diff = a.mean - b.mean
     d = _ratio(diff, pooled)
-    j = math.exp(special.gammaln(m / 2.0) - special.gammaln((m - 1) / 2.0)) / math.sqrt(m / 2.0)
+    j = math.exp(math.lgamma(m / 2.0) - math.lgamma((m - 1) / 2.0)) / math.sqrt(m / 2.0)
     return d, d * j
 
 
@@ -1159,9 +1155,7 @@ def ranking_by_evidence(
     >>> e.decided, e.pairs[0].extra_better is not None and e.pairs[0].extra_better > 0
     (False, True)
     """
-    from scipy import special
-
-    z = float(special.ndtri(power))  # stats.norm.ppf
+    z = NormalDist().inv_cdf(power)  # stats.norm.ppf
     a = ranking.alpha
 
     def judge(p: PairDecision, comp: Comparison) -> PairDecision:

@@ -20,7 +20,7 @@ from assay.stats._arrays import finite_1d as _finite_1d
 from assay.stats._arrays import mean as _mean
 from assay.stats._arrays import spread as _spread
 from assay.stats._arrays import std as _std
-from assay.stats.student_t import t_quantile
+from assay.stats.student_t import t_ppf
 
 __all__ = [
     "UNREACHABLE_SAMPLE_SIZE",
@@ -110,13 +110,8 @@ def _check_confidence(confidence: float) -> float:
 @functools.lru_cache(maxsize=4096)
 def _t_quantile(confidence: float, df: float) -> float:
     # cached: the stopping rule asks for the same few (confidence, n) pairs after every
-    # round.  Integer df (every interval here, n - 1): without SciPy, whose import took
-    # ~0.2 s of a short study (issue #17); others: stats.t.ppf's own function
-    if float(df).is_integer() and df >= 1:
-        return t_quantile((1.0 + confidence) / 2.0, int(df))
-    from scipy import special
-
-    return float(special.stdtrit(df, (1.0 + confidence) / 2.0))
+    # round.  Without SciPy, whose import took ~0.2 s of a short study (issue #17)
+    return t_ppf((1.0 + confidence) / 2.0, df)
 
 
 @functools.lru_cache(maxsize=256)
