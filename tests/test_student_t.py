@@ -116,3 +116,24 @@ def test_the_incomplete_beta_is_scipys() -> None:
         assert regularized_beta(a, b, x) == pytest.approx(
             float(special.betainc(a, b, x)), rel=1e-12
         )
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.floats(0.5, 1e5),
+    st.floats(-30.0, 30.0),
+    st.floats(-60.0, 60.0),
+)
+def test_the_noncentral_t_is_scipys(df: float, delta: float, t: float) -> None:
+    from assay.stats.student_t import nct_cdf
+
+    want = float(special.nctdtr(df, delta, t))
+    if math.isnan(want):  # (scipy's own failures, e.g. df 1, delta 8)
+        return
+    assert nct_cdf(t, df, delta) == pytest.approx(want, rel=1e-9, abs=1e-11)
+
+
+def test_the_noncentral_t_beyond_its_range_is_scipys() -> None:
+    from assay.stats.student_t import nct_cdf
+
+    assert nct_cdf(45.0, 10.0, 39.4) == float(special.nctdtr(10.0, 39.4, 45.0))

@@ -42,7 +42,7 @@ from assay.stats.intervals import MeanCI, _check_confidence, _t_quantile, t_inte
 from assay.stats.mann_whitney import mann_whitney_p
 from assay.stats.rank_shift import RankShift
 from assay.stats.sequential import DEFAULT_SCALES, mixture_e_value, samples_to_decide
-from assay.stats.student_t import t_ppf, t_sf
+from assay.stats.student_t import nct_cdf, t_ppf, t_sf
 
 # SciPy is imported inside the functions that use it: `assay compare` starts its first
 # trial without it (~0.6 s of imports; bench/RESULTS.md, start-up)
@@ -408,8 +408,6 @@ def welch_required_n(
     >>> welch_required_n(10.5, 1.0, 10.0, 1.0, alpha=0.05, power=0.8)
     64
     """
-    from scipy import special
-
     ma, va = _check_moments(mean_a, var_a, "a")
     mb, vb = _check_moments(mean_b, var_b, "b")
     a = float(alpha)
@@ -429,18 +427,18 @@ def welch_required_n(
     df_factor = v * v / (va * va + vb * vb)  # df = (n - 1) * df_factor
 
     def achieved(n: int) -> float:
-        # the special functions behind stats.t.isf and stats.nct.cdf, called directly:
-        # the distribution objects' argument handling cost ~0.1 ms a call, and a
-        # comparison plans after every cycle (issue #17)
+        # stats.t.isf and stats.nct.cdf without SciPy, whose import cost a comparison's
+        # first analysis ~0.1 s, and whose distribution objects' argument handling ~0.1
+        # ms a call: a comparison plans after every cycle (issue #17)
         df = (n - 1) * df_factor
         nc = delta / math.sqrt(v / n)
-        tc = -float(special.stdtrit(df, a / 2.0))
-        return 1.0 - float(special.nctdtr(df, nc, tc)) + float(special.nctdtr(df, nc, -tc))
+        tc = -t_ppf(a / 2.0, df)
+        return 1.0 - nct_cdf(tc, df, nc) + nct_cdf(-tc, df, nc)
 
     def ok(n: int) -> bool:
         return achieved(n) >= pw
 
-    z = float(-special.ndtri(a / 2.0) + special.ndtri(pw))  # norm.isf + norm.ppf
+    z = -NormalDist().inv_cdf(a / 2.0) + NormalDist().inv_cdf(pw)  # norm.isf + norm.ppf
     n_normal = z * z * v / (delta * delta)
     if not math.isfinite(n_normal) or n_normal > MAX_REQUIRED_N:
         raise ValueError(
