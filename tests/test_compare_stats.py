@@ -19,6 +19,7 @@ from assay.stats.compare import (
     compare_samples,
     rank_variants,
     ranking_at_level,
+    ranking_by_evidence,
     summary_from_ci,
     welch_required_n,
     welch_test,
@@ -430,3 +431,31 @@ def test_ranking_at_level_keeps_pairs_without_data_and_validates() -> None:
     assert "equal" in ranking_at_level(eq, 0.001).pairs[0].note
     with pytest.raises(ValueError, match="alpha"):
         ranking_at_level(r, 0.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.floats(0.0, 0.05), st.integers(3, 40))
+def test_a_ranking_without_planning_differs_only_in_the_extra_samples(
+    seed: int, diff: float, n: int
+) -> None:
+    """Issue #17: a comparison's loop ranks after every cycle without Welch's
+    sample-size estimate (its e-values judge the pairs again, with their own)."""
+    rng = np.random.default_rng(seed)
+    samples = {
+        "a": rng.normal(1.0, 0.05, n),
+        "b": rng.normal(1.0 + diff, 0.05, n),
+        "c": rng.normal(1.0 + 2 * diff, 0.05, n),
+    }
+    full = rank_variants(samples, independence_alpha=0.05)
+    lean = rank_variants(samples, independence_alpha=0.05, plan=False)
+    assert full.order == lean.order and full.problems == lean.problems
+    for f, g in zip(full.pairs, lean.pairs, strict=True):
+        assert (f.better, f.worse, f.status) == (g.better, g.worse, g.status)
+        if g.comparison is not None and g.status == "undecided":
+            assert g.extra_better is None and g.extra_worse is None
+        elif g.comparison is not None:
+            assert (f.extra_better, f.extra_worse) == (g.extra_better, g.extra_worse)
+    judged = [ranking_by_evidence(r).pairs for r in (full, lean)]
+    assert [(p.status, p.extra_better, p.extra_worse) for p in judged[0]] == [
+        (p.status, p.extra_better, p.extra_worse) for p in judged[1]
+    ]

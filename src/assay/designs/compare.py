@@ -606,6 +606,7 @@ def compare_pi(
     correct_residual: bool = True,
     independence_alpha: float | None = None,
     statistic: Statistic = "mean",
+    plan: bool = True,
 ) -> PIComparison:
     """Rank the variants on one PI and compare each with the best (pure).
 
@@ -617,7 +618,8 @@ def compare_pi(
     variant's interval and variance for the residual autocorrelation of its merged
     samples (:func:`assay.stats.compare.analyze_variant`), as ``assay run`` does;
     ``independence_alpha`` is its merging rule at small n (no merging while the lag-1
-    autocorrelation is not significant at that level).
+    autocorrelation is not significant at that level); ``plan=False`` leaves out the
+    extra samples undecided pairs need (:func:`~assay.stats.compare.rank_variants`).
 
     Examples
     --------
@@ -635,6 +637,7 @@ def compare_pi(
         max_autocorrelation,
         correct_residual=correct_residual,
         independence_alpha=independence_alpha,
+        plan=plan,
     )
     if statistic not in STATISTICS:
         raise ValueError(f"statistic must be one of {', '.join(STATISTICS)}, got {statistic!r}")

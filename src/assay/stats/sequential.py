@@ -297,8 +297,10 @@ def samples_to_decide(
         crit = critical_t(alpha, na + nb - 2, n_eff, scales, rel_tol=1e-4)
         return d * math.sqrt(n_eff) >= crit + power_z
 
-    # start at the size the current critical t asks for (it grows only with log n)
-    now = critical_t(alpha, max(n_a + n_b - 2, 1), 1.0 / (1.0 / n_a + 1.0 / n_b), scales)
+    # start at the size the current critical t asks for (it grows only with log n; a
+    # start, so to 1e-4 too: the search below finds the same size from any start)
+    n_now = 1.0 / (1.0 / n_a + 1.0 / n_b)
+    now = critical_t(alpha, max(n_a + n_b - 2, 1), n_now, scales, rel_tol=1e-4)
     lo, hi = 0, 1
     if math.isfinite(now):
         target = 2.0 * ((now + power_z) / d) ** 2  # both sides alike: n_eff = n / 2

@@ -284,8 +284,11 @@ def compare_trials(
     pi: PISpec,
     trials: list[TrialRecord],
     segments: Segments | None = None,
+    *,
+    plan: bool = True,
 ) -> PIComparison:
-    """Rank the variants of a comparison study on one PI from its stored trials."""
+    """Rank the variants of a comparison study on one PI from its stored trials
+    (``plan``: with the extra samples undecided pairs need, see :func:`compare_pi`)."""
     cache: Segments = {} if segments is None else segments
     samples: dict[str, Any] = {}
     per_round: dict[str, float] = {}
@@ -319,6 +322,7 @@ def compare_trials(
         correct_residual=spec.stop.residual_correction,
         statistic=pi.statistic,
         independence_alpha=small_n_rule(spec, pi),
+        plan=plan,
     )
 
 
@@ -559,7 +563,9 @@ class CompareRunner(Study):
                 skip = True
             if not skip:
                 started = time.perf_counter()
-                comp = compare_trials(spec, self.pi, st.trials, segments)
+                # the always-valid rule judges the pairs again by their e-values, with its
+                # own estimate of the samples they need: Welch's is left to the result
+                comp = compare_trials(spec, self.pi, st.trials, segments, plan=not paced)
                 decision = self._decide(comp, st.trials, frontier)
                 if self.on_compare_progress is not None:
                     self.on_compare_progress(
