@@ -61,23 +61,29 @@ def test_a_run_of_quick_commands_analyses_at_a_pace_and_stops_on_its_budget(
     assert stored.decision == res.decision
 
 
-PERIODIC = """
+def _counted_study(
+    py: str, counter: Path, name: str, reading: str, stop: str, setup: str = "pass"
+) -> str:
+    """A study whose command prints ``value=`` ``reading``: Python on ``count``, the
+    trials before it (kept in ``counter``), after the statement ``setup``, so that every
+    test run reads the same sequence; ``stop`` is its ``[stop]`` table's lines."""
+    return f"""
 [study]
-name = "periodic"
+name = "{name}"
 [benchmark]
 command = ["{py}", "-c", '''
-import os, sys
+import os, random, sys
 count = int(open(sys.argv[1]).read()) if os.path.exists(sys.argv[1]) else 0
 open(sys.argv[1], "w").write(str(count + 1))
-print("value=" + ("1.0", "1.01", "1.01", "1.0")[count % 4])
+{setup}
+print("value=" + {reading})
 ''', "{counter}"]
 [[pi]]
 name = "v"
 source = "regex"
 pattern = 'value=([0-9.]+)'
 [stop]
-ci_width = 5.0
-max_rounds = 2000
+{stop}
 """
 
 
@@ -93,7 +99,13 @@ def test_a_paced_run_confirms_its_target_on_the_round_before(
     calls = _slow_analyses(monkeypatch, 0.02)
     # readings, not wall times: a VM's no-op drifts, and the level check may then
     # (rightly) end the study instead (seen once in CI)
-    text = PERIODIC.format(py=py, counter=str(tmp_path / "count"))
+    text = _counted_study(
+        py,
+        tmp_path / "count",
+        "periodic",
+        '("1.0", "1.01", "1.01", "1.0")[count % 4]',
+        "ci_width = 5.0\nmax_rounds = 2000",
+    )
     spec = load_spec(write_study(text))
     res = Runner(spec, spec.store_path(), measure_overhead=False, monitor=False).run()
     assert res.decision.reason == "target reached: every CI is within the requested width"
@@ -132,28 +144,6 @@ def test_a_tally_is_the_sums_over_its_trials(tmp_path: Path) -> None:
     assert Tally().raw_per_round(load_spec(study)) == {}
 
 
-NOISY = """
-[study]
-name = "noisy"
-[benchmark]
-command = ["{py}", "-c", '''
-import os, random, sys
-# the k-th trial's reading is the same in every test run
-count = int(open(sys.argv[1]).read()) if os.path.exists(sys.argv[1]) else 0
-open(sys.argv[1], "w").write(str(count + 1))
-random.seed(count)
-print(f"value={{1.0 + 0.05 * random.gauss(0, 1):.6f}}")
-''', "{counter}"]
-[[pi]]
-name = "v"
-source = "regex"
-pattern = 'value=([0-9.]+)'
-[stop]
-ci_width = 0.025
-max_rounds = 200
-"""
-
-
 def test_a_run_stops_on_the_round_an_analysis_after_every_round_would(
     write_study,  # type: ignore[no-untyped-def]
     py: str,
@@ -170,7 +160,14 @@ def test_a_run_stops_on_the_round_an_analysis_after_every_round_would(
     from assay.studies.run import analyse, decide_trials
 
     calls = _slow_analyses(monkeypatch, 0.0)
-    text = NOISY.format(py=py, counter=str(tmp_path / "count"))
+    text = _counted_study(
+        py,
+        tmp_path / "count",
+        "noisy",
+        'f"{1.0 + 0.05 * random.gauss(0, 1):.6f}"',
+        "ci_width = 0.025\nmax_rounds = 200",
+        setup="random.seed(count)",  # the k-th trial's reading is the same in every run
+    )
     spec = load_spec(write_study(text))
     res = Runner(spec, spec.store_path(), measure_overhead=False, monitor=False).run()
     assert res.decision.reason == "target reached: every CI is within the requested width"
