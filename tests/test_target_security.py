@@ -14,10 +14,12 @@ import json
 import os
 import pwd
 import shutil
+import signal
 import stat
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,9 +31,9 @@ from assay.targets.base import TargetError
 from assay.targets.fio import FILE_NAME, FioTarget
 from assay.targets.postgres import PostgresTarget
 from assay.targets.postgres import _check_knobs as pg_check_knobs
-from assay.targets.private import StateDir, default_state_dir
+from assay.targets.private import StateDir, default_state_dir, make_private_dir
 from assay.targets.process import ProcessIdentity, send_signal, verified
-from assay.targets.redis import RedisTarget, redis_command
+from assay.targets.redis import BENCH_USER, RedisTarget, redis_command
 from assay.targets.redis import _check_knobs as redis_check_knobs
 
 HAVE_PG = any(Path("/usr/lib/postgresql").glob("*/bin/initdb")) and bool(shutil.which("pgbench"))
@@ -268,6 +270,47 @@ def test_knobs_that_would_open_the_server_are_refused() -> None:
     redis_check_knobs({"maxmemory": "64mb"})
 
 
+@pytest.mark.parametrize("how", ["other user", "world-writable", "symbolic link"])
+def test_cluster_dir_others_can_change_is_refused(tmp_path: Path, how: str) -> None:
+    """The cluster is made in --cluster-dir: a folder another user can change (rename
+    the cluster, swap it for a link) is refused like such a --state directory."""
+    if how == "other user" and not (IS_ROOT and NOBODY is not None):
+        pytest.skip("needs root and the user nobody (to make a folder of another user)")
+    folder = tmp_path / "folder"
+    folder.mkdir(mode=0o755)
+    if how == "other user":
+        assert NOBODY is not None
+        os.chown(folder, NOBODY.pw_uid, NOBODY.pw_gid)
+        expected = "can be changed by other users"
+    elif how == "world-writable":
+        folder.chmod(0o777)
+        expected = "can be changed by other users"
+    else:
+        real, folder = folder, tmp_path / "link"
+        folder.symlink_to(real)
+        expected = "symbolic link"
+    state = tmp_path / "pg"
+    up = _target("postgres", "setup", "--state", str(state), "--cluster-dir", str(folder),
+                 "--scale", "1")  # fmt: skip
+    try:
+        assert up.returncode == 2 and expected in up.stderr, up.stderr
+        assert "--cluster-dir" in up.stderr and not list(folder.glob("assay-pg-*"))
+    finally:
+        _target("postgres", "teardown", "--state", str(state))
+
+
+def test_data_dir_parent_is_checked(tmp_path: Path) -> None:
+    """The default parent (TMPDIR) of a server's data directory gets the same checks."""
+    parent = tmp_path / "open"
+    parent.mkdir()
+    parent.chmod(0o777)
+    with pytest.raises(TargetError, match="can be changed by other users"):
+        make_private_dir("assay-x-", str(parent), StateDir(tmp_path / "st"), None)
+    parent.chmod(0o1777)  # sticky, like /tmp
+    made = make_private_dir("assay-x-", str(parent), StateDir(tmp_path / "st"), None)
+    assert made.parent == parent and stat.S_IMODE(made.stat().st_mode) == 0o700
+
+
 # -- fio ------------------------------------------------------------------------------------
 @needs_fio
 def test_fio_does_not_write_or_delete_through_a_symlinked_dir(tmp_path: Path) -> None:
@@ -400,3 +443,104 @@ def test_help_names_the_private_default_state(capsys: pytest.CaptureFixture[str]
         targets_main(["redis", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "private state directory (mode 700; default:" in out and "--tcp" in out
+
+
+# -- the Redis password on no command line ---------------------------------------------
+@needs_redis
+def test_redis_password_reaches_no_argv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every program the target starts (redis-server, redis-benchmark) gets an argv
+    without the server's password; redis-benchmark logs in as a user of its own run."""
+    argvs: list[list[str]] = []
+
+    class SpyPopen(subprocess.Popen):  # type: ignore[type-arg]
+        def __init__(self, args: Any, *a: Any, **kw: Any) -> None:
+            argvs.append([str(x) for x in args])
+            super().__init__(args, *a, **kw)
+
+    target = RedisTarget(str(tmp_path / "redis"), tcp=True)
+    monkeypatch.setattr(subprocess, "Popen", SpyPopen)  # what the target module calls
+    try:
+        target.start({"maxmemory": "64mb"})
+        target.run({"tests": "set", "requests": 500, "clients": 2, "knobs": {}})
+        password = target.state.read("redis.pass")
+        assert password and len(password) >= 16
+        progs = [os.path.basename(a[0]) for a in argvs]
+        assert "redis-server" in progs and "redis-benchmark" in progs
+        assert not [a for a in argvs if any(password in x for x in a)]
+        st, _ = target._running()
+        assert redis_command(target._endpoint(st), "ACL", "USERS") == ["default"]
+    finally:
+        monkeypatch.undo()
+        target.stop()
+
+
+def _children_running(pid: int, program: str) -> list[int]:
+    """The pids of the running children of ``pid`` whose program is ``program``."""
+    found = []
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            stat_line = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            if int(stat_line[1]) == pid and os.readlink(d / "exe") == program:
+                found.append(int(d.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+def _nobody_reads_proc() -> str:
+    """What the user nobody reads of every process's command line and environment."""
+    scan = "for f in /proc/[0-9]*/cmdline /proc/[0-9]*/environ; do cat $f; done 2>/dev/null"
+    return _as_nobody("sh", "-c", scan + " | tr -c '[:print:]' ' '").stdout  # ASCII only
+
+
+@needs_redis
+@needs_nobody
+@pytest.mark.slow
+def test_nobody_finds_no_redis_password_in_proc(tmp_path: Path) -> None:
+    """With --tcp, while redis-benchmark runs, the user nobody scans /proc for the
+    server's password: not on any command line (nor in an environment it can read). The
+    benchmark's own credential, on its argv, gives no admin command and dies with the
+    run."""
+    state = tmp_path / "redis"
+    doc = _setup("redis", state, "--tcp")
+    bench = shutil.which("redis-benchmark") or ""
+    marker = "987654321"  # --requests: a run that lasts until it is interrupted
+    runner = (
+        "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "from assay.targets.__main__ import main; sys.exit(main(sys.argv[1:]))"
+    )
+    run = subprocess.Popen(
+        [sys.executable, "-c", runner, "redis", "run", "--state", str(state), "--tests", "set",
+         "--requests", marker, "--clients", "2"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        found: list[int] = []
+        hang_guard = time.monotonic() + 120  # no assertion waits on it: a stuck run fails
+        while not found and run.poll() is None and time.monotonic() < hang_guard:
+            found = _children_running(run.pid, os.path.realpath(bench))
+            time.sleep(0.02)
+        assert found, f"redis-benchmark did not run (run's status: {run.returncode})"
+        password = (state / "redis.pass").read_text()
+        seen = _nobody_reads_proc()
+        assert marker in seen  # nobody does see the benchmark's command line
+        assert password not in seen
+        # the credential on the benchmark's argv: a data user, no admin command
+        argv = Path(f"/proc/{found[0]}/cmdline").read_bytes().decode().split("\0")
+        user, cred = argv[argv.index("--user") + 1], argv[argv.index("-a") + 1]
+        assert user == BENCH_USER and cred != password
+        login = ["redis-cli", "-h", "127.0.0.1", "-p", str(doc["port"]), "--user", user,
+                 "--pass", cred, "--no-auth-warning"]  # fmt: skip
+        for cmd in (["CONFIG", "GET", "requirepass"], ["FLUSHALL"], ["ACL", "LIST"]):
+            denied = _as_nobody(*login, *cmd)
+            assert "NOPERM" in denied.stdout + denied.stderr and password not in denied.stdout
+        run.send_signal(signal.SIGINT)  # the run stops redis-benchmark, deletes its user
+        assert run.wait(timeout=60) == 130
+        target = RedisTarget(str(state))
+        st, _ = target._running()
+        assert redis_command(target._endpoint(st), "ACL", "USERS") == ["default"]
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+        assert _target("redis", "teardown", "--state", str(state)).returncode == 0

@@ -134,6 +134,28 @@ def parse_knobs(items: Sequence[str] | None) -> dict[str, str]:
     return out
 
 
+def knob_value_problem(value: str) -> str | None:
+    """Why ``value`` may not be a knob's value, or None when it may.
+
+    A control character (newline, carriage return, NUL ...) could end the configuration
+    line the value is written into and start another setting, and a word starting with
+    ``--`` is read as another option when the value reaches a server's command line.
+
+    >>> knob_value_problem("60 1000") is None, knob_value_problem("60 --port 1")
+    (True, "its word '--port' starts with '--' (a command line reads it as another option)")
+    """
+    bad = next((c for c in value if ord(c) < 32 or ord(c) == 127), None)
+    if bad is not None:
+        return (
+            f"it contains the control character {bad!r} (it could end the configuration "
+            "line and start another setting)"
+        )
+    word = next((w for w in value.split() if w.startswith("--")), None)
+    if word is not None:
+        return f"its word {word!r} starts with '--' (a command line reads it as another option)"
+    return None
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port on ``host`` that is free now (the kernel picks it: bind to port 0)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

@@ -1,7 +1,8 @@
 """PostgreSQL with ``pgbench``: a private cluster on a Unix socket only its user reaches.
 
 ``setup`` runs ``initdb`` for a new cluster in a fresh private directory (mode 700;
-``--cluster-dir`` names its parent, default the temporary directory), starts it
+``--cluster-dir`` names its parent, default the temporary directory; either must be a
+directory no other user can change), starts it
 listening on a Unix socket in that directory only (``--tcp`` adds 127.0.0.1 on a free
 port, ``--port`` chooses the port) and loads pgbench's tables (``pgbench -i -s
 SCALE``). Every connection needs the superuser's password (``scram-sha-256``), which
@@ -17,7 +18,10 @@ the first start.
 checks every value and names a bad one), reloads the configuration, restarts the
 server when a knob needs it (context ``postmaster``, e.g. shared_buffers,
 wal_buffers), and puts knobs that a run no longer names back to the baseline
-(``ALTER SYSTEM RESET``). Any server parameter works: ``--knob name=value``.
+(``ALTER SYSTEM RESET``). Any server parameter works, ``--knob name=value``, but
+those that would open the cluster up (listeners, authentication, files outside the
+cluster, programs and libraries: see ``PROTECTED``) and values that could start
+another line (a control character, a word starting with ``--``) are refused.
 It then runs pgbench (``--builtin tpcb-like | simple-update | select-only`` or
 ``--script FILE``) for ``--duration`` seconds (or ``--transactions`` per client) and
 parses its report. ``reset`` reloads the tables; ``teardown`` stops the server and
@@ -63,12 +67,14 @@ from assay.targets.base import (
     TargetError,
     check_port_free,
     free_port,
+    knob_value_problem,
     missing_binary,
     percentile,
 )
 from assay.targets.private import (
     STATE_FILE,
     StateDir,
+    check_trusted_dir,
     default_state_dir,
     make_private_dir,
     new_secret,
@@ -83,12 +89,43 @@ DB = "postgres"
 SUPERUSER = "postgres"
 PGPASS = "pgpass"  # in the state directory, mode 600: the clients' password (libpq)
 SOCKET_PORT = 5432  # without TCP the port only names the socket file (.s.PGSQL.5432)
-#: parameters the target sets itself: a knob could otherwise open the server up
-MANAGED = frozenset({
-    "port", "listen_addresses", "unix_socket_directories", "unix_socket_permissions",
-    "unix_socket_group", "hba_file", "ident_file", "config_file", "data_directory",
-    "external_pid_file", "password_encryption",
-})  # fmt: skip
+#: Parameters no knob may name, by why. A knob reaches postgresql.conf (setup) or ALTER
+#: SYSTEM as the superuser, so each of these would undo what keeps the cluster private.
+PROTECTED: dict[str, frozenset[str]] = {
+    # where it listens: a Unix socket in the 700 cluster directory, 127.0.0.1 only with
+    # --tcp; Bonjour advertises the server on the network
+    "it opens or changes a listener": frozenset({
+        "port", "listen_addresses", "unix_socket_directories", "unix_socket_permissions",
+        "unix_socket_group", "bonjour", "bonjour_name",
+    }),
+    # who may log in and how: pg_hba.conf demands the generated scram-sha-256 password
+    # of every connection; Kerberos and SSL (by prefix) bring their own key files
+    "it changes who may log in or how": frozenset({
+        "hba_file", "ident_file", "password_encryption", "db_user_namespace",
+    }),
+    # files outside the cluster's data directory: read as configuration (include, read
+    # even as a name = value line), written (pid file, logs: log_directory may be any
+    # path, log_filename may climb out of it, log_file_mode may open the logs up)
+    "it reads or writes files outside the private cluster directory": frozenset({
+        "config_file", "data_directory", "external_pid_file", "include", "include_dir",
+        "include_if_exists", "log_directory", "log_filename", "log_file_mode",
+        "stats_temp_directory", "promote_trigger_file",
+    }),
+    # programs the server runs (shell commands) and libraries it loads run as the
+    # server's user; a standby logs in to, and takes its data from, another server
+    "it runs a program, loads a library or connects to another server": frozenset({
+        "archive_command", "archive_library", "archive_cleanup_command", "restore_command",
+        "recovery_end_command", "shared_preload_libraries", "local_preload_libraries",
+        "session_preload_libraries", "dynamic_library_path", "jit_provider",
+        "primary_conninfo",
+    }),
+}  # fmt: skip
+#: name prefixes protected as a whole: SSL (key files, a passphrase command, client
+#: authentication) and Kerberos (a key file, how user names match)
+PROTECTED_PREFIXES = {
+    "ssl": "it configures SSL: key files, a passphrase command and client authentication",
+    "krb_": "it configures Kerberos authentication and its key file",
+}
 BUILTINS = ("tpcb-like", "simple-update", "select-only")
 _PG_KNOB = re.compile(r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?$")
 
@@ -202,14 +239,36 @@ def _server_uid() -> int:
     return pw.pw_uid if pw else os.geteuid()
 
 
+def _protected(name: str) -> str | None:
+    """Why the parameter ``name`` may not be a knob, or None when it may."""
+    for why, names in PROTECTED.items():
+        if name in names:
+            return why
+    return next((why for p, why in PROTECTED_PREFIXES.items() if name.startswith(p)), None)
+
+
 def _check_knobs(knobs: Mapping[str, str]) -> None:
-    for k in knobs:
-        if not _PG_KNOB.match(k):
-            raise TargetError(f"knob {k}: not a PostgreSQL parameter name")
-        if k in MANAGED:
+    """Refuse a knob that could open the cluster up: a name that is no plain parameter
+    name, a value that could start another line of postgresql.conf, or a protected
+    parameter."""
+    for k, v in knobs.items():
+        if not _PG_KNOB.fullmatch(k):
             raise TargetError(
-                f"knob {k}: the target sets it itself, to keep the server private "
-                "(setup --tcp or --port make it listen on 127.0.0.1 as well)"
+                f"knob {k!r}: not a PostgreSQL parameter name; expected lowercase letters, "
+                "digits and '_' (e.g. work_mem, or ext.name for an extension's parameter)"
+            )
+        problem = knob_value_problem(v)
+        if problem is not None:
+            raise TargetError(
+                f"knob {k}={v!r}: refused, {problem}; expected a plain value on one line, "
+                "e.g. --knob shared_buffers=256MB"
+            )
+        why = _protected(k)
+        if why is not None:
+            raise TargetError(
+                f"knob {k}: refused, {why}: the target sets it itself, to keep the server "
+                "private (setup --tcp or --port make it listen on 127.0.0.1 as well); "
+                "other parameters are allowed, e.g. shared_buffers, work_mem, fsync"
             )
 
 
@@ -435,6 +494,12 @@ class PostgresTarget(Target):
         self.state.remove(STATE_FILE, PGPASS)
 
     def start(self, knobs: Mapping[str, str], workload: Mapping[str, Any] | None = None) -> None:
+        if self.cluster_dir is not None:  # the cluster is made in it: checked before all else
+            check_trusted_dir(
+                Path(self.cluster_dir), "--cluster-dir",
+                "name a directory that only you or root can change, or leave out "
+                "--cluster-dir (the default is the temporary directory)",
+            )  # fmt: skip
         bindir = find_bindir()
         _client(bindir, "pgbench")
         _client(bindir, "psql")

@@ -55,12 +55,15 @@ def default_state_dir(target: str) -> Path:
     return base / "assay" / "targets" / target
 
 
-def check_parents(path: Path, what: str) -> None:
-    """Raise :class:`TargetError` unless every directory above ``path`` (links resolved)
-    belongs to root or this user and no other user may rename entries in it (not
-    writable by group or others, unless sticky like /tmp)."""
+_OWN_DIR_HINT = "name a directory of your own (the default lies in your home or runtime directory)"
+
+
+def _check_unchangeable(real: Path, path: Path, what: str, hint: str, itself: bool) -> None:
+    """Raise :class:`TargetError` unless ``real`` (a resolved directory: ``path`` itself
+    or the one above it) and every directory above it belong to root or this user and
+    no other user may rename entries in them (not writable by group or others, unless
+    sticky like /tmp)."""
     me = os.geteuid()
-    real = Path(os.path.realpath(path.parent))
     for d in (real, *real.parents):
         try:
             st = os.stat(d)
@@ -70,11 +73,40 @@ def check_parents(path: Path, what: str) -> None:
             raise TargetError(f"{what} {path}: cannot inspect {d}: {exc.strerror}") from None
         shared = st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX
         if st.st_uid not in (0, me) or shared:
+            above = "" if itself and d == real else " above it"
             raise TargetError(
-                f"{what} {path}: the directory {d} above it can be changed by other users "
-                f"(owner uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o}); name a "
-                "directory of your own (the default lies in your home or runtime directory)"
+                f"{what} {path}: the directory {d}{above} can be changed by other users "
+                f"(owner uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o}); {hint}"
             )
+
+
+def check_parents(path: Path, what: str, hint: str = _OWN_DIR_HINT) -> None:
+    """Raise :class:`TargetError` unless every directory above ``path`` (links resolved)
+    belongs to root or this user and no other user may rename entries in it (not
+    writable by group or others, unless sticky like /tmp)."""
+    _check_unchangeable(Path(os.path.realpath(path.parent)), path, what, hint, itself=False)
+
+
+def check_trusted_dir(path: Path, what: str, hint: str) -> Path:
+    """``path`` resolved, when it is an existing directory that no other user can
+    change: not a symbolic link itself, and it and every directory above it pass the
+    checks of :func:`check_parents`. A server's private directory is made inside it: a
+    user who could rename entries there could swap that directory for a link."""
+    path = Path(path).absolute()
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        raise TargetError(f"{what} {path}: cannot use it ({exc.strerror}); {hint}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise TargetError(
+            f"{what} {path} is a symbolic link; Assay does not follow it (another user "
+            f"could point it elsewhere): {hint}"
+        )
+    if not stat.S_ISDIR(st.st_mode):
+        raise TargetError(f"{what} {path} is not a directory; {hint}")
+    real = Path(os.path.realpath(path))
+    _check_unchangeable(real, path, what, hint, itself=True)
+    return real
 
 
 def _check_private(st: os.stat_result, path: Path, what: str) -> None:
@@ -243,9 +275,16 @@ def new_secret() -> str:
 def make_private_dir(
     prefix: str, parent: str | None, state: StateDir, owner: pwd.struct_passwd | None
 ) -> Path:
-    """A fresh data directory (``mkdtemp``: mode 0700, a unique name) marked as
-    belonging to ``state``, handed to ``owner`` (a server's user) when given."""
-    path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    """A fresh data directory (``mkdtemp``: mode 0700, a unique name) in ``parent``
+    (default: the temporary directory) marked as belonging to ``state``, handed to
+    ``owner`` (a server's user) when given. ``parent`` must pass
+    :func:`check_trusted_dir`; the directory is made in its resolved path."""
+    where = check_trusted_dir(
+        Path(parent or tempfile.gettempdir()),
+        "the parent directory of the server's data directory",
+        "name another (or set TMPDIR to a directory of your own)",
+    )
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=where))
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     with os.fdopen(os.open(path / MARKER, flags, 0o600), "w", encoding="utf-8") as f:
         f.write(str(state.path))

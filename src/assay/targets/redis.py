@@ -6,11 +6,15 @@ with a generated password (``requirepass``, kept in the state directory, mode 60
 given to the server on stdin), as the ``redis`` user when Assay runs as root, and
 with persistence off (``save ""``, ``appendonly no``) unless a knob asks for it
 (``--knob appendonly=yes``, ``--knob "save=60 1000"``); the ``--knob``s given to
-setup are its baseline, passed on the server's command line. ``run`` lays its
-``--knob``s over the baseline with ``CONFIG SET`` (knobs a run no longer names go
-back to their baseline value; a knob Redis cannot change at run time restarts the
-server with it), runs ``redis-benchmark`` and parses its report: per-command
-throughput (requests/s) and latency (avg, min, p50, p95, p99, max in ms).
+setup are its baseline, passed on the server's command line. Knobs that would open
+the server up (where it listens, who logs in, files elsewhere: see ``PROTECTED``) or
+smuggle in another setting (a word starting with ``--``, a control character) are
+refused. ``run`` lays its ``--knob``s over the baseline with ``CONFIG SET`` (knobs a
+run no longer names go back to their baseline value; a knob Redis cannot change at
+run time restarts the server with it), runs ``redis-benchmark`` (as an ACL user made
+for the run, never with the server's password: :func:`bench_acl`) and parses its
+report: per-command throughput (requests/s) and latency (avg, min, p50, p95, p99, max
+in ms).
 ``reset`` empties the database (FLUSHALL); ``teardown`` stops the server and removes
 its files. The state directory (``--state``, default per user; see
 :mod:`assay.targets.private`) holds the server's identity (signalled only while the
@@ -58,6 +62,7 @@ from assay.targets.base import (
     TargetError,
     check_port_free,
     free_port,
+    knob_value_problem,
     missing_binary,
 )
 from assay.targets.private import (
@@ -75,12 +80,43 @@ HOST = "127.0.0.1"
 SOCKET = "redis.sock"  # in the private data directory (mode 700)
 PASSWORD = "redis.pass"  # in the state directory, mode 600: the requirepass value
 LOG = "redis.log"  # in the state directory
-#: config parameters the target sets itself: a knob could otherwise open the server up
-MANAGED = frozenset({
-    "port", "bind", "unixsocket", "unixsocketperm", "protected-mode", "requirepass",
-    "aclfile", "user", "dir", "logfile", "daemonize", "enable-protected-configs",
-    "enable-debug-command", "enable-module-command",
-})  # fmt: skip
+BENCH_USER = "assay-bench"  # the ACL user redis-benchmark logs in as, one run at a time
+#: Settings no knob may name, by why. A knob reaches the server's command line (setup,
+#: a restart) or CONFIG SET, so each of these would undo what keeps the server private.
+PROTECTED: dict[str, frozenset[str]] = {
+    # where it listens: a Unix socket in a 700 directory, 127.0.0.1 only with --tcp;
+    # cluster mode opens a second port (the cluster bus)
+    "it opens or changes a listener": frozenset({
+        "port", "bind", "unixsocket", "unixsocketperm", "unixsocketgroup",
+        "protected-mode", "tls-port", "cluster-enabled", "cluster-port",
+    }),
+    # who may log in and what they may do: the generated password, the benchmark's
+    # ACL user, commands that are off (DEBUG, MODULE) or renamed
+    "it changes who may log in or what they may do": frozenset({
+        "requirepass", "user", "aclfile", "acl-pubsub-default", "rename-command",
+        "enable-protected-configs", "enable-debug-command", "enable-module-command",
+    }),
+    # modules run code as the server's user; include reads another config file; a
+    # replica takes its data from, and logs in to, another server
+    "it loads code, settings or data from elsewhere": frozenset({
+        "loadmodule", "include", "replicaof", "slaveof", "masterauth", "masteruser",
+    }),
+    # the server writes only in its private data directory and to the log descriptor
+    # the target opened in the state directory
+    "it writes files outside the private directories": frozenset({
+        "dir", "dbfilename", "appendfilename", "appenddirname", "logfile", "pidfile",
+        "cluster-config-file",
+    }),
+    # the target watches the process it started: a daemon would leave it
+    "the target supervises the server process itself": frozenset({"daemonize"}),
+}  # fmt: skip
+#: name prefixes protected as a whole: TLS (listener, certificates and keys read from
+#: files, client authentication) and cluster mode (a second listener, a state file)
+PROTECTED_PREFIXES = {
+    "tls-": "it configures TLS: a listener, key files and client authentication",
+    "cluster-": "it configures cluster mode: a second listener and a state file",
+}
+_NAME = re.compile(r"^[a-z][a-z0-9-]*$", re.IGNORECASE)
 _SECTION = re.compile(r"^====== (.+?) ======\s*$", re.MULTILINE)
 _PROGRESS = re.compile(
     r"(?P<test>[^\r\n:]+): rps=(?P<rps>[0-9.]+|-?nan) \(overall: [^)]*\) "
@@ -225,13 +261,58 @@ def _server_uid() -> int:
     return pw.pw_uid if pw else os.geteuid()
 
 
+def _protected(name: str) -> str | None:
+    """Why the setting ``name`` may not be a knob, or None when it may."""
+    low = name.lower()
+    for why, names in PROTECTED.items():
+        if low in names:
+            return why
+    return next((why for p, why in PROTECTED_PREFIXES.items() if low.startswith(p)), None)
+
+
 def _check_knobs(knobs: Mapping[str, str]) -> None:
-    for k in knobs:
-        if k.lower() in MANAGED:
+    """Refuse a knob that could open the server up: a name that is no plain setting
+    name, a value that could smuggle in another setting (setup passes knobs on the
+    server's command line, ``save`` split into words), or a protected setting."""
+    for k, v in knobs.items():
+        if not _NAME.fullmatch(k):
             raise TargetError(
-                f"knob {k}: the target sets it itself, to keep the server private "
-                "(setup --tcp or --port make it listen on 127.0.0.1 as well)"
+                f"knob {k!r}: not a Redis setting name; expected letters, digits and '-' "
+                "(e.g. maxmemory, io-threads)"
             )
+        problem = knob_value_problem(v)
+        if problem is not None:
+            raise TargetError(
+                f"knob {k}={v!r}: refused, {problem}; expected a plain value on one line, "
+                'e.g. --knob maxmemory=64mb or --knob "save=60 1000"'
+            )
+        why = _protected(k)
+        if why is not None:
+            raise TargetError(
+                f"knob {k}: refused, {why}: the target sets it itself, to keep the server "
+                "private (setup --tcp or --port make it listen on 127.0.0.1 as well); "
+                "other settings are allowed, e.g. maxmemory, appendonly, save, io-threads"
+            )
+
+
+def bench_acl(password: str) -> list[str]:
+    """The ``ACL SETUSER`` rules of the user redis-benchmark logs in as.
+
+    redis-benchmark (7.0) takes a password only on its command line (``-a``, ``-u``;
+    it ignores REDISCLI_AUTH), where every local user can read it in /proc. So it never
+    gets the server's password: each run makes this user with a fresh password and
+    deletes it afterwards (which also closes its connections). Its rights are the data
+    commands the benchmark's tests use, on any key (the database holds only benchmark
+    data; unrestricted keys keep ACL checks as cheap as the default user's); no admin,
+    dangerous (CONFIG, FLUSHALL, KEYS, DEBUG ...) or scripting command, no channels.
+
+    >>> bench_acl("pw")[:3]
+    ['reset', 'on', '>pw']
+    """
+    return [
+        "reset", "on", f">{password}", "~*", "-@all",
+        "+@read", "+@write", "+@connection", "-@dangerous", "-@admin", "-@scripting",
+    ]  # fmt: skip
 
 
 class RedisTarget(Target):
@@ -483,11 +564,6 @@ class RedisTarget(Target):
         st, _ = self._running()
         endpoint = self._endpoint(st)
         where = ["-h", HOST, "-p", str(st["port"])] if st.get("tcp") else ["-s", endpoint.socket]
-        # redis-benchmark takes the password only as an argument (no environment
-        # variable, no file): other users may see it in the process list while it runs,
-        # which gives them nothing without --tcp (they cannot reach the socket). The
-        # report leaves it out.
-        auth = ["-a", endpoint.password]
         argv = [
             _binary("redis-benchmark"), *where,
             "-t", str(w.get("tests", "set,get")),
@@ -500,12 +576,10 @@ class RedisTarget(Target):
             argv += ["-r", str(int(w["keyspace"]))]
         if int(w.get("threads", 0)) > 0:
             argv += ["--threads", str(int(w["threads"]))]
-        proc = subprocess.run(
-            [*argv, *auth], capture_output=True, stdin=subprocess.DEVNULL, check=False
-        )
+        proc = self._benchmark(endpoint, argv)
         out = proc.stdout.decode(errors="replace")
         if proc.returncode != 0:
-            err = (proc.stderr.decode(errors="replace") or out).strip()[-400:]
+            err = (_errors(proc.stderr.decode(errors="replace")) or out).strip()[-400:]
             raise TargetError(f"redis-benchmark exited with status {proc.returncode}: {err}")
         tests = parse_redis_benchmark(out)
         pi: dict[str, float] = {}
@@ -535,6 +609,33 @@ class RedisTarget(Target):
             version=version,
             params=w,
         )
+
+    @staticmethod
+    def _benchmark(endpoint: Endpoint, argv: list[str]) -> subprocess.CompletedProcess[bytes]:
+        """Run redis-benchmark (``argv``) as the run's own ACL user (see
+        :func:`bench_acl`): only that user's one-run password is on its command line,
+        never the server's. The report's argv leaves it out."""
+        password = new_secret()
+        redis_command(endpoint, "ACL", "SETUSER", BENCH_USER, *bench_acl(password))
+        try:
+            return subprocess.run(
+                [*argv, "--user", BENCH_USER, "-a", password],
+                capture_output=True, stdin=subprocess.DEVNULL, check=False,
+            )  # fmt: skip
+        finally:
+            with contextlib.suppress(OSError, RedisReplyError, ConnectionError):
+                redis_command(endpoint, "ACL", "DELUSER", BENCH_USER)
+
+
+#: what redis-benchmark says on every run as the benchmark user: the user may not read
+#: the server's config (CONFIG GET would show the password), and -a is on its argv
+_EXPECTED_WARNINGS = ("WARNING: Could not fetch server CONFIG", "Warning: Using a password")
+
+
+def _errors(stderr: str) -> str:
+    """redis-benchmark's stderr without the warnings every run prints."""
+    keep = [ln for ln in stderr.splitlines() if not ln.startswith(_EXPECTED_WARNINGS)]
+    return "\n".join(keep)
 
 
 def _version() -> str:
