@@ -189,7 +189,9 @@ def test_workers_and_cluster_together_are_a_usage_error(tmp_path: Path) -> None:
 
 def test_an_unreachable_scheduler_is_a_clear_error(tmp_path: Path) -> None:
     study = _write(tmp_path, SWEEP_STUDY, pause=0.0)
-    res = CliRunner().invoke(main, ["sweep", str(study), "--cluster", "tcp://127.0.0.1:9", "-q"])
+    res = CliRunner().invoke(
+        main, ["sweep", str(study), "--cluster", "tcp://127.0.0.1:9", "--insecure", "-q"]
+    )
     assert res.exit_code == 3
     assert "cannot reach the Dask scheduler" in res.output
 
@@ -452,7 +454,8 @@ def test_a_sweep_runs_on_an_ssh_cluster_named_in_the_study_file(
     assert all(t.ok for t in trials)  # type: ignore[attr-defined]
     executor = json.loads(out.read_text())["environment"]["executor"]
     assert executor["kind"] == "dask" and len(executor["workers"]) == 2
-    assert executor["scheduler"].startswith("tcp://127.0.0.1:")
+    assert executor["scheduler"].startswith("tls://127.0.0.1:")  # the study's own TLS
+    assert not list(Path("/tmp").glob("assay-tls-*"))  # its credentials removed
 
 
 def test_an_ssh_host_that_refuses_is_a_clear_error(tmp_path: Path, sshd: dict[str, object]) -> None:
@@ -511,7 +514,7 @@ def test_setup_runs_on_every_worker_and_a_failing_one_names_the_worker(tmp_path:
     study.write_text(text.replace(append, "raise SystemExit(4)"))
     res = CliRunner().invoke(main, ["sweep", str(study), "--workers", "2", "-q", "--fresh"])
     assert res.exit_code == 3
-    assert "on worker tcp://127.0.0.1:" in res.output and "the setup command" in res.output
+    assert "on worker tls://127.0.0.1:" in res.output and "the setup command" in res.output
 
 
 def test_a_local_cluster_that_does_not_start_is_a_clear_error(

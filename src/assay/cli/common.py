@@ -375,9 +375,16 @@ def cluster_options(f: F) -> F:
         click.option(
             "--cluster",
             metavar="ADDRESS",
-            help="Run trials on an existing Dask scheduler (e.g. tcp://10.0.0.5:8786) whose "
+            help="Run trials on an existing Dask scheduler started with TLS (e.g. "
+            "tls://10.0.0.5:8786; the client's certificate in Dask's configuration) whose "
             "workers offer the resource bench=1 (dask worker ADDRESS --nthreads 1 "
             "--resources bench=1).",
+        ),
+        click.option(
+            "--insecure",
+            is_flag=True,
+            help="Accept a --cluster tcp:// scheduler without TLS: anyone who reaches it "
+            "runs code as its workers' user.",
         ),
     ]
     for option in reversed(options):
@@ -394,11 +401,21 @@ def executor_for(
 
     if opts.get("workers") is not None and opts.get("cluster") is not None:
         fail(err, "--workers starts a cluster on this machine, --cluster names one: give one")
+    if opts.get("cluster") is not None:
+        from assay.execute.tls import check_cluster_address
+
+        try:
+            check_cluster_address(opts["cluster"], insecure=bool(opts.get("insecure")))
+        except StudyError as exc:
+            fail(err, str(exc))
+    elif opts.get("insecure"):
+        fail(err, "--insecure: only with --cluster tcp://HOST:PORT (a scheduler without TLS)")
     return open_executor(
         workers=opts.get("workers"),
         address=opts.get("cluster"),
         ssh=spec.cluster,
         monitor=not opts.get("no_monitor", False),
+        insecure=bool(opts.get("insecure")),
     )
 
 

@@ -81,7 +81,7 @@ SECTION_OF = {
     ),
     **dict.fromkeys(("html_out", "plots_dir"), "Output"),  # assay report
     **dict.fromkeys(("store", "fresh", "name", "study"), "Store"),
-    **dict.fromkeys(("workers", "cluster"), "Where trials run"),
+    **dict.fromkeys(("workers", "cluster", "insecure"), "Where trials run"),
 }
 
 

@@ -9,6 +9,9 @@ time.  A ``[cluster]`` with ``roles`` makes every trial span the hosts
 (:class:`~assay.execute.roles.RoleExecutor`) on whichever of the three clusters: with
 ``--workers N``, worker ``i`` stands for host ``i`` of the roles.
 
+Every connection of a cluster Assay starts is mutual TLS with credentials made for the
+study (:mod:`assay.execute.tls`): an open scheduler would run anyone's code.
+
 >>> with open_executor(monitor=False) as ex:
 ...     ex.describe()
 {'kind': 'local', 'workers': 1}
@@ -16,6 +19,7 @@ time.  A ``[cluster]`` with ``roles`` makes every trial span the hosts
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import Iterator
@@ -36,21 +40,38 @@ def open_executor(
     address: str | None = None,
     ssh: ClusterSpec | None = None,
     monitor: bool = True,
+    insecure: bool = False,
 ) -> Iterator[Executor]:
-    """The executor for a study; a cluster this starts is stopped on the way out."""
+    """The executor for a study; a cluster this starts is stopped on the way out.
+    ``address`` must be ``tls://`` unless ``insecure``."""
     if workers is not None and address is not None:
         raise ValueError("--workers starts a cluster here, --cluster names one: give one")
     roles = ssh if ssh is not None and ssh.roles is not None else None
     if workers is None and address is None:
         if ssh is not None:
-            with _ssh_executor(ssh, monitor) as ex:
+            with _dask_quiet(), _ssh_executor(ssh, monitor) as ex:
                 yield ex
             return
         yield LocalExecutor(monitor=monitor)
         return
+    with _dask_quiet(), _dask_cluster(workers, address, roles, monitor, insecure) as ex:
+        yield ex
+
+
+@contextlib.contextmanager
+def _dask_cluster(
+    workers: int | None,
+    address: str | None,
+    roles: ClusterSpec | None,
+    monitor: bool,
+    insecure: bool,
+) -> Iterator[Executor]:
+    """A ``LocalCluster`` of ``workers`` processes, or the scheduler at ``address``."""
+    import dask
     from distributed import Client, LocalCluster
 
     from assay.execute.dask_executor import RESOURCE
+    from assay.execute.tls import NO_HTTP_ROUTES, temporary_security
 
     if workers is not None:
         if workers < 1:
@@ -61,15 +82,17 @@ def open_executor(
                 f"hosts, one worker each: give --workers {len(roles.hosts)} or more"
             )
         try:
-            cluster = LocalCluster(
-                n_workers=workers,
-                threads_per_worker=1,
-                processes=True,
-                resources={RESOURCE: 1},
-                host="127.0.0.1",  # loopback: nothing outside this machine reaches it
-                dashboard_address=None,
-                silence_logs=logging.ERROR,
-            )
+            with dask.config.set(NO_HTTP_ROUTES):  # read as the scheduler and nannies start
+                cluster = LocalCluster(
+                    n_workers=workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    resources={RESOURCE: 1},
+                    host="127.0.0.1",  # loopback: nothing outside this machine reaches it
+                    security=temporary_security(),  # ...and no other user of this one
+                    dashboard_address=None,
+                    silence_logs=logging.ERROR,
+                )
         except (RuntimeError, OSError, TimeoutError) as exc:  # e.g. a worker killed at start
             raise StudyError(
                 f"--workers {workers}: the local Dask cluster did not start ({exc}); "
@@ -79,10 +102,7 @@ def open_executor(
             yield _dask_executor(client, roles, monitor, workers)
         return
     assert address is not None
-    try:
-        client = Client(address, timeout=30)
-    except (OSError, TimeoutError) as exc:
-        raise StudyError(f"--cluster {address}: cannot reach the Dask scheduler: {exc}") from None
+    client = connect_client(address, insecure=insecure)
     with _closed_quietly(client):
         yield _dask_executor(client, roles, monitor, 1)
 
@@ -101,6 +121,28 @@ def _dask_executor(
     return DaskExecutor(
         client, monitor=monitor, require_identical=identical, expected_workers=expected
     )
+
+
+@contextlib.contextmanager
+def _dask_quiet() -> Iterator[None]:
+    """Dask's own log lines off while a study uses a cluster: a scheduler that goes away
+    logs the client's reconnection tracebacks, before the study's one-line error that
+    says what happened and what to do."""
+    import distributed  # noqa: F401  # its loggers exist from its import on
+
+    # Dask's configuration gives some of its loggers levels of their own
+    names = [
+        "distributed",
+        *(n for n in logging.root.manager.loggerDict if n.startswith("distributed.")),
+    ]
+    levels = {name: logging.getLogger(name).level for name in names}
+    for name in names:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
 
 
 @contextlib.contextmanager
@@ -136,33 +178,48 @@ def ssh_connect_options(spec: ClusterSpec) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def _ssh_executor(spec: ClusterSpec, monitor: bool) -> Iterator[Executor]:
+    import dask
     from distributed import Client
 
+    from assay.execute.tls import credentials_on_hosts, temporary_security
+
     scheduler = spec.scheduler or spec.hosts[0]
-    try:
-        cluster = ssh_cluster(spec, scheduler)
-    except Exception as exc:  # asyncssh's and Dask's errors: refused, auth, no python
-        raise StudyError(
-            f"[cluster]: cannot start the Dask cluster over SSH on {', '.join(spec.hosts)}: "
-            f"{type(exc).__name__}: {exc}"
-        ) from None
-    with _closed_quietly(cluster), _closed_quietly(client := Client(cluster)):
-        roles = spec if spec.roles is not None else None
-        yield _dask_executor(
-            client, roles, monitor, len(spec.hosts), identical=spec.require_identical
-        )
+    security = temporary_security()
+    with contextlib.ExitStack() as stack:
+        try:
+            where = stack.enter_context(
+                credentials_on_hosts([scheduler, *spec.hosts], ssh_connect_options(spec), security)
+            )
+            # the remote scheduler and workers get this configuration (Dask passes it
+            # on): they read the study's key and certificate from the files
+            stack.enter_context(dask.config.set(where.config))
+            cluster = ssh_cluster(spec, scheduler, security)
+        except StudyError:
+            raise
+        except Exception as exc:  # asyncssh's and Dask's errors: refused, auth, no python
+            raise StudyError(
+                f"[cluster]: cannot start the Dask cluster over SSH on "
+                f"{', '.join(spec.hosts)}: {type(exc).__name__}: {exc}"
+            ) from None
+        with _closed_quietly(cluster), _closed_quietly(client := Client(cluster)):
+            roles = spec if spec.roles is not None else None
+            yield _dask_executor(
+                client, roles, monitor, len(spec.hosts), identical=spec.require_identical
+            )
 
 
-def ssh_cluster(spec: ClusterSpec, scheduler: str) -> Any:
+def ssh_cluster(spec: ClusterSpec, scheduler: str, security: Any = None) -> Any:
     """Dask's SSH cluster (what ``distributed.SSHCluster`` builds), with each worker named
     by its host's place in ``hosts`` and listening on that host's address: a study with
     roles finds host ``i``'s worker by its name, also where several "hosts" are
-    addresses of one machine (127.0.0.2, 127.0.0.3)."""
+    addresses of one machine (127.0.0.2, 127.0.0.3).  With ``security`` (this side's
+    credentials; the hosts' come from Dask's configuration) every connection is TLS."""
     from distributed import SpecCluster
     from distributed.deploy.ssh import Scheduler, Worker
 
     from assay.execute.dask_executor import RESOURCE
 
+    protocol = "tls://" if security is not None else "tcp://"
     options = ssh_connect_options(spec)
     workers = {
         i: {
@@ -170,7 +227,13 @@ def ssh_cluster(spec: ClusterSpec, scheduler: str) -> Any:
             "options": {
                 "address": host,
                 "connect_options": options,
-                "kwargs": {"nthreads": 1, "resources": {RESOURCE: 1}, "name": i, "host": host},
+                "kwargs": {
+                    "nthreads": 1,
+                    "resources": {RESOURCE: 1},
+                    "name": i,
+                    "host": host,
+                    "protocol": protocol,
+                },
                 "worker_class": "distributed.Nanny",  # SSHCluster's default
                 "remote_python": spec.remote_python,
             },
@@ -183,8 +246,54 @@ def ssh_cluster(spec: ClusterSpec, scheduler: str) -> Any:
             "address": scheduler,
             "connect_options": options,
             # the scheduler listens on the host named for it, nowhere else
-            "kwargs": {"host": scheduler, "port": 0, "dashboard_address": None},
+            "kwargs": {
+                "host": scheduler,
+                "port": 0,
+                "dashboard_address": None,
+                "protocol": protocol,
+            },
             "remote_python": spec.remote_python,
         },
     }
-    return SpecCluster(workers, scheduler_spec, name="SSHCluster")
+    return SpecCluster(workers, scheduler_spec, name="SSHCluster", security=security)
+
+
+#: How long ``--cluster`` waits for the scheduler's answer before saying it cannot.
+CONNECT_S = 20.0
+
+
+def connect_client(address: str, *, insecure: bool, timeout: float = CONNECT_S) -> Any:
+    """A Dask client of the scheduler at ``address``, or a :class:`StudyError` within
+    about ``timeout`` seconds: whatever answers there (nothing, something that is not
+    Dask, a scheduler that refuses our certificate)."""
+    from distributed import Client
+
+    from assay.execute.tls import check_cluster_address, client_security
+
+    check_cluster_address(address, insecure=insecure)
+    security = client_security(address)
+    # Dask's own connect waits without a limit for a silent peer's handshake, and reads
+    # a stranger's first bytes as a frame length (an 8 EiB allocation): a bounded
+    # handshake of our own first, so neither reaches the client
+    try:
+        asyncio.run(_handshake(address, security, timeout))
+        return Client(address, timeout=timeout, security=security)
+    except StudyError:
+        raise
+    except Exception as exc:  # refused, reset, TLS refused, not Dask, a timeout
+        why = str(exc).strip() or type(exc).__name__
+        if isinstance(exc, TimeoutError | asyncio.TimeoutError):
+            why = f"no answer within {timeout:g} s"
+        elif isinstance(exc, MemoryError):
+            why = "what answers there is not a Dask scheduler"
+        raise StudyError(
+            f"--cluster {address}: cannot reach the Dask scheduler: {why[:300]}"
+        ) from None
+
+
+async def _handshake(address: str, security: Any, timeout: float) -> None:
+    from distributed.comm.core import connect
+
+    args = security.get_connection_args("client") if security is not None else {}
+    comm = await asyncio.wait_for(connect(address, timeout=timeout, **args), timeout)
+    await comm.close()

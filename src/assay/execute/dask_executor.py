@@ -15,8 +15,9 @@ records of a task arrive once, so nothing is committed twice.
 from __future__ import annotations
 
 import platform
+import queue
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -27,10 +28,13 @@ from assay.execute.trial import Step, TrialJob, TrialRequest, run_step, run_tria
 from assay.store import TrialRecord
 
 if TYPE_CHECKING:
-    from distributed import Client
+    from distributed import Client, Future
 
 #: The resource every worker offers once and every trial takes: one trial per worker.
 RESOURCE = "bench"
+
+#: How often a wait for tasks looks whether they still can finish (a worker that left).
+_CHECK_S = 2.0
 
 _MONITOR: ResourceMonitor | None = None  # the worker process's bottleneck watch
 
@@ -212,7 +216,18 @@ class DaskExecutor(Executor):
             )
             for w in self.workers()
         }
-        errors = dict(zip(futures, self.client.gather(list(futures.values())), strict=True))
+        # a task pinned to a worker that dies never runs anywhere else: wait, but say so
+        pinned = {f.key: w for w, f in futures.items()}
+        try:
+            for _ in self._as_done(list(futures.values()), pinned):
+                pass
+            errors = {w: f.result() for w, f in futures.items()}
+        except Exception as exc:  # the worker or the scheduler gone under the task
+            if isinstance(exc, StudyError):
+                raise
+            raise StudyError(self._failure("a setup or teardown step could not run", exc)) from None
+        finally:
+            self.client.cancel([f for f in futures.values() if not f.done()])
         failed = {w: e for w, e in errors.items() if e is not None}
         if failed:
             worker, error = sorted(failed.items())[0]
@@ -222,8 +237,6 @@ class DaskExecutor(Executor):
     def run_trials(
         self, job: TrialJob, requests: Sequence[TrialRequest]
     ) -> Generator[TrialRecord, None, None]:
-        from distributed import as_completed
-
         # a path beside the store means nothing on another host, and one per study
         # cannot serve several trials at once
         remote = replace(job, running_file=None)
@@ -236,11 +249,11 @@ class DaskExecutor(Executor):
             for block in blocks(requests)
         ]
         try:
-            for future in as_completed(futures):
+            for future in self._as_done(futures):
                 try:
                     result: BlockResult = future.result()
                 except Exception as exc:  # KilledWorker: the task killed worker after worker
-                    raise StudyError(f"a trial could not run on the cluster: {exc}") from None
+                    raise StudyError(self._failure("a trial could not run", exc)) from None
                 total, done, began = self._batch
                 self._batch = (total, done + len(result.records), began)
                 yield from result.records
@@ -250,3 +263,60 @@ class DaskExecutor(Executor):
             pending = [f for f in futures if not f.done()]
             if pending:
                 self.client.cancel(pending)
+
+    def _as_done(
+        self, futures: Sequence[Future[Any]], pinned: Mapping[Any, str] | None = None
+    ) -> Iterator[Future[Any]]:
+        """The futures as they finish, in that order.  A :class:`StudyError` instead of
+        waiting forever when one never can: the worker a task is ``pinned`` to (task key
+        to worker address) has left, or the cluster has had no worker for ``wait_s``
+        seconds (every worker of an external cluster died)."""
+        finished: queue.SimpleQueue[Future[Any]] = queue.SimpleQueue()
+        for future in futures:
+            future.add_done_callback(finished.put)
+        left = {f.key for f in futures}
+        without_workers: float | None = None
+        while left:
+            try:
+                future = finished.get(timeout=_CHECK_S)
+            except queue.Empty:
+                alive = self._alive_workers()
+                gone = sorted({w for k, w in (pinned or {}).items() if k in left} - alive)
+                if gone:
+                    raise StudyError(
+                        f"worker {gone[0]} left the Dask cluster during the setup or teardown "
+                        "step it had to run; nothing else was run there: run the same "
+                        "command again"
+                    ) from None
+                now = time.monotonic()
+                without_workers = (without_workers or now) if not alive else None
+                if without_workers is not None and now - without_workers >= self.wait_s:
+                    raise StudyError(
+                        f"the Dask cluster has had no worker for {self.wait_s:g} s; the "
+                        "trials that finished are kept: start workers and run the same "
+                        "command again"
+                    ) from None
+                continue
+            if future.key in left:
+                left.discard(future.key)
+                yield future
+
+    def _alive_workers(self) -> set[str]:
+        try:
+            return set(self.workers())
+        except Exception as exc:  # the scheduler itself is gone
+            raise StudyError(self._failure("the cluster cannot be asked", exc)) from None
+
+    def _failure(self, what: str, exc: BaseException) -> str:
+        """What went wrong on the cluster, in Assay's words where Dask's are about itself."""
+        text = str(exc)
+        if "scheduler-connection-lost" in text or self.client.status not in (
+            "running",
+            "newly-created",
+        ):
+            where = getattr(self.client.scheduler, "address", "")
+            return (
+                f"{what}: the connection to the Dask scheduler {where} was lost; the trials "
+                "that finished are kept: run the same command again"
+            )
+        return f"{what} on the cluster: {text[:500]}"
