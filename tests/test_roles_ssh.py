@@ -8,7 +8,9 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from click.testing import CliRunner
 
 from assay.cli import main
 from assay.store import Store
+from test_target_security import _as_nobody
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "multihost"
 
@@ -61,6 +64,9 @@ def _study(tmp_path: Path, hosts: dict[str, object], rounds: int = 3) -> Path:
     text = text.replace("/tmp/assay-ssh/", f"{d}/")
     text = text.replace("port = 6390", f"port = {_free_port()}")
     text = text.replace("max_rounds = 10", f"max_rounds = {rounds}")
+    # the servers' private directory (and password) in the test's folder, not in ~/.cache
+    state = json.dumps(str(tmp_path / "redis-state"))
+    text = text.replace("timeout = 120\n", f"timeout = 120\nenv = {{REDIS_PAIR_STATE = {state}}}\n")
     study = work / "redis-replica-compare.toml"
     study.write_text(text)
     return study
@@ -124,3 +130,58 @@ def test_a_failing_replica_setup_is_named_with_its_host(
     assert res.exit_code == 3, res.output
     flat = " ".join(res.output.split())
     assert "on host 127.0.0.3 (replica[0])" in flat and "invalid int value" in flat
+
+
+def _pair(action: str, *args: str, state: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(EXAMPLE / "redis_pair.py"), action, *args],
+        capture_output=True, text=True, timeout=60, check=False,
+        env={**os.environ, "REDIS_PAIR_STATE": str(state)},
+    )  # fmt: skip
+
+
+def test_the_example_server_writes_only_its_own_files_and_asks_a_password(
+    tmp_path: Path,
+) -> None:
+    """Round three, item 2: the example reused /tmp/assay-redis-ADDRESS-PORT whoever had
+    made it, so root's redis wrote its pid file and log through another user's links,
+    and served every local user without a password."""
+    if any(shutil.which(p) is None for p in ("redis-server", "redis-cli", "setpriv")):
+        pytest.skip("needs redis and setpriv: run scripts/install-targets.sh")
+    address, port = "127.0.0.2", str(_free_port())
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    planted = Path(f"/tmp/assay-redis-{address}-{port}")  # the old, predictable folder
+    assert _as_nobody("mkdir", "-m", "755", str(planted)).returncode == 0
+    for name in ("redis.pid", "redis.log"):
+        assert _as_nobody("ln", "-s", str(victim), str(planted / name)).returncode == 0
+    state = tmp_path / "state"
+    try:
+        started = _pair("start", address, port, state=state)
+        assert started.returncode == 0, started.stderr
+        assert victim.read_text() == "precious\n"
+        # another local user is refused without the password; the password is on no
+        # command line and in a file of the user's alone
+        denied = _as_nobody("redis-cli", "-h", address, "-p", port, "ping")
+        assert "NOAUTH" in denied.stdout + denied.stderr and "PONG" not in denied.stdout
+        password = (state / "password").read_text().strip()
+        assert stat.S_IMODE(os.lstat(state / "password").st_mode) == 0o600
+        assert stat.S_IMODE(os.lstat(state).st_mode) == 0o700
+        pid = (state / f"{address}-{port}" / "redis.pid").read_text().strip()
+        assert password not in Path(f"/proc/{pid}/cmdline").read_text()
+        # the benchmark gets in, as a user of its own
+        bench = _pair("bench", address, port, "-t", "get", "-n", "100", "-q", state=state)
+        assert bench.returncode == 0 and "GET:" in bench.stdout, bench.stderr
+        assert password not in bench.stderr + bench.stdout
+    finally:
+        assert _pair("stop", address, port, state=state).returncode == 0
+        shutil.rmtree(planted, ignore_errors=True)
+    assert not (state / f"{address}-{port}").exists()
+    # a private directory another user made is refused, not used
+    assert _as_nobody("mkdir", "-m", "777", str(planted)).returncode == 0
+    try:
+        refused = _pair("start", address, port, state=planted)
+        assert refused.returncode == 1 and "owner uid" in refused.stderr, refused.stderr
+        assert victim.read_text() == "precious\n"
+    finally:
+        shutil.rmtree(planted, ignore_errors=True)

@@ -1,77 +1,186 @@
 """One Redis server of a primary + replica pair, on one address (the multi-host example's
-setup and teardown steps).
+setup and teardown steps), and the benchmark client that logs in to it.
 
     python3 redis_pair.py start ADDRESS PORT [--replicaof PRIMARY]
+    python3 redis_pair.py bench ADDRESS PORT [REDIS-BENCHMARK OPTIONS...]
     python3 redis_pair.py stop ADDRESS PORT
 
-``start`` runs ``redis-server`` bound to ADDRESS only, without persistence, its files in
-a private folder of its own (/tmp/assay-redis-ADDRESS-PORT), and returns once it answers
-(a replica: once its link to the primary is up).  ``stop`` shuts it down and removes the
-folder.  Every value reaches the programs as one argv word; no shell is involved.
+Its files lie in a private directory, under the rules of Assay's targets
+(:mod:`assay.targets.private`: mode 700, of this user, never a link, in directories no
+other user can change): ``$REDIS_PAIR_STATE``, else ``$XDG_RUNTIME_DIR/assay/targets/
+redis-pair`` or ``~/.cache/assay/targets/redis-pair``.  Its file ``password`` (mode 600)
+is the password of every server: a primary's ``start`` makes it when there is none; on
+real machines copy it to the same place on the replica's and the client's hosts.
+
+``start`` writes the server's settings (bound to ADDRESS only, no persistence, the
+password; a replica's primary and the password it logs in with) to a mode 600 file in
+the folder ADDRESS-PORT of that directory, where the server also keeps its pid file,
+log and temporary files; runs ``redis-server`` on it; and returns once the server
+answers (a replica: once its link to the primary is up).  ``stop`` shuts it down and
+removes its folder.  ``bench`` runs ``redis-benchmark`` against it as a user made for
+the run, with the rights of the benchmark's data commands only, deleted afterwards:
+redis-benchmark takes a password only on its command line, which every local user can
+read, so it never gets the servers'.  redis-cli gets the password in REDISCLI_AUTH.
+No password is on a command line, and no shell is involved.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
+import secrets
 import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
+
+from assay.targets.base import TargetError
+from assay.targets.private import StateDir, default_state_dir, new_secret
+from assay.targets.redis import bench_acl
+
+STATE_ENV = "REDIS_PAIR_STATE"  # the private directory, when not the default one
+PASSWORD = "password"  # in the private directory, mode 600
+CONFIG, LOG, PID = "redis.conf", "redis.log", "redis.pid"  # in a server's folder
+_ADDRESS = re.compile(r"[A-Za-z0-9][A-Za-z0-9.:_-]*")  # an IP address or a host name
 
 
-def _cli(address: str, port: int, *words: str) -> subprocess.CompletedProcess[str]:
+def _state() -> StateDir:
+    return StateDir(os.environ.get(STATE_ENV) or default_state_dir("redis-pair"))
+
+
+def _password(state: StateDir, make: bool) -> str:
+    """The servers' password; made (a primary's start) when there is none."""
+    text = (state.read(PASSWORD) or "").strip()
+    if text:
+        return text
+    if not make:
+        raise TargetError(
+            f"no Redis password in {state.file(PASSWORD)}: the primary's start makes it; "
+            "on another machine than the primary's, copy that file here (mode 600)"
+        )
+    text = new_secret()
+    state.write(PASSWORD, text + "\n")
+    return text
+
+
+def _server(state: StateDir, address: str, port: int) -> StateDir:
+    """The private folder of the server on ``address``:``port``."""
+    if not _ADDRESS.fullmatch(address):
+        raise TargetError(f"address {address!r}: expected an IP address or a host name")
+    state.create()  # the folder's parent: private before anything is made in it
+    return StateDir(state.path / f"{address}-{port}")
+
+
+def _quoted(text: str) -> str:
+    """``text`` as one argument of a redis.conf line (a path may hold spaces)."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped}"'
+
+
+def _config(server: StateDir, address: str, port: int, password: str, primary: str | None) -> str:
+    lines = [
+        f"bind {address}",
+        f"port {port}",
+        "protected-mode yes",
+        "daemonize yes",
+        'save ""',
+        "appendonly no",
+        f"dir {_quoted(str(server.path))}",
+        f"pidfile {_quoted(str(server.file(PID)))}",
+        f"logfile {_quoted(str(server.file(LOG)))}",
+        f"requirepass {password}",
+    ]
+    if primary is not None:
+        lines += [f"replicaof {primary} {port}", f"masterauth {password}"]
+    return "\n".join(lines) + "\n"
+
+
+def _cli(
+    address: str, port: int, password: str, *words: str, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """redis-cli, logged in with ``password`` (in its environment); a command on
+    ``stdin`` keeps what it says off the command line too."""
     argv = ["redis-cli", "-h", address, "-p", str(port), *words]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
-
-
-def _folder(address: str, port: int) -> Path:
-    return Path(f"/tmp/assay-redis-{address}-{port}")
+    env = {**os.environ, "REDISCLI_AUTH": password}
+    return subprocess.run(
+        argv, input=stdin, capture_output=True, text=True, timeout=10, check=False, env=env
+    )
 
 
 def start(address: str, port: int, primary: str | None) -> int:
-    folder = _folder(address, port)
-    folder.mkdir(mode=0o700, exist_ok=True)
-    argv = ["redis-server", "--bind", address, "--port", str(port), "--daemonize", "yes"]
-    argv += ["--save", "", "--appendonly", "no", "--dir", str(folder)]
-    argv += ["--pidfile", str(folder / "redis.pid"), "--logfile", str(folder / "redis.log")]
-    if primary is not None:
-        argv += ["--replicaof", primary, str(port)]
-    subprocess.run(argv, check=True, timeout=30)
+    state = _state()
+    if primary is not None and not _ADDRESS.fullmatch(primary):
+        raise TargetError(f"--replicaof {primary!r}: expected an IP address or a host name")
+    password = _password(state, make=primary is None)
+    server = _server(state, address, port)
+    server.write(CONFIG, _config(server, address, port, password, primary))
+    subprocess.run(["redis-server", str(server.file(CONFIG))], check=True, timeout=30)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        if primary is None and _cli(address, port, "ping").stdout.strip() == "PONG":
+        if primary is None and _cli(address, port, password, "ping").stdout.strip() == "PONG":
             print(f"primary up on {address}:{port}")
             return 0
         if (
             primary is not None
-            and "master_link_status:up" in _cli(address, port, "info", "replication").stdout
+            and "master_link_status:up"
+            in _cli(address, port, password, "info", "replication").stdout
         ):
             print(f"replica of {primary} up on {address}:{port}")
             return 0
         time.sleep(0.1)
-    log = folder / "redis.log"
-    print(log.read_text()[-2000:] if log.exists() else "no log", file=sys.stderr)
+    print((server.read(LOG) or "no log")[-2000:], file=sys.stderr)
     print(f"redis on {address}:{port} did not come up in 30 s", file=sys.stderr)
+    if primary is not None:
+        print(f"(does {primary} have the password of {state.file(PASSWORD)}?)", file=sys.stderr)
     return 1
 
 
+def bench(address: str, port: int, options: list[str]) -> int:
+    password = _password(_state(), make=False)
+    user, secret = f"assay-bench-{secrets.token_hex(4)}", new_secret()
+    made = _cli(
+        address, port, password, stdin=f"ACL SETUSER {user} {' '.join(bench_acl(secret))}\n"
+    )
+    if made.stdout.strip() != "OK":
+        raise TargetError(
+            f"{address}:{port} refused the benchmark's user: {made.stdout}{made.stderr}"
+        )
+    try:
+        argv = ["redis-benchmark", "-h", address, "-p", str(port), *options]
+        return subprocess.run([*argv, "--user", user, "-a", secret], check=False).returncode
+    finally:
+        _cli(address, port, password, stdin=f"ACL DELUSER {user}\n")
+
+
 def stop(address: str, port: int) -> int:
-    _cli(address, port, "shutdown", "nosave")
-    shutil.rmtree(_folder(address, port), ignore_errors=True)
+    state = _state()
+    server = _server(state, address, port)
+    _cli(address, port, _password(state, make=False), "shutdown", "nosave")
+    if server.exists():  # refused (TargetError) when not a private folder of this user
+        shutil.rmtree(server.path, ignore_errors=True)
     return 0
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("action", choices=("start", "stop"))
-    p.add_argument("address")
-    p.add_argument("port", type=int)
-    p.add_argument("--replicaof", metavar="PRIMARY")
+    actions = p.add_subparsers(dest="action", required=True)
+    for name in ("start", "stop", "bench"):
+        action = actions.add_parser(name)
+        action.add_argument("address")
+        action.add_argument("port", type=int)
+    actions.choices["start"].add_argument("--replicaof", metavar="PRIMARY")
+    actions.choices["bench"].add_argument("options", nargs=argparse.REMAINDER)
     a = p.parse_args()
-    if a.action == "start":
-        return start(a.address, a.port, a.replicaof)
-    return stop(a.address, a.port)
+    try:
+        if a.action == "start":
+            return start(a.address, a.port, a.replicaof)
+        if a.action == "bench":
+            return bench(a.address, a.port, a.options)
+        return stop(a.address, a.port)
+    except TargetError as exc:
+        print(f"redis_pair.py {a.action}: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

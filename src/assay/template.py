@@ -11,52 +11,60 @@ stand for literal braces around a name.
 '--rows=5 {rows} {x + 1}'
 >>> placeholders("-h {hosts.server} --id {host.index} {self.x}")
 ['hosts.server', 'host.index']
->>> import shlex
->>> render("echo {v}", {"v": "$(rm -rf ~)"}, quote=shlex.quote)  # a value as one shell word
-"echo '$(rm -rf ~)'"
+>>> parts("a{{b}} {x}!")
+[('a{b} ', 'x'), ('!', None)]
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 # dotted names only under host./hosts.: an f-string's {obj.attr} stays text, as before
 _TOKEN = re.compile(r"\{\{|\}\}|\{((?:hosts?\.)?[A-Za-z_][A-Za-z0-9_]*)\}")
 
 
+def parts(template: str) -> list[tuple[str, str | None]]:
+    """``template`` cut after each placeholder: (the literal text before it, ``{{`` and
+    ``}}`` made single braces; its name), the last pair's name None."""
+    out: list[tuple[str, str | None]] = []
+    text: list[str] = []
+    last = 0
+    for m in _TOKEN.finditer(template):
+        text.append(template[last : m.start()])
+        last = m.end()
+        if m.group(1):
+            out.append(("".join(text), m.group(1)))
+            text = []
+        else:
+            text.append(m.group(0)[0])
+    text.append(template[last:])
+    out.append(("".join(text), None))
+    return out
+
+
 def placeholders(template: str) -> list[str]:
     """Names of the placeholders in ``template``, in order."""
-    return [m.group(1) for m in _TOKEN.finditer(template) if m.group(1)]
+    return [name for _, name in parts(template) if name]
 
 
-def _text(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+def value_text(values: Mapping[str, object], name: str) -> str:
+    """The text of placeholder ``name``'s value (a boolean as TOML writes it); KeyError
+    naming the placeholder when it has none."""
+    if name not in values:
+        raise KeyError(f"no value for placeholder '{{{name}}}'")
+    v = values[name]
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
 
 
-def render(
-    template: str,
-    values: Mapping[str, object],
-    quote: Callable[[str], str] | None = None,
-) -> str:
+def render(template: str, values: Mapping[str, object]) -> str:
     """Substitute placeholders; raise KeyError naming a placeholder without a value.
 
-    ``quote`` is applied to each substituted value (``shlex.quote`` for a command a
-    shell will read), never to the template's own text.
+    The values are pasted in as they are: a command a shell reads is rendered by
+    :func:`assay.execute.command.render_argv`, which never puts a value in its text.
     """
-
-    def sub(m: re.Match[str]) -> str:
-        tok = m.group(0)
-        if tok == "{{":
-            return "{"
-        if tok == "}}":
-            return "}"
-        name = m.group(1)
-        if name not in values:
-            raise KeyError(f"no value for placeholder '{{{name}}}'")
-        text = _text(values[name])
-        return quote(text) if quote is not None else text
-
-    return _TOKEN.sub(sub, template)
+    return "".join(
+        text + (value_text(values, name) if name else "") for text, name in parts(template)
+    )

@@ -2,8 +2,9 @@
 streamed output and the child's resource usage.
 
 Parameter values are substituted into each argv element separately, so they reach
-the program as literal arguments; no shell sees them unless the user set
-``shell = true``.
+the program as literal arguments; with ``shell = true`` the shell reads them only as
+quoted variable assignments Assay writes (:func:`render_argv`), never inside the
+user's own quotes.
 
 >>> render_argv(["echo", "{word}"], {"word": "$(touch pwned)"})
 ['echo', '$(touch pwned)']
@@ -17,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import gc
 import io
 import os
@@ -31,10 +33,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
+from assay.errors import StudyError
 from assay.execute.interrupts import deferred, terminate_as_interrupt
 from assay.execute.output import Spool
 from assay.execute.proctree import MARKER, ProcessTree, new_marker
-from assay.template import render
+from assay.template import parts, render, value_text
 
 TrialStatus = Literal["ok", "failed", "timeout", "parse_error", "launch_error", "invalid"]
 
@@ -95,14 +98,131 @@ def render_argv(
 ) -> list[str]:
     """Template each argument on its own: a value never splits into several arguments.
 
-    With ``shell=True`` (the words are joined and read by ``/bin/sh``) each value is
-    substituted as one quoted word: the user's command is shell syntax, values are data.
+    With ``shell=True`` (the words are joined and read by ``/bin/sh``) no value enters
+    the user's script: each is assigned, quoted, to a shell variable in words put
+    before it, and its placeholder becomes a reference to that variable written for
+    the quotes around it, so the value is one literal string whether its placeholder
+    stands bare, in ``"…"`` or in ``'…'`` (a variable, not ``$1``: a function's own
+    arguments would hide ``$1``).  The stored argv shows each value in its assignment.
 
-    >>> render_argv(["echo", "{v}", "|", "wc"], {"v": "a; rm -rf ~"}, shell=True)
-    ['echo', "'a; rm -rf ~'", '|', 'wc']
+    >>> print(*render_argv(["echo", "{v}", "'{v}'", "|", "wc"], {"v": "a; b"}, shell=True))
+    assay_v='a; b'; echo "${assay_v}" ''"${assay_v}"'' | wc
     """
-    quote = shlex.quote if shell else None
-    return [render(a, values, quote) for a in argv]
+    if not shell:
+        return [render(a, values) for a in argv]
+    words, variables = _shell_script(tuple(argv))
+    if not variables:
+        return list(words)
+    assign = [f"{var}={shlex.quote(value_text(values, name))}" for name, var in variables]
+    assign[-1] += ";"
+    return assign + list(words)
+
+
+@functools.lru_cache(maxsize=64)
+def _shell_script(argv: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """The words of a shell command with its placeholders made variable references, and
+    the (placeholder, variable) pairs; kept, as every trial renders the same command."""
+    cut = [parts(a) for a in argv]
+    variables: dict[str, str] = {}  # placeholder -> shell variable, in order of use
+    for name in (name for pieces in cut for _, name in pieces if name):
+        if name not in variables:
+            var = "assay_" + name.replace(".", "_")
+            # {host.index} and a [params] host_index would share a name
+            variables[name] = f"{var}_{len(variables)}" if var in variables.values() else var
+    # the script as /bin/sh reads it (words joined by spaces), a NUL where a value goes;
+    # a NUL of the user's own cannot reach the shell (the launch refuses it)
+    script = " ".join(
+        "".join(t.replace("\0", " ") + ("\0" if n else "") for t, n in pieces) for pieces in cut
+    )
+    quoting = iter(_quoting(script))
+    command = " ".join(argv)
+    words = tuple(
+        "".join(t + (_reference(variables[n], next(quoting), n, command) if n else "")
+                for t, n in pieces)
+        for pieces in cut
+    )  # fmt: skip
+    return words, tuple(variables.items())
+
+
+# the quoting around a placeholder in a shell script, as _quoting finds it
+_Quoting = Literal["bare", "double", "single", "comment", "arithmetic", "backslash", "dollar"]
+# what each open construct makes of a placeholder in it ("": none open)
+_IN: dict[str, _Quoting] = {
+    "": "bare", "$(": "bare", "`": "bare", '"': "double", "'": "single",
+    "#": "comment", "$((": "arithmetic",
+}  # fmt: skip
+_WORD_START = " \t\n;&|()<>"  # after these a '#' starts a comment
+
+
+def _quoting(script: str) -> list[_Quoting]:
+    """The quoting around each NUL of ``script`` (POSIX sh; here-documents and case
+    patterns inside ``$(…)`` are not followed).  A wrong guess cannot run a value: it
+    is never in the script's text, only its quoting would be wrong."""
+    found: list[_Quoting] = []
+    stack = [("", 0)]  # the constructs open at i, innermost last, with their open "("s
+    i = 0
+    while i < len(script):
+        c, nxt = script[i], script[i + 1 : i + 2]
+        kind, parens = stack[-1]
+        if c == "\0":
+            found.append(_IN[kind])
+        elif kind in ("'", "#"):
+            if c == ("'" if kind == "'" else "\n"):
+                stack.pop()
+        elif c in "\\$" and nxt == "\0":
+            found.append("backslash" if c == "\\" else "dollar")
+            i += 1
+        elif c == "\\":
+            i += 1  # the next character is quoted (in "…" perhaps this one is literal)
+        elif c == "$" and nxt in ("(", "$"):
+            opened = "$((" if script.startswith("((", i + 1) else "$(" if nxt == "(" else ""
+            if opened:
+                stack.append((opened, 0))
+            i += len(opened) - 1 if opened else 1  # past $( or $((, or $$ (the pid)
+        elif (c == "`" and kind == "`") or (c == '"' and kind == '"'):
+            stack.pop()
+        elif c == "`" or (c in "'\"" and kind != '"'):
+            stack.append((c, 0))
+        elif c == "(" and kind in ("$(", "$(("):
+            stack[-1] = (kind, parens + 1)
+        elif c == ")" and kind in ("$(", "$((") and parens:
+            stack[-1] = (kind, parens - 1)
+        elif c == ")" and (kind == "$(" or (kind == "$((" and nxt == ")")):
+            stack.pop()
+            i += kind == "$(("
+        elif c == "#" and kind in ("", "$(", "`") and (i == 0 or script[i - 1] in _WORD_START):
+            stack.append(("#", 0))
+        i += 1
+    return found
+
+
+def _reference(var: str, quoting: _Quoting, name: str, command: str) -> str:
+    """The text that stands for variable ``var`` where its placeholder was: always one
+    literal string (double-quoted; in '…' the quotes are closed around it)."""
+    if quoting in ("bare", "comment"):
+        return f'"${{{var}}}"'
+    if quoting == "double":
+        return f"${{{var}}}"
+    if quoting == "single":
+        return f"'\"${{{var}}}\"'"
+    where = f"placeholder '{{{name}}}' in the shell command {command!r}"
+    if quoting == "arithmetic":
+        raise StudyError(
+            f"{where} is inside $((…)): the shell would evaluate the value as arithmetic, "
+            "and bash runs commands named there; give the computed number as the value, "
+            "or do the arithmetic in the program"
+        )
+    if quoting == "backslash":
+        raise StudyError(
+            f"{where} follows a backslash, which would escape the quote Assay puts around "
+            "the value; remove it (the value arrives as literal text), or write '\\\\' "
+            "for a backslash before the value"
+        )
+    raise StudyError(
+        f"{where} follows a '$', which would read the quote Assay puts around the value; "
+        f"write '${{{{{name}}}}}' for the shell's own variable {name}, or '\\$' for a "
+        "'$' before the value"
+    )
 
 
 def run_command(
