@@ -411,7 +411,8 @@ def test_history_usage_and_store_errors(tmp_path: Path) -> None:
     assert _invoke("history", str(tmp_path / "none.assay.db"), "x").exit_code == 2
     bad = tmp_path / "bad.assay.db"
     bad.write_bytes(b"not a database" * 100)
-    assert _invoke("history", str(bad), "x").exit_code == 3
+    # not a store: bad input (2), as for ls, show and export
+    assert _invoke("history", str(bad), "x").exit_code == 2
     no_repo = tmp_path / "s.toml"
     no_repo.write_text('[study]\nname = "s"\n[benchmark]\ncommand = ["true"]\n')
     res = _invoke("history", "--run-commits", "HEAD", "--", str(no_repo))

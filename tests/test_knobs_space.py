@@ -128,10 +128,14 @@ def test_knob_matrix_errors() -> None:
 
 
 def test_knob_validation() -> None:
-    with pytest.raises(ValueError, match="low < high"):
+    with pytest.raises(ValueError, match=r"knob x: 'min' \(1\) must be less than 'max' \(1\)"):
         NumericKnob("x", 1, 1, 1)
-    with pytest.raises(ValueError, match="low > 0"):
+    with pytest.raises(ValueError, match="needs 'min' > 0"):
         NumericKnob("x", 0, 10, 1, log=True)
+    with pytest.raises(ValueError, match="overflows a float"):  # sampling spans max - min
+        NumericKnob("x", -1e308, 1e308, 0.0)
+    with pytest.raises(ValueError, match="64-bit integers"):  # as NumPy and Optuna hold them
+        NumericKnob("x", 0, 2**64, 0, integer=True)
     with pytest.raises(ValueError, match="outside"):
         NumericKnob("x", 0, 10, 11)
     with pytest.raises(ValueError, match="not one of"):

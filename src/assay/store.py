@@ -44,6 +44,7 @@ import os
 import re
 import signal
 import sqlite3
+import stat
 import sys
 import threading
 import time
@@ -172,6 +173,11 @@ CREATE TABLE IF NOT EXISTS host_samples (
 
 class StoreError(RuntimeError):
     """The store cannot be opened or written; the message says which file and why."""
+
+
+class NotAStoreError(StoreError):
+    """The path is no results store at all (missing, a folder, empty, not SQLite, no
+    Assay tables, damaged): bad input, unlike a store that cannot be read just now."""
 
 
 class StudyBusyError(StoreError):
@@ -485,14 +491,38 @@ class Store:
             raise StoreError(f"{self.path}: cannot open the results store: {exc}{hint}") from None
 
     def _open_read_only(self) -> None:
-        if not self.path.is_file():
-            raise StoreError(f"{self.path}: no such results store")
-        uri = self.path.resolve().as_uri() + "?mode=ro"
         try:
-            self._db = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
-            self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            info = self.path.stat()
+        except (FileNotFoundError, NotADirectoryError):
+            raise NotAStoreError(f"{self.path}: no such results store") from None
+        except OSError as exc:  # a folder on the way we may not search
+            raise StoreError(f"{self.path}: cannot read the results store: {exc}") from None
+        if not stat.S_ISREG(info.st_mode):  # a folder, a FIFO (opening one would block)
+            raise NotAStoreError(f"{self.path}: not a results store: not a regular file")
+        if info.st_size == 0:  # SQLite would read it as a new, empty database
+            raise NotAStoreError(f"{self.path}: not a results store: the file is empty")
+        uri = self.path.resolve().as_uri()
+        try:
+            self._db = _connect_read_only(uri + "?mode=ro")
         except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: not a results store Assay can read: {exc}") from None
+            if _errorcode(exc) != sqlite3.SQLITE_CANTOPEN or not _wal_index_unwritable(self.path):
+                raise _read_error(self.path, exc) from None
+            wal = Path(f"{self.path}-wal")
+            if wal.is_file() and wal.stat().st_size > 0:
+                raise StoreError(
+                    f"{self.path}: cannot read the store: its write-ahead log {wal} holds "
+                    "commits, and SQLite reads them only through a -shm file it cannot create "
+                    "in this read-only folder; copy the store with its -wal file to a "
+                    "writable folder and read the copy"
+                ) from None
+            # A WAL-mode store opened with mode=ro needs its -shm file, which SQLite cannot
+            # create here.  immutable=1 reads the file without it (and without locks): safe
+            # only because nobody can write this file where we cannot even create one, and
+            # no log holds commits that immutable would skip (checked above).
+            try:
+                self._db = _connect_read_only(uri + "?immutable=1")
+            except sqlite3.Error as again:
+                raise _read_error(self.path, again) from None
 
     def _add_missing_columns(self) -> None:
         """Columns added since a store was made (its trials keep their default)."""
@@ -1308,6 +1338,42 @@ def _set_wal(db: sqlite3.Connection, timeout: float = OPEN_TIMEOUT_S) -> None:
             if "locked" not in str(exc) or time.monotonic() > deadline:
                 raise
             time.sleep(0.005)
+
+
+def _connect_read_only(uri: str) -> sqlite3.Connection:
+    """A connection that only reads, checked by reading the store's schema version."""
+    db = sqlite3.connect(uri, uri=True, timeout=OPEN_TIMEOUT_S, isolation_level=None)
+    try:
+        db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    except sqlite3.Error:
+        db.close()
+        raise
+    return db
+
+
+def _errorcode(exc: sqlite3.Error) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return None if code is None else int(code) & 0xFF  # the primary code of an extended one
+
+
+def _wal_index_unwritable(path: Path) -> bool:
+    """Whether SQLite cannot create ``path``'s -shm file: its folder is read-only to us
+    (permissions, or a read-only filesystem, which ``access`` reports even to root)."""
+    return not Path(f"{path}-shm").exists() and not os.access(path.parent, os.W_OK)
+
+
+def _read_error(path: Path, exc: sqlite3.Error) -> StoreError:
+    """Why a store opened to be read cannot be: not a store (bad input) or not now."""
+    code = _errorcode(exc)
+    if code == sqlite3.SQLITE_NOTADB:
+        return NotAStoreError(f"{path}: not a results store: not an SQLite database")
+    if code == sqlite3.SQLITE_CORRUPT:
+        return NotAStoreError(f"{path}: not a results store Assay can read: damaged ({exc})")
+    if code == sqlite3.SQLITE_ERROR and "no such table" in str(exc):
+        return NotAStoreError(
+            f"{path}: not a results store: an SQLite database without Assay's tables"
+        )
+    return StoreError(f"{path}: cannot read the results store: {exc}{_hint(exc)}")
 
 
 def _read_only_fs(folder: Path) -> bool:

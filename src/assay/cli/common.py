@@ -26,7 +26,7 @@ from assay.cli.fractions import SHARE, WIDTH
 from assay.errors import StudyError
 from assay.report.safe import SafeConsole, plain
 from assay.spec import Spec, SpecError, StopSpec, load_spec, parse_spec_data, slug
-from assay.store import StoreError
+from assay.store import NotAStoreError, StoreError
 
 
 def err_console() -> Console:
@@ -532,17 +532,16 @@ def write_study_report(opts: dict[str, Any], store_path: Path, study: str, err: 
 @contextlib.contextmanager
 def stored_study_errors(err: Console, path: Path) -> Iterator[None]:
     """How ``show`` and ``report`` end when a stored study cannot be read: no such
-    study (exit 2, naming the store's studies), no such store (2) or an unreadable one
-    (3), a bad stored study (3), data that cannot be analysed (4)."""
+    study (exit 2, naming the store's studies), no such store or a file that is none (2),
+    one that cannot be read now (3), a bad stored study (3), data that cannot be
+    analysed (4)."""
     from assay.studies.stored import NoSuchStudy
 
     try:
         yield
-    except NoSuchStudy as exc:
+    except (NoSuchStudy, NotAStoreError) as exc:  # bad input, as for ls and export
         fail(err, exc)
-    except StoreError as exc:  # no such file: a usage error, as for a study not there
-        fail(err, exc, exits.STUDY if path.exists() else exits.USAGE)
-    except (StudyError, SpecError) as exc:
+    except (StoreError, StudyError, SpecError) as exc:
         fail(err, exc, exits.STUDY)
     except ValueError as exc:  # the stored data cannot be analysed (a sweep's space)
         fail(err, exc, exits.NO_RESULT)

@@ -62,6 +62,15 @@ def _count(text: str) -> int:
     return n
 
 
+def _naming_input(exc: ValueError, files: list[str | None]) -> str:
+    """An error of ``sweep --from`` that names its input file: the readers' do (with the
+    line and column); one from the analysis of the data (a log of values <= 0) gets the
+    first file's name."""
+    text = str(exc)
+    names = {n for f in files if f for n in (f, str(Path(f)))}
+    return text if any(n in text for n in names) else f"{files[0]}: {text}"
+
+
 def _overrides(spec: Any, opts: dict[str, Any]) -> Any:
     changes = {
         k: opts[k]
@@ -165,26 +174,29 @@ def sweep(target: str, **opts: Any) -> None:
             if not opts["metric"]:
                 raise SpecError("--from needs --metric NAME (and optionally --params a,b,...)")
             params = [p.strip() for p in (opts["params"] or "").split(",") if p.strip()]
-            result = sweep_from_csv(
-                target,
-                params or None,
-                opts["metric"],
-                unit=opts["unit"] or "",
-                lower_is_better=opts["lower_is_better"],
-                against=opts["against"],
-                sampler=opts["sampler"] or "random",
-                start=opts["start"] or 0.05,
-                step=opts["step"] or 0.05,
-                r2=opts["r2"] or 0.9,
-                model=opts["model"] or "anova",
-                max_settings=opts["max_settings"],
-                seed=opts["seed"] or 0,
-                transform="log" if opts["log"] else "none",
-                repetitions=opts["repetitions"],
-                one_hot=opts["one_hot"],
-                drop_values=opts["drop_values"],
-                min_share=opts["min_share"] or 0.01,
-            )
+            try:
+                result = sweep_from_csv(
+                    target,
+                    params or None,
+                    opts["metric"],
+                    unit=opts["unit"] or "",
+                    lower_is_better=opts["lower_is_better"],
+                    against=opts["against"],
+                    sampler=opts["sampler"] or "random",
+                    start=opts["start"] or 0.05,
+                    step=opts["step"] or 0.05,
+                    r2=opts["r2"] or 0.9,
+                    model=opts["model"] or "anova",
+                    max_settings=opts["max_settings"],
+                    seed=opts["seed"] or 0,
+                    transform="log" if opts["log"] else "none",
+                    repetitions=opts["repetitions"],
+                    one_hot=opts["one_hot"],
+                    drop_values=opts["drop_values"],
+                    min_share=opts["min_share"] or 0.01,
+                )
+            except ValueError as exc:
+                raise ValueError(_naming_input(exc, [target, opts["against"]])) from None
         else:
             given = [f"--{k}" for k in ("params", "metric", "unit", "against") if opts[k]]
             given += ["--drop-value"] if opts["drop_values"] else []

@@ -54,6 +54,7 @@ __all__ = [
     "knob_matrix",
     "latin_hypercube",
     "lhs_unit",
+    "range_problem",
     "space_from_spec",
     "validation_sample",
 ]
@@ -61,6 +62,39 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 Value = str | int | float | bool
 Direction = Literal["higher", "lower"]
+
+
+#: Integer knobs are sampled and tuned as 64-bit integers (NumPy, Optuna's samplers).
+INT_KNOB_MIN, INT_KNOB_MAX = -(2**63), 2**63 - 1
+
+
+def range_problem(low: float, high: float, *, integer: bool, log: bool) -> str | None:
+    """What makes ``[low, high]`` unusable as a numeric knob's range (in the study file's
+    words, ``min`` and ``max``), or ``None``.
+
+    Sampling and tuning take positions within ``max - min``, so that span must be a
+    finite float: ``-1e308 … 1e308`` spans 2e308, infinity, and every sample would be
+    NaN or infinite.
+
+    >>> range_problem(-1e308, 1e308, integer=False, log=False)
+    "'max' - 'min' = 1e+308 - -1e+308 overflows a float: narrow the range"
+    >>> range_problem(1e-300, 1e300, integer=False, log=True) is None
+    True
+    """
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return f"'min' and 'max' must be finite numbers, got {low:g}, {high:g}"
+    if not low < high:
+        return f"'min' ({low:g}) must be less than 'max' ({high:g})"
+    if log and low <= 0:
+        return f"'log = true' needs 'min' > 0, got {low:g}"
+    if integer and not (low >= INT_KNOB_MIN and high <= INT_KNOB_MAX):
+        return (
+            f"an int knob's 'min' and 'max' must be 64-bit integers "
+            f"(within ±9.2e18), got {low:g}, {high:g}"
+        )
+    if not math.isfinite(high - low):
+        return f"'max' - 'min' = {high:g} - {low:g} overflows a float: narrow the range"
+    return None
 
 
 @dataclass(frozen=True)
@@ -81,12 +115,9 @@ class NumericKnob:
     unit: str = ""
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.low) and math.isfinite(self.high) and self.low < self.high):
-            raise ValueError(
-                f"knob {self.name}: needs finite low < high, got {self.low}, {self.high}"
-            )
-        if self.log and self.low <= 0:
-            raise ValueError(f"knob {self.name}: a log-scale range needs low > 0, got {self.low}")
+        problem = range_problem(self.low, self.high, integer=self.integer, log=self.log)
+        if problem is not None:
+            raise ValueError(f"knob {self.name}: {problem}")
         if not self.low <= self.default <= self.high:
             raise ValueError(
                 f"knob {self.name}: default {self.default} is outside [{self.low}, {self.high}]"
@@ -106,8 +137,9 @@ class NumericKnob:
         share anyway, and the range is left as declared).
         """
         if self.log:
-            lo, hi = self.low, self.high
-            x = math.exp(math.log(lo) + u * (math.log(hi) - math.log(lo)))
+            lo, hi = math.log(self.low), math.log(self.high)
+            # rounding may put the exponent a hair past log(high): exp overflows at 1.8e308
+            x = math.exp(min(lo + u * (hi - lo), hi))
         else:
             lo, hi = (self.low - 0.5, self.high + 0.5) if self.integer else (self.low, self.high)
             x = lo + u * (hi - lo)
@@ -350,11 +382,14 @@ def infer_space(frame: pd.DataFrame, columns: Sequence[str]) -> KnobSpace:
             continue
         a = col.to_numpy(dtype=np.float64)
         lo, hi = float(a.min()), float(a.max())
-        integer = _is_integral(a)
+        # whole numbers beyond 64 bits (1e20) are no integer knob: a float one holds them
+        integer = _is_integral(a) and lo >= INT_KNOB_MIN and hi <= INT_KNOB_MAX
         med = float(np.median(a))
         default: float = round(med) if integer else med
         if lo == hi:  # constant column: give it a nominal range; it cannot matter
-            hi = lo + 1.0
+            hi = max(lo + 1.0, math.nextafter(lo, math.inf))  # + 1 is lost beyond 2**53
+            if math.isinf(hi):
+                lo, hi = math.nextafter(lo, -math.inf), lo
         knobs.append(NumericKnob(str(c), lo, hi, default, integer=integer))
     return KnobSpace(tuple(knobs))
 

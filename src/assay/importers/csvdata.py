@@ -79,6 +79,32 @@ def _shown(value: Any) -> str:
     return repr(str(value))
 
 
+#: Largest magnitude a number read for an analysis may have: beyond any measurement or
+#: setting, and far below where the models' sums of squares overflow (~1e154).
+MAX_MAGNITUDE = 1e100
+
+
+def _check_magnitude(
+    frame: pd.DataFrame, column: str, p: Path, error: Callable[[str], Exception], way_out: str
+) -> None:
+    """Refuse an infinite number or one beyond :data:`MAX_MAGNITUDE` in a numeric
+    ``column``, naming the file, the column and the line of the first; ``way_out``
+    ends the message (``{value}`` is replaced by the value)."""
+    if not pd.api.types.is_numeric_dtype(frame[column]):
+        return
+    a = frame[column].to_numpy(dtype=float, na_value=np.nan)
+    huge = np.abs(a) > MAX_MAGNITUDE  # infinities too; NaN compares False
+    if huge.any():
+        at = int(np.flatnonzero(huge)[0])
+        value = repr(float(a[at]))  # as exactly as --drop-value needs it
+        what = "is not a finite number" if np.isinf(a[at]) else "is too large to analyse"
+        raise error(
+            f"{p}: column {column!r}, line {frame.index[at]}: {value} {what} "
+            f"({int(huge.sum())} such row(s)); expected a number within ±{MAX_MAGNITUDE:g}, "
+            f"{way_out.format(value=value)}"
+        )
+
+
 def _lines(index: pd.Index, mask: np.ndarray, limit: int = 5) -> str:
     where = [str(i) for i in index[mask][:limit]]
     more = int(mask.sum()) - len(where)
@@ -135,7 +161,9 @@ def read_measurements(
       PIs or row ids (listed with their reason) and constant columns (a note);
     * ``one_hot="auto"``: 0/1 columns of which exactly one is 1 per row become one
       categorical parameter;
-    * a parameter cell must not be empty.
+    * a parameter cell must not be empty;
+    * a number, metric or parameter, must lie within ±:data:`MAX_MAGNITUDE` (1e308 is
+      finite, but its square is not).
 
     Every refusal is ``error(message)``, the message naming the file, the column, the
     line and what was expected.
@@ -208,6 +236,10 @@ def read_measurements(
                 keep &= ~hit
     frame = frame[keep]
     for metric in pis:
+        # after --drop-value: a failed run coded as 1e308 can be left out that way
+        way_out = "or, if it codes a failed trial, leave such rows out with --drop-value {value}"
+        _check_magnitude(frame, metric, p, error, way_out)
+    for metric in pis:
         found = sentinel_value(frame[metric].to_numpy(dtype=float))
         if found is not None:
             v, n = found
@@ -257,6 +289,7 @@ def read_measurements(
                 f"({int(empty.sum())} empty); expected a value in every row of a parameter "
                 f"column, or leave the column out with {option}"
             )
+        _check_magnitude(frame, name, p, error, f"or leave the column out with {option}")
     if one_hot == "auto":
         out.one_hot = one_hot_groups(frame, chosen, columns)
     for g in out.one_hot:
