@@ -170,3 +170,48 @@ def test_a_cut_is_confirmed_exactly_when_the_rounds_differences_exclude_zero(
     ci = t_interval(diffs, 1.0 - CUT_CONFIRM_ALPHA)
     expect = not ci.low <= 0.0 <= ci.high
     assert cut_confirmed(rounds, 10, 0, at_head=True) == expect
+
+
+def test_a_harmonic_pi_with_a_reading_of_zero_says_so_and_the_others_are_reported(
+    tmp_path: object,
+) -> None:
+    """Issue #44: a reading of 0 in a harmonic-mean PI ended the study in a ValueError
+    from the subsession search; now that PI has no interval and says why, and the
+    study's other PIs are analysed as ever."""
+    import json
+    import sys
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from assay.cli import main
+
+    d = Path(str(tmp_path))
+    counter = d / "n"
+    code = (  # every third trial reads a rate of 0
+        f"import random; from pathlib import Path; p = Path({str(counter)!r}); "
+        "n = int(p.read_text()) if p.exists() else 0; p.write_text(str(n + 1)); "
+        "print('rate=%s time=%s' % (0 if n % 3 == 1 else 10 + random.random(), "
+        "1 + random.random()))"
+    )
+    (d / "s.toml").write_text(
+        f'[study]\nname = "h"\n[benchmark]\ncommand = [{json.dumps(sys.executable)}, "-c", '
+        f"{json.dumps(code)}]\n"
+        '[[pi]]\nname = "rate"\nsource = "regex"\npattern = "rate=([0-9.]+)"\n'
+        'mean = "harmonic"\ndirection = "higher"\n'
+        '[[pi]]\nname = "time"\nsource = "regex"\npattern = "time=([0-9.]+)"\n'
+        "[stop]\nmax_rounds = 12\nci_width = 0.2\n"
+    )
+    res = CliRunner().invoke(
+        main,
+        ["run", str(d / "s.toml"), "-q", "--json", str(d / "r.json"), "--store",
+         str(d / "s.db"), "--no-monitor", "--no-overhead"],
+    )  # fmt: skip
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.output
+    out = json.loads((d / "r.json").read_text())
+    by_name = {p["name"]: p for p in out["pis"]}
+    assert "mean = 'harmonic' needs positive readings" in by_name["rate"]["note"]
+    assert " is 0;" in by_name["rate"]["note"]
+    assert np.isfinite(by_name["time"]["mean"]) and "harmonic" not in (
+        by_name["time"]["note"] or ""
+    )

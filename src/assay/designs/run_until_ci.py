@@ -303,6 +303,22 @@ def analyze_samples(
     a 1-tuple, if one was made)."""
     if pi.statistic == "median":
         return median_result(pi, samples, stop, method, rounds_used, removed, rejected)
+    if pi.mean == "harmonic" and samples.size and not bool(np.all(samples > 0)):
+        bad = int(np.argmax(~(samples > 0)))
+        return _empty(
+            pi.name,
+            pi.unit,
+            pi.direction,
+            method,
+            stop.confidence,
+            f"mean = 'harmonic' needs positive readings (rates): reading {bad + 1} of "
+            f"{samples.size} is {float(samples[bad]):g}; use the arithmetic mean, or make "
+            "the benchmark report a rate",
+            samples,
+            rounds_used,
+            removed,
+            rejected,
+        )
     known = None if pi.mean == "harmonic" else searched  # (harmonic searches 1/x)
     if known is not None and known[0] is None:
         got = None  # no size qualifies: searched already
@@ -663,8 +679,8 @@ def between_rounds(
     from assay.stats.validity import round_effect
 
     kept = [p for p in parts if p.size > 0]
-    if len(kept) < 2:
-        return res
+    if len(kept) < 2 or (pi.mean == "harmonic" and not all(bool(np.all(p > 0)) for p in kept)):
+        return res  # (a harmonic PI's reading of 0 or less: analyze_samples says so)
     means = _round_means(kept, pi.mean == "harmonic")
     if math.isfinite(res.half_width) and res.n_samples >= 2:
         se = res.half_width / _t_quantile(res.confidence, res.n_samples - 1)
