@@ -124,3 +124,35 @@ def test_plots_take_names_as_literal_text(tmp_path: Path) -> None:
     res = invoke(tmp_path, "knobs", "--from", str(knobs), "--metric", "m", "--plot", str(out))
     assert res.exit_code == 0, res.output
     assert out.stat().st_size > 0
+
+
+MD_EVIL = "![t](https://evil.example/t.png) [click](https://evil.example) @octocat <img src=x>"
+
+
+def test_markdown_forms_no_link_image_mention_or_html_from_outside_strings(
+    tmp_path: Path,
+) -> None:
+    """Issue #44: ``--markdown`` goes into PR comments and ``$GITHUB_STEP_SUMMARY``, where
+    a variant named like a Markdown image fetched it from its host and ``@name`` pinged
+    a user."""
+    res = invoke(
+        tmp_path,
+        "compare",
+        "--no-overhead",
+        "--no-monitor",
+        "-r",
+        "3",
+        "--markdown",
+        str(tmp_path / "c.md"),
+        *("--name", MD_EVIL, "--name", "# www.evil.example | mailto:a@b.example"),
+        *("--", "true", "--", "true"),
+    )
+    assert_clean(res)
+    md = (tmp_path / "c.md").read_text()
+    assert "evil.example" in md  # the names are there, as text
+    import re
+
+    assert not re.search(r"(?<!\\)[\[\]!]", md.replace("| PI | rank |", "")), md  # no link
+    for formed in ("@octocat", "<img", "https://", "www.evil", "mailto:"):
+        assert formed not in md, formed
+    assert "\\# www&#46;evil.example \\| mailto&#58;a&#64;b.example" in md  # one cell, as text

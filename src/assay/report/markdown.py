@@ -10,21 +10,49 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from assay.report.format import format_estimate, format_percent
 from assay.report.safe import plain
 
+# GitHub's Markdown makes links, images, mentions and HTML of these: an outside string (a
+# study, variant or PI name, a unit, an error) shows them as text.  Backslash escapes
+# for brackets, '!', backticks, '|' and '#'; entities where an escape would not stop
+# GitHub: '@' (a mention, an e-mail link), the ':' of 'x://' and 'mailto:' and the '.'
+# of 'www.' (links GitHub forms from bare text), '&' (so that an entity in the data
+# stays text), '<' and '>'.
+_ESCAPED = str.maketrans(
+    {c: "\\" + c for c in "\\`[]!|#"} | {"&": "&amp;", "<": "&lt;", ">": "&gt;", "@": "&#64;"}
+)
+_AUTOLINK = re.compile(r"(?i)(?<=[a-z0-9])(:)(?=//)|(?<=mailto)(:)|(?<=xmpp)(:)|(?<=www)(\.)")
+_LINE_START = re.compile(r"^(\s*)([-+*>=]|\d+(?=[.)]))")  # a list, a quote, an underline
+
 
 def _cell(value: object) -> str:
-    # a cell is one line; '|' would end it; HTML in a benchmark's name stays text
-    text = plain(str(value)).replace("\n", " ").replace("\\", "\\\\").replace("|", "\\|")
-    return text.replace("<", "&lt;").replace(">", "&gt;")
+    """One line of text that GitHub shows as written: no link, image, mention or HTML is
+    formed from it, and '|' does not end a table cell.
+
+    >>> print(_cell("![t](https://evil.example/t.png) @octocat <b>|</b>"))
+    \\!\\[t\\](https&#58;//evil.example/t.png) &#64;octocat &lt;b&gt;\\|&lt;/b&gt;
+    """
+    text = plain(str(value)).replace("\n", " ").translate(_ESCAPED)
+    return _AUTOLINK.sub(lambda m: "&#58;" if m.group(4) is None else "&#46;", text)
+
+
+def _text(value: object) -> str:
+    """:func:`_cell` for a paragraph of its own: nor does it start a list or a quote
+    (an escape before the mark, after an ordered list's number: ``1\\. x``)."""
+    return _LINE_START.sub(
+        lambda m: m.group(0) + "\\" if m.group(2)[0].isdigit() else m.group(1) + "\\" + m.group(2),
+        _cell(value),
+    )
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    lines = ["| " + " | ".join(_cell(h) for h in header) + " |"]
+    """A table of Assay's ``header`` and rows of any values, each shown as text."""
+    lines = ["| " + " | ".join(h.replace("|", "\\|") for h in header) + " |"]  # ours
     lines.append("|" + "|".join("---" for _ in header) + "|")
     lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
@@ -120,7 +148,7 @@ def compare_markdown(
     on_median = any(r.get("statistic") == "median" for r in rows)
     shown = "estimate (CI)" if on_median else "mean ± CI half-width"
     header = ["PI", "rank", "variant", shown, "vs best (CI)", "n", "verdict"]
-    text = f"### {_cell(study)}\n\n{_cell(reason)}\n\n" + markdown_table(header, table)
+    text = f"### {_cell(study)}\n\n{_text(reason)}\n\n" + markdown_table(header, table)
     if gates:
         marks = {"worse": "❌", "not worse": "✅"}
         text += "\n" + "".join(
