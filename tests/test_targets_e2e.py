@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -134,9 +135,12 @@ units = { source = "json", path = "units.latency_ms" }
         _sane(list(lat))
         # per-transaction latencies, a 5% sample (the whole log of a fast server would
         # pass the 64 KiB of stdout a store keeps): about 5% of the transactions pgbench
-        # counted, with about the same mean
+        # counted, in the same unit as pgbench's average: a 5% sample's mean need not be
+        # near the average on a busy machine (a few stalls of a second make most of it,
+        # issue #44), but a unit read wrongly (µs, s) is off by a thousand
         assert 0.02 <= len(lat) / doc["pi"]["transactions"] <= 0.1
-        assert float(lat.mean()) == pytest.approx(t.readings["latency"], rel=0.25, abs=0.05)
+        avg = t.readings["latency"]
+        assert avg / 30 <= float(np.median(lat)) <= avg * 30
         assert doc["knobs"] == {"fsync": "off", "synchronous_commit": "off"}
     # teardown stopped the server and removed the cluster
     assert not (tmp_path / "pg" / "state.json").exists()
