@@ -287,3 +287,23 @@ def test_a_mistyped_option_is_a_usage_error_not_a_command(
     if suggested is not None:  # click names the closest option first
         said = res.output.replace("'", "")
         assert f"Did you mean {suggested}" in said or f"one of: {suggested}" in said, said
+
+
+def test_trials_that_exit_0_but_write_to_stderr_are_warned_of_once(tmp_path: Path) -> None:
+    """Issue #44: ``sort big.txt | uniq`` without big.txt "succeeds" 1,000 times; the
+    study now says that its trials wrote errors, with the first one's lines."""
+    from click.testing import CliRunner
+
+    from assay.cli import main
+
+    out = tmp_path / "r.json"
+    res = CliRunner().invoke(
+        main,
+        ["run", "--shell", "-r", "12", "--store", str(tmp_path / "s.db"), "--json", str(out),
+         "--no-overhead", "--no-monitor", "--", "sort nosuchfile.txt | uniq"],
+    )  # fmt: skip
+    assert res.exit_code in (0, 5), res.output
+    warnings = json.loads(out.read_text())["warnings"]
+    loud = [w for w in warnings if "exited 0 but wrote to stderr" in w]
+    assert len(loud) == 1 and "nosuchfile.txt" in loud[0], warnings
+    assert loud[0].startswith("12 of 12 trials")

@@ -52,6 +52,7 @@ __all__ = [
     "find_stored",
     "host_warnings",
     "open_stored",
+    "stderr_warning",
     "trial_failures",
     "watch_report",
 ]
@@ -274,6 +275,28 @@ class StudyOptions(TypedDict, total=False):
     measure_overhead: bool  # measure the launch overhead first
     monitor: bool  # the bottleneck watch (with the default executor)
     executor: Executor | None  # default: LocalExecutor
+
+
+def stderr_warning(trials: Sequence[TrialRecord], label: str = "") -> list[str]:
+    """One warning when trials that exited 0 wrote to stderr (``sort big.txt | uniq`` with
+    no big.txt "succeeds"), with the first such trial's first lines; none otherwise.
+
+    >>> from assay.store import TrialRecord
+    >>> t = TrialRecord(seq=3, status="ok", stderr=b"no file")
+    >>> stderr_warning([t])
+    ['1 of 1 trials exited 0 but wrote to stderr (a command failing quietly?); trial 3: no file']
+    """
+    ok = [t for t in trials if t.ok]
+    loud = [t for t in ok if t.stderr.strip()]
+    if not loud:
+        return []
+    lines = loud[0].stderr.decode("utf-8", "replace").strip().splitlines()
+    shown = " / ".join(line.strip()[:120] for line in lines[:2])
+    more = " …" if len(lines) > 2 else ""
+    return [
+        f"{label}{len(loud)} of {len(ok)} trials exited 0 but wrote to stderr (a command "
+        f"failing quietly?); trial {loud[0].seq}: {shown}{more}"
+    ]
 
 
 #: Below this Kruskal–Wallis p-value, a study's hosts are said to give different results.

@@ -53,6 +53,7 @@ from assay.studies.base import (
     execution_fields,
     host_warnings,
     open_stored,
+    stderr_warning,
     watch_report,
 )
 from assay.studies.run import Segments, round_data
@@ -636,6 +637,7 @@ class CompareRunner(Study):
         for v in self.spec.variants:
             mine = [t for t in trials if t.setting.get("variant") == v.name]
             warnings.extend(host_warnings(self.spec, mine, label=f"{v.name}: "))
+            warnings.extend(stderr_warning(mine, label=f"{v.name}: "))
             watch, res = watch_report(self.spec, mine, label=f"{v.name}: ")
             warnings.extend(watch)
             if res is not None:

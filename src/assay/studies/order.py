@@ -46,6 +46,7 @@ from assay.studies.base import (
     execution_fields,
     host_warnings,
     open_stored,
+    stderr_warning,
     watch_report,
 )
 
@@ -516,6 +517,7 @@ class OrderRunner(Study):
         for name in plan.tests:
             mine = [t for t in trials if t.setting.get("test") == name]
             warnings.extend(host_warnings(self.spec, mine, label=f"{name}: "))
+            warnings.extend(stderr_warning(mine, label=f"{name}: "))
             watch, res = watch_report(self.spec, mine, label=f"{name}: ")
             warnings.extend(watch)
             if res is not None:

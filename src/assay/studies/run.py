@@ -42,6 +42,7 @@ from assay.studies.base import (
     execution_fields,
     host_warnings,
     open_stored,
+    stderr_warning,
     watch_report,
 )
 
@@ -372,6 +373,7 @@ class Runner(Study):
                     "in the work amount?"
                 )
         warnings.extend(host_warnings(self.spec, st.trials))
+        warnings.extend(stderr_warning(st.trials))
         watch, resources = watch_report(self.spec, st.trials)
         warnings.extend(watch)
         return StudyResult(
