@@ -358,3 +358,34 @@ def test_export_parquet_writes_a_setting_of_mixed_types_as_text(tmp_path: Path) 
 def test_the_kind_is_told_from_the_stored_study_file(example: str, kind: str) -> None:
     spec = load_spec(EXAMPLES / example)
     assert study_kind(spec.model_dump(mode="json")) == kind
+
+
+def test_why_trials_failed_is_in_every_view(tmp_path: Path) -> None:
+    """Issue #44: a knobs study whose trials all failed said "see the failed trials in
+    the store", and ``assay export`` only "exited with status 2": the error, with the
+    last lines of its stderr, is in the study's message, ``show`` and the export."""
+    import json as _json
+
+    from click.testing import CliRunner
+
+    from assay.cli import main
+
+    study = tmp_path / "k.toml"
+    study.write_text(
+        '[study]\nname = "kf"\n[benchmark]\ncommand = ["sh", "-c", '
+        '"echo \'FATAL: cannot connect\' >&2; exit 2", "{a}"]\n'
+        '[[pi]]\nname = "t"\nsource = "regex"\npattern = "t=([0-9.]+)"\n'
+        '[[knob]]\nname = "a"\ntype = "int"\nmin = 1\nmax = 10\ndefault = 5\n'
+        "[knobs]\nsamples = 12\n"
+    )
+    db = str(tmp_path / "k.db")
+    runner = CliRunner()
+    for args in (["knobs", str(study), "-q", "--store", db], ["show", db, "kf"]):
+        res = runner.invoke(main, args)
+        assert res.exit_code == 3, res.output
+        assert "trial 0: exited with status 2: FATAL: cannot connect" in res.output
+        assert "(and 11 more alike)" in res.output
+    res = runner.invoke(main, ["export", db, "kf", "--format", "json", "-o", "-"])
+    assert res.exit_code == 0, res.output
+    rows = _json.loads(res.stdout)["trials"]
+    assert len(rows) == 12 and {r["stderr_tail"] for r in rows} == {"FATAL: cannot connect"}

@@ -26,7 +26,8 @@ EXPORT_HELP = """
 Tables:
   trials         study, seq, run, status, setting.KEY (one column per setting key),
                  reading.PI (one column per PI), started (local ISO 8601), duration_s,
-                 work, exit_code, error, host, cpu_user, cpu_system, max_rss_kib
+                 work, exit_code, error, stderr_tail (its last 3 lines), host,
+                 cpu_user, cpu_system, max_rss_kib
   unit readings  study, run, seq, pi, index, value (one row per value; run and seq
                  name the trial)
 \b

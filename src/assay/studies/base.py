@@ -49,6 +49,7 @@ __all__ = [
     "bookkeeping_per_trial",
     "execution_dict",
     "execution_fields",
+    "failure_summary",
     "find_stored",
     "host_warnings",
     "open_stored",
@@ -193,6 +194,30 @@ def trial_failures(trials: list[TrialRecord]) -> list[dict[str, Any]]:
         for t in trials
         if not t.ok
     ]
+
+
+def failure_summary(trials: Sequence[TrialRecord]) -> str:
+    """Why trials failed, in one line for an error or a reason: the first failure's
+    status and the last lines of its stderr (or its reader's error), and how many more
+    failed alike; "" when none failed.
+
+    >>> from assay.store import TrialRecord
+    >>> bad = TrialRecord(seq=0, status="failed", error="exited with status 2",
+    ...                   stderr=b"FATAL: no server\\n")
+    >>> failure_summary([bad, TrialRecord(seq=1, status="ok"), bad])
+    'trial 0: exited with status 2: FATAL: no server (and 1 more alike)'
+    """
+    failed = [t for t in trials if not t.ok]
+    if not failed:
+        return ""
+    first = failed[0]
+    why = " / ".join(last_lines(first.stderr, 2)) or " / ".join(
+        last_lines(first.stdout, 2) if first.status == "parse_error" else []
+    )
+    alike = sum(1 for t in failed[1:] if (t.status, t.error) == (first.status, first.error))
+    text = f"trial {first.seq}: {first.error or first.status}"
+    text += f": {why}" if why else ""
+    return text + (f" (and {alike} more alike)" if alike else "")
 
 
 def last_lines(output: bytes, lines: int = 3, width: int = 200) -> list[str]:

@@ -25,6 +25,7 @@ TRAILING = [
     "work",
     "exit_code",
     "error",
+    "stderr_tail",
     "host",
     "cpu_user",
     "cpu_system",
@@ -77,6 +78,8 @@ def _keys(dicts: list[dict[str, Any]]) -> list[str]:
 
 def tables(trials: list[tuple[str, TrialRecord]]) -> tuple[Table, Table]:
     """The trials table and the unit-readings table of (study name, trial) pairs."""
+    from assay.studies.base import last_lines
+
     settings = _keys([t.setting for _, t in trials])
     pis = _keys([t.readings for _, t in trials])
     fields = [
@@ -101,6 +104,7 @@ def tables(trials: list[tuple[str, TrialRecord]]) -> tuple[Table, Table]:
                 t.work,
                 t.exit_code,
                 t.error,
+                "\n".join(last_lines(t.stderr)),  # why it failed, or what it wrote anyway
                 t.host,
                 t.cpu_user,
                 t.cpu_system,

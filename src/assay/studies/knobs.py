@@ -41,8 +41,8 @@ from assay.designs.knobs import (
 )
 from assay.spec import KnobsSpec, Spec
 from assay.stats.objective import Objective, composite_score, parse_objective
-from assay.store import Store
-from assay.studies.base import StudyError, StudyOptions, open_stored
+from assay.store import Store, TrialRecord
+from assay.studies.base import StudyError, StudyOptions, failure_summary, open_stored
 from assay.studies.settings import (
     SettingsProgress,
     SettingsRunner,
@@ -363,14 +363,21 @@ class KnobsRunner:
         return latin_hypercube(self.space, self.config.samples, seed=self.config.seed)
 
     def _rank(
-        self, samples: list[dict[str, Any]], ok: list[dict[str, Any]], metrics: dict[str, Any]
+        self,
+        samples: list[dict[str, Any]],
+        ok: list[dict[str, Any]],
+        metrics: dict[str, Any],
+        trials: Sequence[TrialRecord] = (),
     ) -> KnobAnalysis:
-        """The random-forest ranking of the successful samples (at least 10)."""
+        """The random-forest ranking of the successful samples (at least 10); ``trials``
+        (the stored ones) say why the others failed."""
         cfg = self.config
         if len(ok) < 10:
+            why = failure_summary(trials)
             raise StudyError(
                 f"only {len(ok)} of {len(samples)} samples succeeded; the ranking needs at "
-                "least 10 (see the failed trials in the store)"
+                f"least 10{'; ' + why if why else ''} ('assay export' lists every trial "
+                "with its error)"
             )
         # the forests take a while (a minute for 100 samples on 2 cores)
         self._stage(f"ranking the knobs: random forests on {len(ok)} samples…")
@@ -412,7 +419,7 @@ class KnobsRunner:
         st.store.set_study_value(st.study_id, CONFIG_KEY, self.config.model_dump(mode="json"))
         samples = self._samples()
         ok, metrics = self._measured(session, samples, "all-knob LHS samples")
-        analysis = self._rank(samples, ok, metrics)
+        analysis = self._rank(samples, ok, metrics, session.trials)
         val = self._measured(session, self._validation(analysis), "top-k validation samples")
         analysis = self._validated(analysis, metrics, val)
         result = KnobsResult(analysis, tuned_on_model=False)
@@ -428,7 +435,7 @@ class KnobsRunner:
             session = SettingsSession(self.runner, st, self.config.seed)
             samples = self._samples()
             ok, metrics = self._values(session, samples)
-            analysis = self._rank(samples, ok, metrics)
+            analysis = self._rank(samples, ok, metrics, st.trials)
             val_settings = self._validation(analysis)
             analysis = self._validated(analysis, metrics, self._values(session, val_settings))
             keys = {setting_key(t.setting) for t in st.trials}
