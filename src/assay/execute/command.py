@@ -36,7 +36,7 @@ from typing import Any, Literal, TextIO
 from assay.errors import StudyError
 from assay.execute.interrupts import deferred, terminate_as_interrupt
 from assay.execute.output import Spool
-from assay.execute.proctree import MARKER, ProcessTree, new_marker
+from assay.execute.proctree import HANDOVER, MARKER, ProcessTree, new_marker
 from assay.template import parts, render, value_text
 
 TrialStatus = Literal["ok", "failed", "timeout", "parse_error", "launch_error", "invalid"]
@@ -243,8 +243,10 @@ def run_command(
     process: ``duration`` runs from the spawn to its reap, and nothing else is in it
     (the pipes, the executable's lookup and the environment are made before; reading
     the output while it runs is all).  When it exits, whatever it left running is
-    killed (a trial is over when its command is), unless ``keep_descendants`` (a setup
-    step starting a server); then its output is read to the end, within the timeout.
+    killed (a trial is over when its command is), but what it handed over through the
+    file ``ASSAY_HANDOVER`` names (a server it restarted), unless ``keep_descendants``
+    (a setup step starting a server); then its output is read to the end, within the
+    timeout.
     At the timeout, or when Assay is interrupted (Ctrl-C, SIGTERM, SIGHUP: see
     :mod:`assay.execute.interrupts`), all are killed.
 
@@ -267,6 +269,8 @@ def run_command(
     out, err = Spool(keep_all=True), Spool()
     with terminate_as_interrupt():
         tree = ProcessTree(marker, hold=not keep_descendants)
+        if tree.handover is not None:  # what the trial hands over outlives it
+            full_env[os.fsencode(HANDOVER)] = os.fsencode(tree.handover)
         launch: _Launch | None = None
         started, t0 = time.time(), time.perf_counter()
         gc_on = gc.isenabled()

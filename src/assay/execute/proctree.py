@@ -25,6 +25,22 @@ stdout kept a ``timeout = 2`` trial alive for 413 s (issue #13, item 5).  A
     marker (``ASSAY_TRIAL=...``) in their environment, the orphans Assay adopted
     since the launch, and everything below them, and repeats until none is left.
 
+Hand-over: a trial may start a process that is not its leftover but a long-lived
+service's (a server restarted by ``pg_ctl`` for a knob that needs a restart, a daemon),
+which must outlive the trial.  Its environment names a file, ``ASSAY_HANDOVER``, in a
+private (0700) folder of Assay's, one per trial; a process of the trial hands a process
+over by appending a line ``PID`` or ``PID START`` to it (:func:`hand_over`: START, the
+start time in clock ticks, field 22 of ``/proc/PID/stat``, guards against a reused pid).
+The kill reads it (the first :data:`HANDOVER_CAP` bytes) and spares each named process
+that is the trial's own (any other line is ignored), with all it forks, in every later
+trial's kill too; it then belongs to whatever stops the service (a study's teardown).
+With the cgroup it is moved out of the session cgroup, where setup's servers are; with
+the scan Assay adopted it (the subreaper) and reaps it when it ends.  A handed-over
+process should leave the trial's process group (as daemons do: a timeout kills the
+leader's group), and better not carry ``ASSAY_TRIAL``: the resume of an Assay killed by
+SIGKILL stops whatever carries its marker (:mod:`assay.execute.leftovers`); the targets
+start their servers without it (:func:`assay.targets.process.server_env`).
+
 Linux only; elsewhere the scan finds nothing and the caller's group kill is all.
 """
 
@@ -33,9 +49,12 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import itertools
 import os
 import secrets
 import signal
+import stat
+import tempfile
 import threading
 import time
 from collections import defaultdict
@@ -46,6 +65,10 @@ from assay.execute.procfs import KeptFiles, read_bytes
 
 #: The environment variable that marks a command's processes as its own.
 MARKER = "ASSAY_TRIAL"
+#: The environment variable that names a trial's hand-over file (module docstring).
+HANDOVER = "ASSAY_HANDOVER"
+#: How much of a hand-over file is read: the pids of a few servers fit many times over.
+HANDOVER_CAP = 64 * 1024
 
 
 def new_marker() -> str:
@@ -66,6 +89,10 @@ _base: dict[int, Path | None] = {}  # per process (a forked worker finds its own
 _session: dict[int, Path | None] = {}
 # per process: the leaders of the trials running now (a trial's kill spares the others)
 _leaders: dict[int, set[int]] = defaultdict(set)
+# per process: the processes trials handed over (pid -> start time), spared by every kill
+_handed: dict[int, dict[int, int]] = defaultdict(dict)
+_handover_dir: dict[int, str] = {}  # per process: the private folder of hand-over files
+_handover_count = itertools.count()
 
 
 class ProcessTree:
@@ -75,7 +102,8 @@ class ProcessTree:
     and no subreaper (the launch steps out of the session cgroup); :meth:`kill` still
     finds the command's session and marked processes.  Use: ``tree.enter()`` just
     before the launch, ``tree.attach(pid)`` right after it, ``tree.kill()`` at the end,
-    ``tree.close()`` in a ``finally``.
+    ``tree.close()`` in a ``finally``.  A held tree's :attr:`handover` is the file the
+    command's environment names as ``ASSAY_HANDOVER`` (None where none could be made).
     """
 
     def __init__(self, marker: str, *, hold: bool = True) -> None:
@@ -91,6 +119,8 @@ class ProcessTree:
         self._before: set[int] = set()  # Assay's children before the launch
         self._present: dict[int, int] = {}  # the session cgroup's processes before it
         self._clean = False  # killed, and nothing was left
+        self.handover = _handover_file() if hold else None
+        self._handover_read = False  # the file was there at the kill: removed at the close
         if hold:
             self._cgroup = _session_cgroup()
             if self._cgroup is None:
@@ -127,7 +157,9 @@ class ProcessTree:
             _step(_session.get(self._me), _base.get(self._me))
 
     def kill(self) -> None:
-        """SIGKILL every process of the tree, until none is left."""
+        """SIGKILL every process of the tree, until none is left, but those it handed
+        over."""
+        self._take_handover()
         if self._cgroup is not None:
             self._kill_group(self._cgroup)
         else:
@@ -149,10 +181,37 @@ class ProcessTree:
             self.kill()
         if self.leader is not None:
             _leaders[self._me].discard(self.leader)
+        if self._handover_read and self.handover is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.handover)
         self._reap()
+        _sweep_handed(self._me)
         if self._subreaper:
             _subreaper_off()
             self._subreaper = False
+
+    def _take_handover(self) -> None:
+        """Spare the processes the trial handed over that are its own (the same start
+        time where the line gives one), from now on (see the module docstring)."""
+        if self.handover is None:
+            return
+        data = _read_handover(self.handover)
+        self._handover_read = data is not None
+        named = parse_handover(data or b"")
+        if not named:
+            return
+        ours = self._trial_pids(self._cgroup) if self._cgroup is not None else self._scan()
+        spared: dict[int, int] = {}
+        for pid, start in named.items():
+            st = _stat(pid) if pid in ours and pid != self.leader else None
+            if st is not None and start in (None, st[1]):
+                spared[pid] = st[1]
+        if not spared:
+            return
+        with _lock:
+            _handed[self._me].update(spared)
+        if self._cgroup is not None:  # where setup's servers are: no trial's to count
+            _move_out(set(spared), self._cgroup, _base.get(self._me))
 
     def _kill_group(self, group: Path) -> None:
         """SIGKILL the trial's processes in the session cgroup until none is left (or
@@ -170,7 +229,8 @@ class ProcessTree:
     def _trial_pids(self, group: Path) -> set[int]:
         """The live processes of the session cgroup that are this trial's: not Assay,
         not there before the launch (the same start time: a pid can be reused), and not
-        below one that was, nor below another trial's leader."""
+        below one that was, nor below another trial's leader or a handed-over process
+        (moved out of the cgroup, perhaps after it forked there)."""
         stats: dict[int, tuple[int, int, bytes]] = {}
         for pid in _group_pids(group) - {self._me}:
             st = _stat(pid)
@@ -178,6 +238,7 @@ class ProcessTree:
                 stats[pid] = st
         others = _leaders[self._me] - {self.leader}
         spared = {p for p, st in stats.items() if self._present.get(p) == st[1]} | others
+        spared |= _handed_now(self._me, stats)
         verdict: dict[int, bool] = {}  # pid -> the trial's
         for pid in stats:
             chain: list[int] = []
@@ -215,6 +276,9 @@ class ProcessTree:
             ):
                 held.add(pid)
         held = _with_descendants(held, procs, self._me)
+        handed = _handed.get(self._me, {})
+        kept = {p for p, s in handed.items() if p in procs and procs[p][3] == s}
+        held -= _with_descendants(kept, procs, self._me)  # they carry the marker
         for pid in held:
             if procs[pid][0] == self._me and pid != self.leader:
                 self._adopted.add(pid)  # ours to reap; the leader is its Popen's
@@ -230,6 +294,7 @@ class ProcessTree:
         others = _leaders[self._me] - {self.leader}  # other trials' (another thread's)
         todo = [k for k in kids if k not in self._before and k not in others]
         self._adopted.update(k for k in todo if k != self.leader)
+        handed = _handed.get(self._me, {})
         seen: set[int] = set()
         live: set[int] = set()
         while todo:
@@ -237,8 +302,11 @@ class ProcessTree:
             if pid in seen:
                 continue
             seen.add(pid)
-            if _state(pid) in (None, b"Z", b"X"):
+            st = _stat(pid)
+            if st is None or st[2] in (b"Z", b"X"):
                 continue  # gone, or a zombie: no children
+            if handed.get(pid) == st[1]:
+                continue  # handed over: spared with all below it
             live.add(pid)
             todo.extend(_children_of(pid) or ())
         return live
@@ -273,6 +341,151 @@ def kill_marked(marker: str, below: str | None = None) -> list[int]:
                 os.kill(pid, signal.SIGKILL)
         killed |= pids
     return sorted(killed)
+
+
+def hand_over(pid: int, start: int | None = None) -> bool:
+    """Hand process ``pid`` (started at ``start``, in clock ticks after boot) over to a
+    long-lived service: the trial running this must not kill it at its end (see the
+    module docstring).  Whether it could be told: False outside a trial of an Assay
+    that knows the protocol (``ASSAY_HANDOVER`` unset), or when its file cannot be
+    written."""
+    path = os.environ.get(HANDOVER)
+    if not path:
+        return False
+    line = f"{pid}\n" if start is None else f"{pid} {start}\n"
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o600)
+        try:
+            os.write(fd, line.encode())  # one write of one line: never interleaved
+        finally:
+            os.close(fd)
+    except OSError:
+        return False
+    return True
+
+
+def parse_handover(data: bytes) -> dict[int, int | None]:
+    """pid -> start time (None where the line has none) from a hand-over file's lines;
+    a line that is not one or two positive numbers, or has no end (cut), is ignored.
+
+    >>> parse_handover(b"12 345\\n67\\nx\\n-1\\n8 9 10\\n11")
+    {12: 345, 67: None}
+    """
+    named: dict[int, int | None] = {}
+    for line in data.split(b"\n")[:-1]:
+        fields = line.split()
+        if 1 <= len(fields) <= 2 and all(f.isdigit() and int(f) > 0 for f in fields):
+            named[int(fields[0])] = int(fields[1]) if len(fields) == 2 else None
+    return named
+
+
+def _read_handover(path: str) -> bytes | None:
+    """The first :data:`HANDOVER_CAP` bytes of a hand-over file; None when there is
+    none, or it is no regular file (a FIFO planted there must not block the kill)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, HANDOVER_CAP) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
+def _handover_file() -> str | None:
+    """A fresh hand-over file's path (not made: the trial makes it) in this process's
+    private folder, made at the first call; None when it cannot be."""
+    me = os.getpid()
+    folder = _handover_dir.get(me)
+    if folder is None:
+        try:  # mkdtemp: mode 0700, a fresh name
+            folder = _handover_dir[me] = tempfile.mkdtemp(prefix=f"{_HANDOVER_PREFIX}{me}-")
+        except OSError:
+            return None
+        atexit.register(_remove_handover_dirs, me)
+    return f"{folder}/{next(_handover_count)}"
+
+
+_HANDOVER_PREFIX = "assay-handover-"  # then the pid of the Assay process it belongs to
+
+
+def _remove_handover_dirs(me: int) -> None:
+    """At exit: remove this process's hand-over folder, and those of Assay processes
+    that ended without their exit handlers (SIGKILL; a forked worker's ``os._exit``)."""
+    if os.getpid() != me:
+        return  # a forked child runs its parent's exit handlers: not its folder
+    _handover_dir.pop(me, None)
+    with contextlib.suppress(OSError), os.scandir(tempfile.gettempdir()) as entries:
+        for entry in entries:
+            owner = entry.name[len(_HANDOVER_PREFIX) :].split("-", 1)[0]
+            if not entry.name.startswith(_HANDOVER_PREFIX) or not owner.isdigit():
+                continue
+            if int(owner) != me and _alive(int(owner)):
+                continue
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid():
+                with contextlib.suppress(OSError):
+                    for name in os.listdir(entry.path):
+                        os.unlink(os.path.join(entry.path, name))  # never follows a link
+                    os.rmdir(entry.path)
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (another user's too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+def _handed_now(me: int, stats: dict[int, tuple[int, int, bytes]]) -> set[int]:
+    """The handed-over processes that still run (in ``stats``, or outside the cgroup)."""
+    return {
+        pid
+        for pid, start in list(_handed.get(me, {}).items())
+        if (stats.get(pid) or _stat(pid) or (0, -1, b""))[1] == start
+    }
+
+
+def _sweep_handed(me: int) -> None:
+    """Forget the handed-over processes that ended, reaping those Assay adopted (the
+    scan's subreaper): no zombie piles up.  A pid is waited for only while the kernel
+    shows it as that process's zombie: a new child of Assay's may have its pid."""
+    handed = _handed.get(me)
+    if not handed:
+        return
+    for pid, start in list(handed.items()):
+        st = _stat(pid)
+        if st is not None and st[1] == start:
+            if st[2] not in (b"Z", b"X"):
+                continue  # still serving
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)  # init's (the cgroup) or its parent's: not ours
+        with _lock:
+            handed.pop(pid, None)
+
+
+def _move_out(roots: set[int], group: Path, base: Path | None) -> None:
+    """Move ``roots`` and their descendants in ``group`` to ``base``, parents first (what
+    they fork meanwhile is born there); best effort: one left behind is spared anyway."""
+    if base is None:
+        return
+    parents = {p: st[0] for p in _group_pids(group) if (st := _stat(p)) is not None}
+    children: dict[int, list[int]] = defaultdict(list)
+    for pid, ppid in parents.items():
+        children[ppid].append(pid)
+    todo = sorted(roots)
+    while todo:
+        pid = todo.pop(0)
+        with contextlib.suppress(OSError):
+            _write(base / "cgroup.procs", str(pid))
+        todo.extend(children.get(pid, ()))
 
 
 def _with_descendants(
@@ -345,14 +558,6 @@ def _children_of(pid: int) -> set[int] | None:
             ):
                 kids.update(int(x) for x in f.read().split())
     return kids
-
-
-def _state(pid: int) -> bytes | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return None
 
 
 _HAS_CHILDREN = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")

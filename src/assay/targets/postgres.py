@@ -82,7 +82,16 @@ from assay.targets.private import (
     read_nofollow,
     remove_private_dir,
 )
-from assay.targets.process import ProcessIdentity, kill, verified, wait_gone
+from assay.targets.process import (
+    ProcessIdentity,
+    gone_after_restart,
+    hand_over,
+    kill,
+    restart_note,
+    server_env,
+    verified,
+    wait_gone,
+)
 
 HOST = "127.0.0.1"
 DB = "postgres"
@@ -367,7 +376,7 @@ class PostgresTarget(Target):
         self, argv: Sequence[str], what: str, *, check: bool = True, timeout: float = 120
     ) -> subprocess.CompletedProcess[bytes]:
         owner = _server_user()
-        env = dict(os.environ)
+        env = server_env()
         if owner:
             env["HOME"] = owner.pw_dir
         try:
@@ -595,6 +604,9 @@ class PostgresTarget(Target):
             server = verified(st.get("server"), str(find_bindir() / "postgres"), uid)
             if cluster is not None and server is not None:
                 return st
+            gone = gone_after_restart("PostgreSQL", st.get("restart"))
+            if cluster is not None and gone is not None:
+                raise TargetError(gone)
         raise self.state.not_running("PostgreSQL", "postgres")
 
     def apply(self, knobs: Mapping[str, str]) -> dict[str, str]:
@@ -635,8 +647,7 @@ class PostgresTarget(Target):
                     f"PostgreSQL did not restart with knob {asked}: {exc} (it runs again "
                     "without it)"
                 ) from None
-            st["server"] = self._postmaster(st).to_json()
-            self.state.save(st)
+            self._restarted(st, ctx.split())
         else:
             self._psql(st, "SELECT pg_reload_conf()")
             time.sleep(0.2)  # the postmaster handles SIGHUP before sessions started after it
@@ -653,10 +664,18 @@ class PostgresTarget(Target):
                 f.write("\n".join(keep) + "\n")
         for k in knobs:
             st["applied"].pop(k, None)
+        self.state.save(st)
         with contextlib.suppress(TargetError):
             self._pg_ctl(st, "start")
         with contextlib.suppress(TargetError):
-            st["server"] = self._postmaster(st).to_json()
+            self._restarted(st, knobs)
+
+    def _restarted(self, st: dict[str, Any], knobs: list[str]) -> None:
+        """Record the postmaster a run restarted (for ``knobs``) and hand it over to
+        Assay: the trial running this must not kill it as its leftover."""
+        server = self._postmaster(st)
+        st["server"] = server.to_json()
+        st["restart"] = restart_note(server, knobs, hand_over(server))
         self.state.save(st)
 
     def reset(self, workload: Mapping[str, Any] | None = None) -> None:

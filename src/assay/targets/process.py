@@ -7,6 +7,12 @@ the kernel still reports that identity, with the program the target found itself
 absolute path; never one read from the state file). On Linux the signal goes through a
 pidfd, so a pid reused between the check and the signal is not hit.
 
+A server a trial (re)starts, for a knob that needs a restart, is the study's, not the
+trial's: :func:`hand_over` tells Assay so (``ASSAY_HANDOVER``: see
+:mod:`assay.execute.proctree`), which would otherwise kill it with the trial's leftover
+processes; :func:`server_env` is the environment it starts in, without the trial's
+variables.
+
 >>> ident = ProcessIdentity.of(os.getpid())
 >>> ident is not None and ident.pid == os.getpid() and ident.uid == os.geteuid()
 True
@@ -23,6 +29,9 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from assay.execute.proctree import HANDOVER, MARKER
+from assay.execute.proctree import hand_over as _hand_over
 
 
 @dataclass(frozen=True)
@@ -127,3 +136,47 @@ def kill(ident: ProcessIdentity, timeout: float = 10.0) -> None:
     """SIGKILL ``ident`` (when it still runs) and wait for it to go."""
     if send_signal(ident, signal.SIGKILL):
         wait_gone(ident, timeout)
+
+
+def server_env() -> dict[str, str]:
+    """The environment to start a server in: this one, less the trial's marker and
+    hand-over file (the server is no trial's, and must not write there)."""
+    return {k: v for k, v in os.environ.items() if k not in (MARKER, HANDOVER)}
+
+
+def hand_over(ident: ProcessIdentity) -> bool | None:
+    """Hand the server ``ident`` over to Assay's study when a trial (re)started it, so
+    that the trial's end spares it; None outside a trial of an Assay that knows the
+    protocol (nothing to do), else whether it was told."""
+    if not os.environ.get(HANDOVER):
+        return None
+    return _hand_over(ident.pid, ident.start)
+
+
+def restart_note(ident: ProcessIdentity, knobs: list[str], handed: bool | None) -> dict[str, Any]:
+    """What a state file keeps of a restart during a run (for :func:`gone_after_restart`)."""
+    return {"pid": ident.pid, "knobs": sorted(knobs), "handed_over": handed}
+
+
+def gone_after_restart(server: str, note: object) -> str | None:
+    """Why the server a run restarted (``note``: :func:`restart_note`) no longer runs,
+    and what to do; None without a note."""
+    if not isinstance(note, Mapping):
+        return None
+    knobs = ", ".join(str(k) for k in note.get("knobs") or []) or "a knob"
+    handed = note.get("handed_over")
+    if handed is True:
+        why = "it was handed over to Assay, so something else stopped it (its log tells)"
+    elif handed is False:
+        why = "handing it over through ASSAY_HANDOVER failed, so the trial's end killed it"
+    else:
+        why = (
+            "that run could not hand it over (no ASSAY_HANDOVER: an older Assay, or another "
+            "harness), so the end of its trial may have killed it as a leftover"
+        )
+    return (
+        f"the {server} server that an earlier run restarted for {knobs} (pid "
+        f"{note.get('pid')}) no longer runs: {why}. Run teardown, then setup; run the "
+        "trials with this Assay, or put the knobs that need a restart in setup's --knob "
+        "baseline"
+    )

@@ -74,7 +74,16 @@ from assay.targets.private import (
     owned_private_dir,
     remove_private_dir,
 )
-from assay.targets.process import ProcessIdentity, kill, verified, wait_gone
+from assay.targets.process import (
+    ProcessIdentity,
+    gone_after_restart,
+    hand_over,
+    kill,
+    restart_note,
+    server_env,
+    verified,
+    wait_gone,
+)
 
 HOST = "127.0.0.1"
 SOCKET = "redis.sock"  # in the private data directory (mode 700)
@@ -402,6 +411,7 @@ class RedisTarget(Target):
                 stdout=logfd,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # not in the process group of the trial
+                env=server_env(),
                 cwd=data,
                 user=owner.pw_uid if owner else None,
                 group=owner.pw_gid if owner else None,
@@ -487,6 +497,9 @@ class RedisTarget(Target):
             server = verified(st.get("server"), _binary("redis-server"), _server_uid())
             if server is not None:
                 return st, server
+            gone = gone_after_restart("Redis", st.get("restart"))
+            if gone is not None:
+                raise TargetError(gone)
         raise self.state.not_running("Redis", "redis")
 
     def apply(self, knobs: Mapping[str, str]) -> dict[str, str]:
@@ -501,7 +514,7 @@ class RedisTarget(Target):
         for k in applied:
             if k not in want:
                 changes[k] = original.get(k, "")
-        restart = False
+        restart: list[str] = []  # the immutable knobs: set by a restart
         for k, v in changes.items():
             if k not in original and k not in baseline:
                 with contextlib.suppress(RedisReplyError):
@@ -513,13 +526,16 @@ class RedisTarget(Target):
             except RedisReplyError as exc:
                 msg = str(exc)
                 if "immutable" in msg or "protected" in msg:
-                    restart = True
+                    restart.append(k)
                     continue
                 raise TargetError(f"Redis rejected knob {k}={v}: {msg}") from None
             applied[k] = v
         if restart:
             kill(server)
-            st["server"] = self._spawn(st, want).to_json()
+            new = self._spawn(st, want)
+            st["server"] = new.to_json()
+            # the trial running this must not kill it as its leftover
+            st["restart"] = restart_note(new, restart, hand_over(new))
             applied = dict(want)
         applied = {k: v for k, v in applied.items() if k in want}
         st.update(applied=applied, original=original)
