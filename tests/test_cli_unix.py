@@ -267,12 +267,14 @@ def test_pipes_honour_columns(tmp_path: Path) -> None:
 # -- quick mode resumes; Ctrl-C ----------------------------------------------------
 
 
-def test_the_same_quick_command_resumes_its_study(tmp_path: Path) -> None:
+def test_the_same_quick_command_measures_again_or_resumes_when_asked(tmp_path: Path) -> None:
     args = ("run", *QUICK, "-q", "-r", "4", "--json", "-", "--", "true")
     first = json.loads(invoke(tmp_path, *args).stdout)
     second = json.loads(invoke(tmp_path, *args).stdout)
     assert second["study"] == first["study"]
-    assert second["trials"]["resumed"] == 4 and second["trials"]["total"] == 4
+    assert second["trials"]["resumed"] == 0 and second["trials"]["total"] == 4  # anew
+    resumed = json.loads(invoke(tmp_path, *args[:-2], "--resume", "--", "true").stdout)
+    assert resumed["trials"]["resumed"] == 4 and resumed["trials"]["total"] == 4
     fresh = json.loads(invoke(tmp_path, *args[:-2], "--fresh", "--", "true").stdout)
     assert fresh["trials"]["resumed"] == 0
     other = json.loads(invoke(tmp_path, *args[:-1], "false").stdout)

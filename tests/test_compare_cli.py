@@ -338,7 +338,7 @@ def test_a_resume_mid_cycle_neither_overruns_the_budget_nor_skips_a_decision(
         (last,) = db.execute("SELECT id FROM trials ORDER BY seq DESC LIMIT 1").fetchone()
         db.execute("DELETE FROM readings WHERE trial_id = ?", (last,))
         db.execute("DELETE FROM trials WHERE id = ?", (last,))  # as if killed mid-cycle 2
-    res = _invoke(args)
+    res = _invoke(["--resume", *args])  # (its session ended: without it, measured again)
     assert res.exit_code in (0, 5), res.output
     with contextlib.closing(sqlite3.connect(store)) as db:
         seqs = [s for (s,) in db.execute("SELECT seq FROM trials ORDER BY seq")]

@@ -60,11 +60,11 @@ def test_show_reports_a_run_as_its_run_did_and_writes_nothing(tmp_path: Path) ->
     ran = _invoke("run", "--store", str(db), "-r", "3", "--no-overhead", "-q", "--", "true")
     assert ran.exit_code == 5, ran.output  # the budget ran out before the CI target
     ran_json = tmp_path / "run.json"
-    again = _invoke("run", "--store", str(db), "-r", "3", "--no-overhead", "-q",
+    again = _invoke("run", "--store", str(db), "-r", "3", "--no-overhead", "-q", "--resume",
                     "--json", str(ran_json), "--", "true")  # fmt: skip
     assert again.exit_code == 5
     trials, sessions, _ = _state(db)
-    assert (trials, sessions) == (3, 2)  # a finished study run again adds no trial
+    assert (trials, sessions) == (3, 2)  # a finished study resumed adds no trial
 
     shown = _invoke("show", str(db))
     assert shown.exit_code == 5, shown.output  # the same status as the run's

@@ -197,6 +197,13 @@ def stop_options(f: F) -> F:
             help="Archive this study's stored trials and start again instead of resuming.",
         ),
         click.option(
+            "--resume",
+            is_flag=True,
+            help="Quick mode: resume (or report, when finished) the stored study of this "
+            "command line. Without it a finished one is measured again, and an interrupted "
+            "one resumed only when its folder and files are unchanged.",
+        ),
+        click.option(
             "--json", "json_out", metavar="PATH", help="Write the result as JSON ('-' = stdout)."
         ),
         click.option(
@@ -350,6 +357,36 @@ def quick_name(kind: str, command: str, measurement: dict[str, Any]) -> str:
     """
     digest = hashlib.sha256(json.dumps(measurement, sort_keys=True).encode()).hexdigest()
     return f"{kind} {slug(command)[:40]} {digest[:8]}"
+
+
+def quick_resumption(
+    spec: Spec, store_path: Path, opts: dict[str, Any], err: Console
+) -> tuple[bool, dict[str, Any] | None]:
+    """Whether to start afresh, and the fingerprint to keep with the study: a quick
+    study run again measures again (:mod:`assay.studies.fingerprint`), and says so on
+    stderr; a study file's resumes as ever (``--fresh`` aside)."""
+    if spec.source_path is not None:
+        return bool(opts["fresh"]), None
+    if opts["fresh"] and opts.get("resume"):
+        fail(err, "--fresh starts the study again, --resume goes on with it: give one")
+    from assay.studies.fingerprint import fingerprint, read_stored, resumption
+
+    b = spec.benchmark
+    commands = [b.command, *(v.command for v in spec.variants if v.command)]
+    now = fingerprint(commands, shell=b.shell, cwd=os.getcwd())
+    stored, found = read_stored(store_path, spec.study.name)
+    decided = resumption(
+        stored,
+        now,
+        last_started=None if found is None else found.last_trial,
+        last_ended=None if found is None else found.last_ended,
+        trials=0 if found is None else sum(found.trials_by_status.values()),
+        fresh=bool(opts["fresh"]),
+        resume=bool(opts.get("resume")),
+    )
+    if decided.note is not None:
+        err.print(Text.assemble(("note:", "cyan"), f" {decided.note}"))
+    return decided.fresh, now
 
 
 def quick_store(spec: Spec, opts: dict[str, Any]) -> tuple[Spec, Path]:

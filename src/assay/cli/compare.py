@@ -18,6 +18,7 @@ from assay.cli.common import (
     is_study_file,
     prepare_local_session,
     quick_name,
+    quick_resumption,
     quick_store,
     refuse_cluster_with_from,
     refuse_quick_only,
@@ -282,6 +283,7 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
         spec = with_under_test(spec, opts)
         progress = CompareProgressView(err)
         how = "Run the same command again to resume."
+        fresh, fingerprint = quick_resumption(spec, store_path, opts, err)
         with running_study(err, store_path, how, opts, spec, progress) as executor:
             runner = CompareRunner(
                 spec,
@@ -289,7 +291,8 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
                 pi=opts["pi"],
                 seed=opts["seed"],
                 fixed_order=opts["fixed_order"],
-                fresh=opts["fresh"],
+                fresh=fresh,
+                fingerprint=fingerprint,
                 measure_overhead=not opts["no_overhead"],
                 executor=executor,
                 on_compare_progress=None if opts["quiet"] else progress.update,

@@ -13,6 +13,7 @@ from assay.cli.common import (
     err_console,
     fail,
     prepare_local_session,
+    quick_resumption,
     refuse_quick_only,
     refuse_unknown_option,
     running_study,
@@ -108,7 +109,8 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
     Each PI is reported as mean ± CI half-width with the number of samples, the
     subsession size (adjacent samples merged until |lag-1 autocorrelation| <= 0.1),
     the warm-up removed (E-Divisive with Medians on unit readings) and the method.
-    The same quick command line resumes its study; --fresh starts it again.
+    A quick command line run again measures again (the old result is kept); an
+    interrupted one resumes if its folder and files are unchanged (--resume forces it).
     """
     refuse_unknown_option(target)
     prepare_local_session(opts)
@@ -167,11 +169,13 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
     spec = with_under_test(spec, opts)
     progress = ProgressView(err, spec.stop.ci_width)
     resume = "Run the same command again to resume."
+    fresh, fingerprint = quick_resumption(spec, store_path, opts, err)
     with running_study(err, store_path, resume, opts, spec, progress) as executor:
         runner = Runner(
             spec,
             store_path,
-            fresh=opts["fresh"],
+            fresh=fresh,
+            fingerprint=fingerprint,
             measure_overhead=not opts["no_overhead"],
             executor=executor,
             on_progress=None if opts["quiet"] else progress.update,

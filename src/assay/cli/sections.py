@@ -80,7 +80,7 @@ SECTION_OF = {
         "Output",
     ),
     **dict.fromkeys(("html_out", "plots_dir"), "Output"),  # assay report
-    **dict.fromkeys(("store", "fresh", "name", "study"), "Store"),
+    **dict.fromkeys(("store", "fresh", "resume", "name", "study"), "Store"),
     **dict.fromkeys(("workers", "cluster", "insecure"), "Where trials run"),
 }
 

@@ -297,6 +297,8 @@ class StudyOptions(TypedDict, total=False):
     """How a study of any kind runs (the keyword arguments of :class:`Study`)."""
 
     fresh: bool  # archive the stored trials and start again
+    # a quick study's working directory and files (studies.fingerprint), kept with it
+    fingerprint: dict[str, Any] | None
     measure_overhead: bool  # measure the launch overhead first
     monitor: bool  # the bottleneck watch (with the default executor)
     executor: Executor | None  # default: LocalExecutor
@@ -365,6 +367,7 @@ class Study:
         store_path: Path,
         *,
         fresh: bool = False,
+        fingerprint: dict[str, Any] | None = None,
         measure_overhead: bool = True,
         monitor: bool = True,
         executor: Executor | None = None,
@@ -373,6 +376,7 @@ class Study:
         self.store_path = store_path
         self._interrupted = InterruptCheck()  # from here: a lost Ctrl-C still counts
         self.fresh = fresh
+        self.fingerprint = fingerprint
         self.measure_overhead = measure_overhead
         self.executor: Executor = (
             executor if executor is not None else LocalExecutor(monitor=monitor)
@@ -496,6 +500,10 @@ class Study:
             spec.study.name, spec.measurement_hash(), spec.model_dump(mode="json")
         )
         store.set_study_value(study_id, SPEC_KEY, spec.model_dump_json())
+        if self.fingerprint is not None:  # before any trial: a kill leaves it to compare
+            from assay.studies.fingerprint import FINGERPRINT_KEY
+
+            store.set_study_value(study_id, FINGERPRINT_KEY, self.fingerprint)
         trials = store.trials(study_id)
         env = collect_environment(spec.benchmark.git_repo)
         session = store.start_session(study_id, env)
