@@ -135,3 +135,27 @@ def test_resumption_rules() -> None:
     assert resumption(fp, moved, last_ended=1.0, **forced).fresh is False  # type: ignore[arg-type]
     nothing = {**kw, "trials": 0}
     assert resumption(None, fp, last_ended=None, **nothing).note is None  # type: ignore[arg-type]
+
+
+def test_rm_and_gc_keep_the_quick_store_from_only_growing(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    for _ in range(2):  # a result and its archived predecessor
+        assert _assay(tmp_path, cache, "run", *QUICK, "--", "true").returncode in (0, 5)
+    names = sorted(_studies(cache))
+    assert len(names) == 2
+    missing = _assay(tmp_path, cache, "rm", "no such study")
+    assert missing.returncode == 2 and "nothing removed" in missing.stderr
+    assert sorted(_studies(cache)) == names
+    removed = _assay(tmp_path, cache, "rm", names[0])
+    assert removed.returncode == 0 and f"removed {names[0]}" in removed.stderr
+    assert sorted(_studies(cache)) == names[1:]
+    kept = _assay(tmp_path, cache, "gc", "--older-than", "30d")
+    assert kept.returncode == 0 and "no study older than 30d" in kept.stderr
+    assert _assay(tmp_path, cache, "gc", "--older-than", "soon").returncode == 2
+    dry = _assay(tmp_path, cache, "gc", "--older-than", "0m", "--dry-run")
+    assert f"would remove {names[1]}" in dry.stderr and len(_studies(cache)) == 1
+    gone = _assay(tmp_path, cache, "gc", "--older-than", "0m")
+    assert gone.returncode == 0 and _studies(cache) == {}
+    with sqlite3.connect(cache / "assay" / "quick.assay.db") as db:  # nothing left behind
+        for table in ("trials", "readings", "sessions", "study_values", "resource_samples"):
+            assert db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] == 0, table

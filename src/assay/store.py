@@ -691,6 +691,34 @@ class Store:
         self._write("UPDATE studies SET name = ? WHERE id = ?", (new, found[0]), "archive")
         return new
 
+    def delete_study(self, name: str) -> bool:
+        """Remove study ``name`` and everything stored with it; False when there is none.
+        Claims it first (:meth:`lock_study`): a running study is not removed.
+
+        >>> import tempfile, os
+        >>> with Store(os.path.join(tempfile.mkdtemp(), "s.db")) as st:
+        ...     sid = st.open_study("x", "h", {})
+        ...     _ = st.add_trial(sid, TrialRecord(seq=0, status="ok", readings={"t": 1.0}))
+        ...     st.delete_study("x"), st.find_study("x"), st.delete_study("x")
+        (True, None, False)
+        """
+        self.lock_study(name)
+        found = self.find_study(name)
+        if found is None:
+            return False
+        sid = (found[0],)
+        trials = "SELECT id FROM trials WHERE study_id = ?"
+        runs = "SELECT id FROM host_runs WHERE study_id = ?"
+        self.commit_queued()
+        with self._transaction("remove the study") as db:
+            for table in ("readings", "unit_readings", "resource_samples"):
+                db.execute(f"DELETE FROM {table} WHERE trial_id IN ({trials})", sid)
+            db.execute(f"DELETE FROM host_samples WHERE host_run_id IN ({runs})", sid)
+            for table in ("host_runs", "trials", "study_values", "sessions"):
+                db.execute(f"DELETE FROM {table} WHERE study_id = ?", sid)
+            db.execute("DELETE FROM studies WHERE id = ?", sid)
+        return True
+
     def overview(self) -> list[StudyOverview]:
         """Every study of the store with its trial counts, trial times and sessions: what
         ``assay ls`` lists. Reads only (it works on a store opened ``read_only``); the

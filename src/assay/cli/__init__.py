@@ -15,11 +15,13 @@ import click
 from assay import __version__
 from assay.cli.compare import compare
 from assay.cli.export import export
+from assay.cli.gc import gc
 from assay.cli.history import history
 from assay.cli.knobs import knobs
 from assay.cli.ls import ls
 from assay.cli.order import order
 from assay.cli.report import report
+from assay.cli.rm import rm
 from assay.cli.run import run
 from assay.cli.show import show
 from assay.cli.sweep import sweep
@@ -49,7 +51,7 @@ def main() -> None:
     """
 
 
-for command in (run, compare, order, sweep, knobs, ls, export, history):
+for command in (run, compare, order, sweep, knobs, ls, export, rm, gc, history):
     main.add_command(command)
 main.add_command(show)
 main.add_command(report)
