@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from assay.knob_range import range_problem
 from assay.rolespec import (
     RoleStepsSpec,
     check_role_steps,
@@ -281,8 +282,6 @@ class KnobSpec(_Model):
             raise ValueError(f"a {self.type} knob takes 'min' and 'max', not 'values'")
         if self.min is None or self.max is None:
             raise ValueError(f"a {self.type} knob needs 'min' and 'max'")
-        from assay.designs.knobs import range_problem  # lazy: NumPy and SciPy for knobs only
-
         problem = range_problem(self.min, self.max, integer=self.type == "int", log=self.log)
         if problem is not None:
             raise ValueError(f"{self.name!r}: {problem}")  # the location names only knob[i]

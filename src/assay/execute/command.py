@@ -36,7 +36,8 @@ from typing import Any, Literal, TextIO
 from assay.errors import StudyError
 from assay.execute.interrupts import deferred, terminate_as_interrupt
 from assay.execute.output import Spool
-from assay.execute.proctree import HANDOVER, MARKER, ProcessTree, new_marker
+from assay.execute.proctree import ProcessTree, new_marker
+from assay.handover import HANDOVER, MARKER
 from assay.template import parts, render, value_text
 
 TrialStatus = Literal["ok", "failed", "timeout", "parse_error", "launch_error", "invalid"]

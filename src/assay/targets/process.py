@@ -30,8 +30,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from assay.execute.proctree import HANDOVER, MARKER
-from assay.execute.proctree import hand_over as _hand_over
+from assay.handover import HANDOVER, MARKER
+from assay.handover import hand_over as _hand_over
 
 
 @dataclass(frozen=True)
