@@ -3,19 +3,27 @@ parse error of its trial with the cause, never a traceback and never a wrong num
 
 A seeded generator writes outputs with huge numbers, 5000-digit integers, deep JSON
 nesting, ``1,5``-style decimals and NaN/inf text, and reads them with every reader
-(regex, JSON path, plain numbers; one reading and unit readings).  Then the analysis:
-huge but finite readings (whose variance overflows a float) give an estimate or "no
-valid CI", never an exception.
+(regex, JSON path, plain numbers; one reading and unit readings; from stdout and from
+a file).  Then the analysis: huge but finite readings (whose variance overflows a
+float) give an estimate or "no valid CI", never an exception.
+
+Round three: a PI's file that is /dev/zero, a FIFO or a 100 MB sparse file, and a
+pattern that backtracks without end on a hostile line, each end in a parse error; they
+are read in a child held to 1 GiB and 60 s, so a read that hangs or takes all memory
+fails its test, not the machine.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import random
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -119,16 +127,20 @@ UNIT_PATTERNS = [r"op=([0-9.]+)", r"op=(\S+)", r"op=([-+0-9.eE]+)"]
 Reader = Callable[[], object]
 
 
-def cases(n: int, seed: int) -> Iterator[tuple[str, str, Reader]]:
-    """``n`` (kind, output, read) triples: the read returns a reading or readings."""
+KINDS = ["regex", "units-regex", "json", "units-json", "plain", "units-plain", "file", "units-file"]
+
+
+def cases(n: int, seed: int, tmp: Path) -> Iterator[tuple[str, str, Reader]]:
+    """``n`` (kind, output, read) triples: the read returns a reading or readings; a
+    file kind writes its output to a file in ``tmp``."""
     rng = random.Random(seed)
-    for _ in range(n):
-        kind = rng.choice(["regex", "units-regex", "json", "units-json", "plain", "units-plain"])
+    for i in range(n):
+        kind = rng.choice(KINDS)
         if kind == "regex":
             out = rng.choice(["", "noise\n", "tps = 3\n"]) + "tps=" + rng.choice(NUMBERS)
             out += rng.choice(SUFFIXES)
             pi = PISpec(name="tps", source="regex", pattern=rng.choice(PATTERNS))
-            yield kind, out, lambda pi=pi, out=out: read_reading(pi, result(out))
+            yield kind, out, partial(read_reading, pi, result(out))
         elif kind == "units-regex":
             sep = rng.choice(SEPARATORS)
             toks = [rng.choice(NUMBERS) for _ in range(rng.randint(1, 6))]
@@ -137,27 +149,43 @@ def cases(n: int, seed: int) -> Iterator[tuple[str, str, Reader]]:
             else:  # "op=1,5/2,5/3,5": one prefix, many numbers
                 out = "op=" + sep.join(toks)
             u = UnitsSpec(source="regex", pattern=rng.choice(UNIT_PATTERNS))
-            yield kind, out, lambda u=u, out=out: read_unit_readings(u, "op", result(out))
+            yield kind, out, partial(read_unit_readings, u, "op", result(out))
         elif kind == "json":
             v = rng.choice(JSON_VALUES)
             out = '{"r": {"tps": ' + v + ', "lat": [' + v + "]}}"
             pi = PISpec(name="tps", source="json", path=rng.choice(["r.tps", "r.lat[0]"]))
-            yield kind, out, lambda pi=pi, out=out: read_reading(pi, result(out))
+            yield kind, out, partial(read_reading, pi, result(out))
         elif kind == "units-json":
             vals = [rng.choice(JSON_VALUES[:-3]) for _ in range(rng.randint(0, 5))]
             out = '{"u": [' + ", ".join(vals) + "]}"
             if rng.random() < 0.1:
                 out = '{"u": ' + JSON_VALUES[-3] + "}"
             u = UnitsSpec(source="json", path="u")
-            yield kind, out, lambda u=u, out=out: read_unit_readings(u, "op", result(out))
+            yield kind, out, partial(read_unit_readings, u, "op", result(out))
         elif kind == "plain":
             out = rng.choice(NUMBERS) + rng.choice(["", "\n", " ", " 2"])
-            yield kind, out, lambda out=out: parse_numbers(out)
-        else:
+            yield kind, out, partial(parse_numbers, out)
+        elif kind == "units-plain":
             sep = rng.choice(SEPARATORS)
             out = sep.join(rng.choice(NUMBERS) for _ in range(rng.randint(1, 6)))
-            u = UnitsSpec(source="file", file="units.txt")
-            yield kind, out, lambda out=out: parse_numbers(out)
+            yield kind, out, partial(parse_numbers, out)
+        else:  # a file the command wrote, read plain, by a pattern or a JSON path
+            sep = rng.choice(SEPARATORS)
+            how = rng.choice(["plain", "regex", "json"])
+            out = sep.join(rng.choice(NUMBERS) for _ in range(rng.randint(1, 3)))
+            if how == "json":
+                out = '{"u": [' + ", ".join(rng.choices(JSON_VALUES[:-3], k=2)) + "]}"
+            name = f"f{i}.txt"
+            (tmp / name).write_text(out, encoding="utf-8", errors="surrogatepass")
+            pattern = r"(\S+)" if how == "regex" else None
+            if kind == "file":
+                path = "u[1]" if how == "json" else None
+                pi = PISpec(name="f", source="file", file=name, pattern=pattern, path=path)
+                yield kind, out, partial(read_reading, pi, result(""), str(tmp))
+            else:
+                path = "u" if how == "json" else None
+                u = UnitsSpec(source="file", file=name, pattern=pattern, path=path)
+                yield kind, out, partial(read_unit_readings, u, "f", result(""), str(tmp))
 
 
 def _finite(values: object) -> bool:
@@ -168,10 +196,12 @@ def _finite(values: object) -> bool:
 N_OUTPUTS = 3000
 
 
-def test_thousands_of_hostile_outputs_give_a_finite_reading_or_a_parse_error() -> None:
+def test_thousands_of_hostile_outputs_give_a_finite_reading_or_a_parse_error(
+    tmp_path: Path,
+) -> None:
     start = time.perf_counter()
     outcomes: dict[tuple[str, str], int] = {}
-    for kind, out, read in cases(N_OUTPUTS, seed=10):
+    for kind, out, read in cases(N_OUTPUTS, seed=10, tmp=tmp_path):
         try:
             got = read()
         except ReadError as exc:
@@ -186,7 +216,7 @@ def test_thousands_of_hostile_outputs_give_a_finite_reading_or_a_parse_error() -
                 assert _finite(got), (kind, out[:200], got)
             outcome = "reading"
         outcomes[kind, outcome] = outcomes.get((kind, outcome), 0) + 1
-    for kind in ("regex", "units-regex", "json", "units-json"):
+    for kind in ("regex", "units-regex", "json", "units-json", "file", "units-file"):
         for outcome in ("reading", "parse error"):
             assert outcomes.get((kind, outcome), 0) >= 20, outcomes
     assert time.perf_counter() - start < 30
@@ -349,7 +379,142 @@ def test_a_width_no_study_can_reach_is_a_count_not_an_error() -> None:
 
 
 def test_json_number_text_roundtrips() -> None:
-    # finite readings of every size come back exactly
-    for v in (1e308, -1e308, 5e-324, 1.7976931348623157e308, 0.1):
-        pi = PISpec(name="t", source="json", path="t")
+    # finite readings of every size that can be analysed come back exactly
+    pi = PISpec(name="t", source="json", path="t")
+    for v in (1e154, -1.3e154, 5e-324, 0.1):
         assert read_reading(pi, result(json.dumps({"t": v}))) == v
+    # beyond, their squares overflow: refused, as the importers refuse them
+    for v in (1e308, -1e308, 1.7976931348623157e308, 1.4e154):
+        with pytest.raises(ReadError, match="too large to analyse"):
+            read_reading(pi, result(json.dumps({"t": v})))
+
+
+# ------------------------------------------ round three: files and patterns that hang
+
+
+_PRELUDE = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))  # a MemoryError, not 24 GB
+from assay.execute import output
+from assay.execute.command import CommandResult
+from assay.execute.readers import ReadError, read_reading, read_unit_readings
+from assay.spec import PISpec, UnitsSpec
+
+def show(read):
+    try:
+        print("read", read(), flush=True)
+    except ReadError as exc:
+        print("ReadError", exc, flush=True)
+
+res = CommandResult(
+    argv=["x"], status="ok", exit_code=0, started=0.0, duration=1.0,
+    stdout=sys.stdin.buffer.read(), stderr=b"",
+)
+"""
+
+
+def in_child(code: str, cwd: Path, stdin: bytes = b"") -> list[str]:
+    """What ``code`` (after :data:`_PRELUDE`) prints, run in a child of 1 GiB at most;
+    a child still running after 60 s fails the test (the read hung)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _PRELUDE + code],
+        input=stdin,
+        capture_output=True,
+        timeout=60,
+        cwd=cwd,
+        env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},  # threads' stacks fit in 1 GiB
+    )
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-1500:]
+    return proc.stdout.decode().splitlines()
+
+
+def _hostile_file(kind: str, tmp: Path) -> str:
+    if kind == "fifo":  # no writer: a blocking open waits for ever
+        os.mkfifo(tmp / "fifo")
+    elif kind == "huge":  # 100 MB that cost no disk and no time to write
+        with open(tmp / "huge", "wb") as f:
+            f.truncate(100 << 20)
+    elif kind == "link":
+        (tmp / "link").symlink_to("/dev/zero")
+    elif kind == "folder":
+        (tmp / "folder").mkdir()
+    return {"zero": "/dev/zero"}.get(kind, kind)
+
+
+@pytest.mark.parametrize(
+    ("kind", "why"),
+    [
+        ("zero", "is a character device; expected a regular file"),
+        ("link", "is a character device; expected a regular file"),
+        ("fifo", "is a FIFO (named pipe); expected a regular file"),
+        ("folder", "is a folder; expected a regular file"),
+        ("huge", "is larger than 64 MiB (67108864 bytes)"),
+    ],
+)
+def test_a_pi_file_that_is_no_regular_file_of_readings_is_a_parse_error(
+    kind: str, why: str, tmp_path: Path
+) -> None:
+    # /dev/zero took the driver to 4.6 GB in 60 s; a FIFO hung it for ever
+    name = _hostile_file(kind, tmp_path)
+    reads = [
+        f"PISpec(name='t', source='file', file={name!r}{how})"
+        for how in ("", ", pattern='([0-9.]+)'", ", path='a'")
+    ] + [
+        f"UnitsSpec(source='file', file={name!r}{how})"
+        for how in ("", ", pattern='([0-9.]+)'", ", path='a'")
+    ]
+    code = "\n".join(
+        f"show(lambda: read_reading({r}, res, {str(tmp_path)!r}))"
+        if r.startswith("PISpec")
+        else f"show(lambda: read_unit_readings({r}, 't', res, {str(tmp_path)!r}))"
+        for r in reads
+    )
+    lines = in_child(code, tmp_path)
+    assert len(lines) == 6, lines
+    for line in lines:
+        assert line.startswith("ReadError ") and "PI 't'" in line and name in line, line
+        assert why in line, line
+
+
+HOSTILE_LINES = ("a" * 50_000 + "!\n" + "1 " * 25_000 + "\n" + "1" * 50_000 + "\n").encode()
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [r"(a+)+$", r"(a|aa)+$", r"(\d+\s?)+x", r"(\d+)\s+ms", r"(\S+)x", r"^(\d+)+$\n(\d)"],
+)
+def test_a_pattern_that_backtracks_on_hostile_output_ends_in_a_parse_error(
+    pattern: str, tmp_path: Path
+) -> None:
+    # with Python's re each hung on these 50 kB lines: '(\d+)\s+ms' alone took 15 s,
+    # '(\d+\s?)+x' and '(a|aa)+$' for ever; now a search has 1 s here (30 in a study)
+    code = f"""
+output.MATCH_TIME_LIMIT_S = 1.0
+show(lambda: read_reading(PISpec(name="t", source="regex", pattern={pattern!r}), res))
+show(lambda: read_unit_readings(UnitsSpec(source="regex", pattern={pattern!r}), "t", res))
+"""
+    reading, units = in_child(code, tmp_path, HOSTILE_LINES)
+    assert reading.startswith("ReadError PI 't': pattern"), reading
+    assert "matched nothing" in reading or "took more than 1 s" in reading, reading
+    # unit readings may be none at all
+    assert units == "read []" or "took more than 1 s" in units, units
+
+
+def test_a_trial_whose_pattern_runs_out_of_time_is_a_parse_error_and_the_study_goes_on(
+    tmp_path: Path,
+) -> None:
+    code = """
+from assay.execute.trial import TrialJob, TrialRequest, run_trial
+output.MATCH_TIME_LIMIT_S = 1.0
+bench = "print('tps=' + 'a' * 50000 + '!'); print('tps=2')"
+pi = PISpec(name="tps", source="regex", pattern=r"tps=((a|aa)+$|\\d)")
+job = TrialJob(pis=(pi,), timeout=30.0)
+for seq in range(2):
+    rec = run_trial(job, TrialRequest(seq=seq, argv=[sys.executable, "-c", bench]))
+    print(rec.status, rec.error, flush=True)
+"""
+    lines = in_child(code, tmp_path)
+    assert len(lines) == 2, lines
+    for line in lines:
+        assert line.startswith("parse_error PI 'tps': pattern"), line
+        assert "took more than 1 s" in line, line

@@ -4,7 +4,9 @@ A :class:`Spool` takes the bytes as they come and keeps the capped head and tail
 store records (:data:`~assay.store.OUTPUT_CAP`); when asked to keep everything (stdout,
 which the readers search) it keeps the first :data:`SPILL` bytes in memory and the rest
 in an anonymous temporary file.  :func:`iter_matches` runs a regex over a text stream
-in windows, so a reader never holds more than a window of it (issue #13, item 11).
+in windows, so a reader never holds more than a window of it (issue #13, item 11), and
+within :data:`MATCH_TIME_LIMIT_S`: a pattern that backtracks without end on hostile
+output ends in ``TimeoutError``, not in a hung study.
 
 >>> s = Spool(cap=43, keep_all=True)
 >>> for part in (b"head:", b"-" * 50, b":tail"):
@@ -20,15 +22,24 @@ True
 from __future__ import annotations
 
 import io
-import re
 import tempfile
+import time
 from collections.abc import Iterator
-from typing import IO, TextIO
+from typing import IO, Any, Protocol, TextIO
 
 from assay.store import OUTPUT_CAP
 
 #: Bytes of a kept output held in memory; beyond that it goes to a temporary file.
 SPILL = 1 << 20
+
+#: The most bytes of an output a reader reads whole (a JSON or number reading of stdout,
+#: any reading of a PI's file): memory stays bounded, and a file's size, which costs its
+#: writer nothing (a sparse file), cannot stall a study.  A regex over stdout streams.
+READ_CAP = 64 << 20
+
+#: Seconds a PI's pattern may search one output for.  Backtracking grows exponentially
+#: with the input for some patterns ('(a|aa)+$'); no limit on line length bounds it.
+MATCH_TIME_LIMIT_S = 30.0
 
 _CHUNK = 1 << 20  # characters read at a time by iter_matches
 # A match, with the text that decides where it ends, is taken to be shorter than this:
@@ -122,38 +133,78 @@ def _marker(cut: int) -> bytes:
     return f"\n[... {cut} bytes cut by assay ...]\n".encode()
 
 
-def iter_matches(pattern: str, stream: TextIO) -> Iterator[re.Match[str]]:
+class Match(Protocol):
+    """A match of :func:`iter_matches`: the part of ``re.Match`` the readers use."""
+
+    @property
+    def string(self) -> str: ...
+    def group(self, index: int = 0, /) -> str | Any: ...
+    def span(self, index: int = 0, /) -> tuple[int, int]: ...
+    def start(self, index: int = 0, /) -> int: ...
+    def end(self, index: int = 0, /) -> int: ...
+
+
+def iter_matches(pattern: str, stream: TextIO, time_limit: float | None = None) -> Iterator[Match]:
     """``re.finditer(pattern, text, re.MULTILINE)`` over a stream read in windows.
 
     Memory is bounded by the window, whatever the stream's length.  Each match's
     ``string`` is the window it was found in (positions are relative to it), with at
     least the 256 characters before the match and 64 KiB after it (less at the ends of
     the stream).  Assumes a match (and what decides where it ends) is under 64 KiB.
+
+    ``TimeoutError`` once ``time_limit`` seconds (:data:`MATCH_TIME_LIMIT_S`) have
+    passed since the search began (those the caller spends between matches included):
+    the engine's own limit holds each step to the time left as its window's scan
+    began, so the whole ends within twice ``time_limit``.  ``ValueError`` for a
+    pattern the engine refuses.
     """
-    rx = re.compile(pattern, re.MULTILINE)
+    # not ``re``: ``re`` has no time limit, and takes 15 s on an ordinary '(\d+)\s+ms'
+    # over a 50 kB line of digits (1 ms here); its matches have ``re.Match``'s methods.
+    # Imported here (7 ms): only where a pattern is read
+    import regex  # type: ignore[import-untyped]
+
+    try:
+        rx = regex.compile(pattern, regex.MULTILINE)
+    except regex.error as exc:  # the study file's check is re's: near, not the same
+        raise ValueError(f"is not a pattern the search takes: {exc}") from None
+    limit_s = MATCH_TIME_LIMIT_S if time_limit is None else time_limit
+    deadline = time.monotonic() + limit_s
+    clock = time.monotonic
     buf = ""
     pos = 0
     eof = False
-    while not eof:
-        chunk = stream.read(_CHUNK)
-        eof = not chunk
-        buf += chunk
-        limit = len(buf) if eof else len(buf) - _WINDOW
-        while pos <= len(buf):
-            m = rx.search(buf, pos)
-            if m is None:
+    try:
+        while not eof:
+            chunk = stream.read(_CHUNK)
+            eof = not chunk
+            buf += chunk
+            limit = len(buf) if eof else len(buf) - _WINDOW
+            # one scan a window: a search a match cost 3 us of the engine's set-up each
+            for m in rx.finditer(buf, pos, timeout=_left(deadline)):
+                start, end = m.span()
+                if end >= limit and not eof:  # it might go on in the text not read yet
+                    pos = start
+                    break
+                yield m
+                pos = end if end > start else end + 1
+                if clock() > deadline:
+                    raise TimeoutError
+            else:
                 pos = max(pos, limit)
-                break
-            if not eof and m.end() >= limit:  # it might go on in the text not read yet
-                pos = m.start()
-                break
-            yield m
-            pos = m.end() if m.end() > m.start() else m.end() + 1
-        cut = max(0, min(pos, len(buf)) - _CONTEXT)
-        buf = buf[cut:]
-        pos -= cut
+            cut = max(0, min(pos, len(buf)) - _CONTEXT)
+            buf = buf[cut:]
+            pos -= cut
+    except TimeoutError:
+        raise TimeoutError(f"the search took more than {limit_s:g} s") from None
 
 
-def first_match(pattern: str, stream: TextIO) -> re.Match[str] | None:
+def _left(deadline: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0.0:
+        raise TimeoutError
+    return left
+
+
+def first_match(pattern: str, stream: TextIO) -> Match | None:
     """``re.search(pattern, text, re.MULTILINE)`` over a stream (see :func:`iter_matches`)."""
     return next(iter_matches(pattern, stream), None)

@@ -42,7 +42,7 @@ from typing import Any, TypeGuard
 
 from assay import __version__
 from assay.execute.command import run_command
-from assay.execute.proctree import MARKER
+from assay.handover import MARKER
 
 #: How long a cached probe serves (seconds): a day, so that a changed machine (a new
 #: kernel is in the key; its load, cgroup set-up or firmware are not) is re-probed soon.

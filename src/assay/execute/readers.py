@@ -1,6 +1,11 @@
 """Reading PI values out of what a trial produced: wall time, a regex on stdout,
 a JSON path in stdout, or a file the command wrote.
 
+Whatever the output, a read ends, in bounded memory, with finite readings small
+enough to analyse or a :class:`ReadError` saying why: a PI's file is read only if it
+is a regular file of at most :data:`~assay.execute.output.READ_CAP` bytes, and a
+pattern searches within :data:`~assay.execute.output.MATCH_TIME_LIMIT_S`.
+
 >>> read_json_path({"a": {"b": [1.5, 2.5]}}, "a.b[1]")
 2.5
 >>> parse_numbers("1.0\\n2e3 3")
@@ -9,18 +14,25 @@ a JSON path in stdout, or a file the command wrote.
 
 from __future__ import annotations
 
+import io
 import json
 import math
+import os
 import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
+import numpy.typing as npt
 
 from assay.execute.command import CommandResult
-from assay.execute.output import iter_matches
+from assay.execute.output import READ_CAP, Match, iter_matches
 from assay.spec import PISpec, UnitsSpec
+from assay.stats._arrays import too_large_to_analyse
+
+FloatArray = npt.NDArray[np.float64]
 
 
 class ReadError(ValueError):
@@ -52,7 +64,7 @@ def read_json_path(doc: Any, path: str) -> Any:
 
 # a word of one comma between digits ("1,5") among words split by spaces or ';' is a
 # decimal comma (or a thousands separator), not a list of two numbers
-_COMMA_NUMBER = re.compile(r"[-+]?\d+,\d+")
+_COMMA_WORD = re.compile(r"(?:\A|(?<=[\s;]))[-+]?\d+,\d+(?=[\s;]|\Z)")
 
 
 def parse_numbers(text: str) -> list[float]:
@@ -67,24 +79,26 @@ def parse_numbers(text: str) -> list[float]:
     Traceback (most recent call last):
     assay.execute.readers.ReadError: '1,5': a decimal comma or a thousands separator? ...
     """
-    words = [w for w in re.split(r"[\s;]+", text.strip()) if w]
-    if len(words) > 1:
-        for w in words:
-            if _COMMA_NUMBER.fullmatch(w):
-                raise ReadError(
-                    f"{w[:40]!r}: a decimal comma or a thousands separator? the numbers are "
-                    f"split by spaces or ';', so write {w[:40].replace(',', '.')!r} or "
-                    f"{w[:40].replace(',', '')!r}"
-                )
-    out: list[float] = []
-    for w in words:
-        for tok in w.split(","):
-            if tok:
-                try:
-                    out.append(float(tok))
-                except ValueError:
-                    raise ReadError(f"{tok[:40]!r} is not a number") from None
-    return out
+    # str.split() and re's \s split at the same characters; a million numbers take
+    # 0.1 s this way, 2 s a word at a time
+    words = text.replace(";", " ").split()
+    comma = "," in text
+    if comma and len(words) > 1 and (m := _COMMA_WORD.search(text)):
+        w = m.group(0)[:40]
+        raise ReadError(
+            f"{w!r}: a decimal comma or a thousands separator? the numbers are split by "
+            f"spaces or ';', so write {w.replace(',', '.')!r} or {w.replace(',', '')!r}"
+        )
+    toks = [t for t in ",".join(words).split(",") if t] if comma else words
+    try:
+        return list(map(float, toks))
+    except ValueError:
+        for tok in toks:
+            try:
+                float(tok)
+            except ValueError:
+                raise ReadError(f"{tok[:40]!r} is not a number") from None
+        raise
 
 
 def _as_float(value: Any, what: str) -> float:
@@ -107,38 +121,127 @@ def _as_float(value: Any, what: str) -> float:
     return x
 
 
-def _text_of(result: CommandResult, file: str | None, cwd: str | None, what: str) -> str:
-    if file is None:
-        try:
-            with result.stdout_stream() as stream:  # the whole of stdout, not the stored cut
-                return stream.read()
-        except OSError as exc:  # the spool's temporary file could not be written
-            raise ReadError(f"{what}: cannot read the output: {exc.strerror or exc}") from None
+def _analysable(x: FloatArray, what: str) -> FloatArray:
+    """Finite ``x``, checked to be small enough to analyse."""
+    top = too_large_to_analyse(x)
+    if top is None:
+        return x
+    if x.size == 1:
+        raise ReadError(
+            f"{what}: a reading of {top:.3g} is too large to analyse (its square overflows "
+            "a float); expected a measurement"
+        )
+    raise ReadError(
+        f"{what}: values up to {top:.3g} are too large to analyse (their squares overflow "
+        "a float); expected measurements"
+    )
+
+
+def _finite(values: list[float], what: str) -> FloatArray:
+    """The parsed numbers as readings: all at once, as :func:`_as_float` takes each."""
+    x = np.asarray(values, dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(x))
+    if bad.size:
+        _as_float(float(x[bad[0]]), what)  # raises, with the message of one value
+    return _analysable(x, what)
+
+
+def _file_path(file: str, cwd: str | None) -> Path:
     p = Path(file)
-    if not p.is_absolute() and cwd:
-        p = Path(cwd) / p
+    return Path(cwd) / p if not p.is_absolute() and cwd else p
+
+
+_KINDS = {
+    stat.S_IFDIR: "a folder",
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
+
+
+def _read_file(p: Path, what: str) -> TextIO:
+    """A PI's file as text, if it is a regular file of at most ``READ_CAP`` bytes.
+
+    A link to one (a benchmark's ``latest -> run-3.txt``) is followed: what counts is
+    the object opened.  ``O_NONBLOCK`` makes the open of a FIFO return at once (without
+    it the open waits for a writer that never comes); ``fstat`` on the descriptor then
+    refuses anything not regular, so no name can be swapped between look and read.  A
+    larger file is an error rather than its head: a cut list of unit readings would be
+    stored as the whole.
+    """
     try:
-        return p.read_text(encoding="utf-8", errors="replace")
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError as exc:
         raise ReadError(f"{what}: cannot read {p}: {exc.strerror or exc}") from None
     except ValueError as exc:  # a NUL in the name
         raise ReadError(f"{what}: cannot read {str(p)!r}: {exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = _KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file")
+            raise ReadError(f"{what}: {p} is {kind}; expected a regular file")
+        data = b""
+        if st.st_size <= READ_CAP:
+            with open(fd, "rb", closefd=False) as f:
+                data = f.read(READ_CAP + 1)  # one byte past the cap: it may have grown
+    except OSError as exc:
+        raise ReadError(f"{what}: cannot read {p}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if st.st_size > READ_CAP or len(data) > READ_CAP:
+        raise ReadError(
+            f"{what}: {p} is larger than {READ_CAP >> 20} MiB ({READ_CAP} bytes), the most "
+            "a reading reads; expected a smaller regular file"
+        )
+    # universal newlines, as the file's reading always had
+    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace")
+
+
+def _open(result: CommandResult, file: str | None, cwd: str | None, what: str) -> TextIO:
+    """The whole of stdout (not the stored cut), or the PI's file, as text."""
+    if file is not None:
+        return _read_file(_file_path(file, cwd), what)
+    try:
+        return result.stdout_stream()
+    except OSError as exc:  # the spool's temporary file could not be written
+        raise ReadError(f"{what}: cannot read the output: {exc.strerror or exc}") from None
+
+
+def _text_of(result: CommandResult, file: str | None, cwd: str | None, what: str) -> str:
+    if file is None:
+        size = result.output.size if result.output is not None else len(result.stdout)
+        if size > READ_CAP:
+            raise ReadError(
+                f"{what}: the output is {size} bytes, more than the {READ_CAP >> 20} MiB "
+                f"({READ_CAP} bytes) a JSON or number reading reads whole; expected less "
+                "output (a 'pattern' reads any length)"
+            )
+    with _open(result, file, cwd, what) as stream:
+        try:
+            return stream.read()
+        except OSError as exc:
+            raise ReadError(f"{what}: cannot read the output: {exc.strerror or exc}") from None
 
 
 def _matches(
     pattern: str, result: CommandResult, file: str | None, cwd: str | None, what: str
-) -> Iterator[re.Match[str]]:
-    """The pattern's matches (``re.MULTILINE``), in order; stdout is searched as a
-    stream, so memory stays flat however long it is.  Positions are in ``m.string``."""
-    if file is not None:
-        yield from re.finditer(pattern, _text_of(result, file, cwd, what), flags=re.MULTILINE)
-        return
-    try:
-        stream = result.stdout_stream()
-    except OSError as exc:
-        raise ReadError(f"{what}: cannot read the output: {exc.strerror or exc}") from None
-    with stream:
-        yield from iter_matches(pattern, stream)
+) -> Iterator[Match]:
+    """The pattern's matches (``re.MULTILINE``), in order, searched as a stream, so
+    memory stays flat however long stdout is.  Positions are in ``m.string``."""
+    with _open(result, file, cwd, what) as stream:
+        try:
+            yield from iter_matches(pattern, stream)
+        except TimeoutError as exc:
+            raise ReadError(
+                f"{what}: pattern {pattern[:80]!r}: {exc} on this output; expected a "
+                "pattern that does not backtrack without end (a repeat of a repeat, "
+                "such as '(a+)+' or '(a|aa)+'?)"
+            ) from None
+        except OSError as exc:
+            raise ReadError(f"{what}: cannot read the output: {exc.strerror or exc}") from None
+        except ValueError as exc:
+            raise ReadError(f"{what}: pattern {pattern[:80]!r} {exc}") from None
 
 
 def _load_json(text: str, what: str) -> Any:
@@ -158,9 +261,13 @@ def _load_json(text: str, what: str) -> Any:
 _NUMBER_GOES_ON = re.compile(r"\d|\.\d|,\d|[eE][+-]?\d")
 _NUMBER_STARTED = re.compile(r"(?:\d|\d[.,]|\.)\Z")
 _MINUS = re.compile(r"(?:\A|[^\w.])-\Z")
+# the characters, digits aside, that _NUMBER_GOES_ON may start with, and that
+# _NUMBER_STARTED or _MINUS may end with
+_GOES_ON_FIRST = frozenset(".,eE")
+_ENDS_ON = frozenset(".,-")
 
 
-def _matched_number(m: re.Match[str], text: str, what: str) -> float:
+def _matched_number(m: Match, text: str, what: str) -> float:
     """The number in the pattern's first group, refusing one the group cut short.
 
     ``([0-9.]+)`` on ``1,5`` captures ``1``, on ``1.5e3`` ``1.5`` and on ``-2`` ``2``:
@@ -172,7 +279,18 @@ def _matched_number(m: re.Match[str], text: str, what: str) -> float:
     if value is None:
         raise ReadError(f"{what}: the pattern's first group matched nothing in {m.group(0)[:40]!r}")
     start, end = m.span(1)
-    after = text[end : end + 3] if end == m.end(0) else ""
+    at_end = end == m.end()
+    # the common case, a million times a trial with unit readings: no character next to
+    # the number that could continue it (the checks below cost 2 us a number)
+    nxt = text[end : end + 1] if at_end else ""
+    prev = text[start - 1 : start] if start else ""
+    if not (nxt in _GOES_ON_FIRST or nxt.isdecimal() or prev in _ENDS_ON or prev.isdecimal()):
+        try:
+            x = float(value)
+        except ValueError:
+            x = math.nan
+        return x if math.isfinite(x) else _as_float(value, what)  # that raises, with why
+    after = text[end : end + 3] if at_end else ""
     before = text[max(start - 3, 0) : start]
     goes_on = _NUMBER_GOES_ON.match(after)
     if goes_on and goes_on.group(0).startswith(",") and "." in value:
@@ -196,37 +314,48 @@ def read_reading(pi: PISpec, result: CommandResult, cwd: str | None = None) -> f
     if pi.source == "wall_time":
         return result.duration
     file = pi.file if pi.source == "file" else None
-    text = "" if pi.pattern else _text_of(result, file, cwd, what)
     if pi.pattern:
         m = next(_matches(pi.pattern, result, file, cwd, what), None)
         if m is None:
             raise ReadError(f"{what}: pattern {pi.pattern!r} matched nothing in the output")
-        return _matched_number(m, m.string, what)
-    if pi.path:
-        return _as_float(read_json_path(_load_json(text, what), pi.path), what)
-    nums = parse_numbers(text)
-    if len(nums) != 1:
-        raise ReadError(f"{what}: expected one number in {pi.file}, found {len(nums)}")
-    return _as_float(nums[0], what)
+        x = _matched_number(m, m.string, what)
+    elif pi.path:
+        text = _text_of(result, file, cwd, what)
+        x = _as_float(read_json_path(_load_json(text, what), pi.path), what)
+    else:
+        nums = parse_numbers(_text_of(result, file, cwd, what))
+        if len(nums) != 1:
+            raise ReadError(f"{what}: expected one number in {pi.file}, found {len(nums)}")
+        x = _as_float(nums[0], what)
+    return float(_analysable(np.array([x]), what)[0])
 
 
 def read_unit_readings(
     units: UnitsSpec, pi_name: str, result: CommandResult, cwd: str | None = None
-) -> np.ndarray:
+) -> FloatArray:
     """All unit readings (one per unit of work) for this trial, in order."""
     what = f"unit readings of PI '{pi_name}'"
     file = units.file if units.source == "file" else None
-    text = "" if units.pattern else _text_of(result, file, cwd, what)
     if units.pattern:
         values = [
             _matched_number(m, m.string, what)
             for m in _matches(units.pattern, result, file, cwd, what)
         ]
-    elif units.path:
+        return _analysable(np.asarray(values, dtype=np.float64), what)
+    text = _text_of(result, file, cwd, what)
+    if units.path:
         node = read_json_path(_load_json(text, what), units.path)
         if not isinstance(node, list):
             raise ReadError(f"{what}: JSON path {units.path!r} is not a list")
-        values = [_as_float(v, what) for v in node]
-    else:
-        values = [_as_float(v, what) for v in parse_numbers(text)]
-    return np.asarray(values, dtype=np.float64)
+        return _finite(_json_numbers(node, what), what)
+    return _finite(parse_numbers(text), what)
+
+
+def _json_numbers(node: list[Any], what: str) -> list[float]:
+    """A JSON list's numbers; a list of plain numbers (not true/false) in one step."""
+    if set(map(type, node)) <= {int, float}:
+        try:
+            return list(map(float, node))
+        except OverflowError:  # an integer beyond float's range: _as_float says which
+            pass
+    return [_as_float(v, what) for v in node]

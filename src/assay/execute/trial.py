@@ -24,8 +24,8 @@ from assay.errors import StudyError
 from assay.execute.command import run_command
 from assay.execute.leftovers import trial_marker
 from assay.execute.monitor import ResourceMonitor
-from assay.execute.proctree import MARKER
 from assay.execute.readers import ReadError, read_reading, read_unit_readings
+from assay.handover import MARKER
 from assay.spec import PISpec
 from assay.store import TrialRecord
 

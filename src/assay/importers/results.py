@@ -38,6 +38,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from assay.stats._arrays import too_large_to_analyse
 from assay.stats.compare import SummaryStats, summary_from_ci
 
 __all__ = [
@@ -230,12 +231,11 @@ def _samples(values: Any, source: str | Path, where: str) -> FloatArray:
                 source, f"{where}: expected a list of finite numbers, item {k} is {got}"
             )
     x = np.asarray(values, dtype=np.float64)
-    with np.errstate(over="ignore", invalid="ignore"):
-        squares = float(np.sum(x * x))
-    if not math.isfinite(squares):
+    top = too_large_to_analyse(x)
+    if top is not None:
         raise ResultFileError(
             source,
-            f"{where}: values up to {float(np.max(np.abs(x))):.3g} are too large to analyse "
+            f"{where}: values up to {top:.3g} are too large to analyse "
             "(their squares overflow a float); expected measurements",
         )
     return x

@@ -93,3 +93,16 @@ def all_finite(a: npt.NDArray[np.float64]) -> bool:
     (True, False)
     """
     return bool(_all(np.isfinite(a)))
+
+
+def too_large_to_analyse(x: npt.NDArray[np.float64]) -> float | None:
+    """The largest magnitude in finite ``x`` where the sum of its squares overflows a
+    float, else ``None``: values too large to analyse (a single one beyond ±1.3e154).
+    One rule for a trial's live readings and the samples of an imported result file.
+
+    >>> too_large_to_analyse(np.array([1e308])), too_large_to_analyse(np.array([1e150, 2.0]))
+    (1e+308, None)
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        squares = float(np.sum(x * x))
+    return None if math.isfinite(squares) else float(np.max(np.abs(x)))
