@@ -30,3 +30,11 @@ def sigint() -> None:
     a Ctrl-C cannot be simulated."""
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         pytest.skip("SIGINT is ignored by the process that started pytest (a background job)")
+
+
+def default_signals() -> None:
+    """A ``preexec_fn``: the child starts with SIGINT, SIGTERM and SIGHUP at their default
+    actions, whatever this process ignores (``nohup`` ignores SIGHUP; a background job
+    of a script ignores SIGINT), so a test of how Assay ends on them runs anywhere."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)

@@ -32,6 +32,7 @@ from assay.execute.command import run_command
 from assay.execute.readers import read_reading, read_unit_readings
 from assay.spec import PISpec, UnitsSpec
 from assay.store import OUTPUT_CAP
+from conftest import default_signals
 
 
 def _cgroup_available() -> bool:
@@ -369,7 +370,10 @@ def test_sigterm_and_sighup_end_assay_like_ctrl_c() -> None:
         "    order.append('then interrupted')\n"
         "print(order)\n"
     )
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    res = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=30,
+        preexec_fn=default_signals,  # as they are outside nohup (issue #44)
+    )  # fmt: skip
     assert res.stdout.splitlines() == ["interrupted", "['clean-up done', 'then interrupted']"]
 
 
@@ -394,7 +398,10 @@ def test_an_interrupt_lost_in_library_code_is_raised_again_at_the_next_check() -
         "check()\n"
         "print('once')\n"
     )
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    res = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=30,
+        preexec_fn=default_signals,  # as they are outside nohup (issue #44)
+    )  # fmt: skip
     assert res.stdout.splitlines() == ["raised, and lost", "raised again", "once"], res.stderr
 
 
@@ -422,6 +429,7 @@ def test_sigterm_to_assay_leaves_no_benchmark_and_no_notes(
         [sys.executable, "-m", "assay", "run", str(study), "-q", "--no-overhead"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=default_signals,  # SIGHUP's default action even under nohup (issue #44)
     )
     try:
         _wait_for(tag, 3, within=60)
