@@ -389,3 +389,22 @@ def test_why_trials_failed_is_in_every_view(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     rows = _json.loads(res.stdout)["trials"]
     assert len(rows) == 12 and {r["stderr_tail"] for r in rows} == {"FATAL: cannot connect"}
+
+
+def test_a_study_whose_trials_all_failed_is_listed_as_failed(tmp_path: Path) -> None:
+    """Issue #35: ``assay ls`` said ``done`` for a study without one working trial."""
+    import json as _json
+
+    from click.testing import CliRunner
+
+    from assay.cli import main
+
+    db = str(tmp_path / "f.db")
+    ran = CliRunner().invoke(
+        main, ["run", "--store", db, "-q", "--no-overhead", "--no-monitor", "--", "false"]
+    )
+    assert ran.exit_code != 0
+    listed = CliRunner().invoke(main, ["ls", db, "--json"])
+    assert listed.exit_code == 0, listed.output
+    (entry,) = _json.loads(listed.stdout)
+    assert entry["state"] == "failed" and entry["done"] is False

@@ -22,6 +22,7 @@ by status, when the first and the last trial started (local time), its sessions
 (one per command that ran it) and its state, from its newest session:
   done        it ended and said the study was done (target met or budget spent)
   stopped     it ended short of done (e.g. its time budget ran out first)
+  failed      it ended and not one of its trials succeeded ('assay export' says why)
   unfinished  it never ended: running now, or killed (run it again to resume)
   new         no session yet
 --json: a list of objects with these fields (times in ISO 8601 with the offset).

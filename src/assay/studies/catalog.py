@@ -44,7 +44,9 @@ class StudyEntry:
     last_trial: float | None
     sessions: int
     done: bool  # the newest session ended and said its study was done
-    state: str  # "done", "stopped" (ended short of done), "unfinished" (never ended), "new"
+    # "done", "stopped" (ended short of done), "failed" (ended, no trial ok), "unfinished"
+    # (never ended), "new"
+    state: str
     reason: str  # why the newest session stopped, as it stored it ("" if it did not say)
 
     @property
@@ -82,6 +84,8 @@ def _state(o: StudyOverview) -> tuple[str, str]:
         done = bool(steps) and isinstance(steps[-1], dict) and bool(steps[-1].get("done"))
     if done is None:  # a knobs study stores no verdict: its session ending is its end
         done = True
+    if o.trials_by_status and not o.trials_by_status.get("ok"):
+        return "failed", reason  # not one trial worked: no result, whatever ended it
     return ("done" if done else "stopped"), reason
 
 
