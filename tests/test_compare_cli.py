@@ -388,3 +388,22 @@ def test_the_always_valid_rule_paces_its_analyses_on_quick_commands(
         # can end "decided" (seen once in a full suite); either way it looked every cycle
         assert res.exit_code in (0, 5), res.output
         assert len(calls) >= data["trials"]["total"] // 2
+
+
+def test_a_variant_that_never_starts_ends_the_comparison_after_five_cycles(
+    tmp_path: Path,
+) -> None:
+    """Issue #35: a variant that could not launch ran 1,000 cycles of launch errors
+    (28 s, exit 4); the comparison now stops once it failed its first 5 trials, with
+    its error."""
+    store = tmp_path / "q.db"
+    res = _invoke(
+        ["--store", str(store), "--no-overhead", "--no-monitor", "-q",
+         "--", "true", "--", "no-such-command-here", "1"]
+    )  # fmt: skip
+    assert res.exit_code == 4, res.output
+    assert "variant no-such-command-here 1 failed all of its 5 trials" in res.output
+    assert "cannot start 'no-such-command-here'" in res.output
+    with contextlib.closing(sqlite3.connect(store)) as db:
+        (n,) = db.execute("SELECT COUNT(*) FROM trials").fetchone()
+    assert n == 10  # 5 cycles of 2 variants

@@ -51,6 +51,7 @@ from assay.studies.base import (
     StudyOptions,
     execution_dict,
     execution_fields,
+    failure_summary,
     host_warnings,
     open_stored,
     stderr_warning,
@@ -375,6 +376,24 @@ def host_disagreement(by_host: dict[str, PIComparison]) -> str | None:
     )
 
 
+#: Trials of one variant, every one failed, after which a comparison stops: a command
+#: that cannot start (a typo, a missing file) will not start on cycle 1,000 either.
+DEAD_AFTER = 5
+
+
+def dead_variant(trials: Sequence[TrialRecord], names: Sequence[str]) -> str | None:
+    """Why a comparison stops when one variant has failed every one of its (at least
+    :data:`DEAD_AFTER`) trials, with that variant's error; None otherwise."""
+    for name in names:
+        mine = [t for t in trials if t.setting.get("variant") == name]
+        if len(mine) >= DEAD_AFTER and not any(t.ok for t in mine):
+            return (
+                f"stopped early: variant {name} failed all of its {len(mine)} trials "
+                f"({failure_summary(mine)})"
+            )
+    return None
+
+
 def decide_comparison(
     comp: PIComparison,
     spec: Spec,
@@ -531,6 +550,9 @@ class CompareRunner(Study):
             return self._compare_result(st, decision, seed, fixed)
 
     def _decide(self, comp: PIComparison, trials: list[TrialRecord], cycles: int) -> Decision:
+        dead = dead_variant(trials, [v.name for v in self.spec.variants])
+        if dead is not None:
+            return Decision(True, dead)
         failed, elapsed = self._state(trials)
         return decide_comparison(
             comp, self.spec, cycles=cycles, trials=len(trials), failed=failed, elapsed=elapsed
@@ -554,6 +576,9 @@ class CompareRunner(Study):
             stored, frontier = stored_cycles(st.trials, n)
             if all(stored.get(c, 0) == n for c in range(frontier)) and frontier > 0:
                 failed, elapsed = self._state(st.trials)
+                dead = dead_variant(st.trials, names) if failed >= DEAD_AFTER else None
+                if dead is not None:  # at once, whatever the pace: nothing to analyse
+                    return Decision(True, dead)
                 skip = (
                     paced
                     and not pace.due(st.measured_now)
