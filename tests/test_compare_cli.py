@@ -407,3 +407,25 @@ def test_a_variant_that_never_starts_ends_the_comparison_after_five_cycles(
     with contextlib.closing(sqlite3.connect(store)) as db:
         (n,) = db.execute("SELECT COUNT(*) FROM trials").fetchone()
     assert n == 10  # 5 cycles of 2 variants
+
+
+def test_options_after_one_string_commands_are_assays_and_in_argv_form_refused(
+    tmp_path: Path,
+) -> None:
+    """Issue #35: ``-- 'sleep 0.01' -- 'sleep 0.012' --report r.html`` ran the second
+    variant as ['sleep 0.012', '--report', 'r.html'] 1,000 times, with no report."""
+    store = ["--store", str(tmp_path / "q.db"), "--no-overhead", "--no-monitor", "-q"]
+    report = tmp_path / "r.html"
+    res = _invoke(
+        [*store, "-r", "3", "--", "true 1", "--", "true 2", "--report", str(report),
+         "--json", str(tmp_path / "r.json")]
+    )  # fmt: skip
+    assert res.exit_code in (0, 5), res.output
+    assert report.exists() and (tmp_path / "r.json").exists()
+    (comp,) = json.loads((tmp_path / "r.json").read_text())["comparisons"]
+    assert sorted(comp["order"]) == ["true 1", "true 2"]
+    res = CliRunner().invoke(main, ["compare", *store, "--", "true", "--", "true", "--report", "x"])
+    assert res.exit_code == 2
+    assert "'--report' after '--' would be passed to the command" in res.output
+    assert "-- 'true --report x'" in res.output  # the fix, for a program that takes it
+    assert not (tmp_path / "x").exists()

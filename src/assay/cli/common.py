@@ -509,6 +509,52 @@ def refuse_unknown_option(target: tuple[str, ...]) -> None:
     raise click.NoSuchOption(name, possibilities=difflib.get_close_matches(name, known), ctx=ctx)
 
 
+def hoist_options(target: tuple[str, ...], opts: dict[str, Any]) -> tuple[str, ...]:
+    """Assay's options written after a command given as one string, hyperfine's way
+    (``-- 'sleep 0.01' -- 'sleep 0.02' --report r.html``), taken as Assay's (set in
+    ``opts``); the target without them.  In argv form (``-- ./bench ARGS``) a word that
+    is exactly one of Assay's long options is a usage error with the fix: appending it
+    to the command silently ran ``['sleep 0.012', '--report', 'r.html']`` 1,000 times.
+    """
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
+    ours = {o for p in ctx.command.params for o in p.opts if o.startswith("--")}
+    # (the parser took the first '--'; the commands are what is left, split by the others)
+    head = list(target[:1]) if target[:1] == ("--",) else []
+    groups: list[list[str]] = [[]]
+    for a in target[len(head) :]:
+        if a == "--":
+            groups.append([])
+        else:
+            groups[-1].append(a)
+    hoisted: list[str] = []
+    for g in groups:
+        cut = next((i for i, w in enumerate(g) if w.startswith("-")), len(g))
+        if cut and all(any(c.isspace() for c in w) for w in g[:cut]) and cut < len(g):
+            hoisted += g[cut:]  # one string per command: what follows is Assay's
+            del g[cut:]
+            continue
+        for w in g[1:]:
+            if w.split("=", 1)[0] in ours:
+                cmd = shlex.join(g)
+                raise click.UsageError(
+                    f"{w!r} after '--' would be passed to the command ({cmd}); put Assay's "
+                    f"{w.split('=', 1)[0]} before the first '--', or, if the program takes "
+                    f"it itself, give the command as one string: -- {shlex.quote(cmd)}",
+                    ctx=ctx,
+                )
+    if hoisted:
+        sub = ctx.command.make_context(ctx.info_name, [*hoisted, "--", "x"], parent=ctx.parent)
+        for name, value in sub.params.items():
+            if sub.get_parameter_source(name) == ParameterSource.COMMANDLINE:
+                opts[name] = value
+    rebuilt = head
+    for i, g in enumerate(groups):
+        rebuilt += (["--"] if i else []) + g
+    return tuple(rebuilt)
+
+
 def refuse_quick_only(target: tuple[str, ...], opts: dict[str, Any]) -> None:
     """Options that build a quick-mode study, given with a study file (exit 2): the file
     says the same in ``[benchmark]``, where it is part of what the study measures."""

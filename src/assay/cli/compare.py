@@ -15,6 +15,7 @@ from assay.cli.common import (
     command_words,
     err_console,
     fail,
+    hoist_options,
     is_study_file,
     prepare_local_session,
     quick_name,
@@ -234,6 +235,7 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
     undecided and how many more rounds they need.
     """
     refuse_unknown_option(target)
+    target = hoist_options(target, opts)
     if not opts["from_files"]:
         prepare_local_session(opts)
     from assay.report.compare import CSV_FIELDS, CompareProgressView, csv_rows, render_comparison

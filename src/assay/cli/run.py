@@ -12,6 +12,7 @@ from assay.cli.common import (
     cluster_options,
     err_console,
     fail,
+    hoist_options,
     prepare_local_session,
     quick_resumption,
     refuse_quick_only,
@@ -113,6 +114,7 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
     interrupted one resumes if its folder and files are unchanged (--resume forces it).
     """
     refuse_unknown_option(target)
+    target = hoist_options(target, opts)
     prepare_local_session(opts)
     # heavy imports (NumPy, SciPy, pandas) only once a command runs: --help stays fast
     from assay.report.export import to_csv, to_json
