@@ -307,3 +307,22 @@ def test_trials_that_exit_0_but_write_to_stderr_are_warned_of_once(tmp_path: Pat
     loud = [w for w in warnings if "exited 0 but wrote to stderr" in w]
     assert len(loud) == 1 and "nosuchfile.txt" in loud[0], warnings
     assert loud[0].startswith("12 of 12 trials")
+
+
+def test_measure_shows_progress_and_warns_when_the_target_is_not_met() -> None:
+    """Issue #35: ``assay.measure(fn)`` blocked 60 s in silence and returned met=False."""
+    import io
+    import warnings
+
+    from assay.api import TargetNotMetWarning, measure
+
+    shown = io.StringIO()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        r = measure(
+            lambda: None, calls_per_round=20, ci_width=1e-9, max_time=1.5, progress=shown
+        )  # fmt: skip
+    assert not r.met
+    assert [w.category for w in seen] == [TargetNotMetWarning]
+    assert "was not met" in str(seen[0].message)
+    assert "assay.measure: round " in shown.getvalue() and "target ±0.0%" in shown.getvalue()

@@ -12,10 +12,12 @@ and rounds continue until the CI of the mean time per call is as narrow as asked
 
 from __future__ import annotations
 
+import sys
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Literal
+from typing import Literal, TextIO
 
 import numpy as np
 
@@ -23,6 +25,21 @@ from assay.designs.run_until_ci import PIResult, RoundData, analyze_pi, decide, 
 from assay.spec import PISpec, StopSpec
 
 _PI = PISpec(name="time_per_call", unit="s", direction="lower")
+
+
+class TargetNotMetWarning(UserWarning):
+    """:func:`measure` ended (its time or round budget spent) with a CI wider than asked."""
+
+
+def _progress_line(result: PIResult, rounds: int, elapsed: float, stop: StopSpec) -> str:
+    if result.n_samples and result.relative_half_width < float("inf"):
+        where = f"{result.mean:.4g} s ± {result.relative_half_width:.1%}"
+    else:
+        where = "no interval yet"
+    return (
+        f"assay.measure: round {rounds}, {where} (target ±{stop.ci_width:.1%}), "
+        f"{elapsed:.1f} of {stop.max_time:g} s"
+    )
 
 
 def _time_calls(fn: Callable[[], object], calls: int) -> np.ndarray:
@@ -52,11 +69,23 @@ def measure(
     min_samples: int = 10,
     warmup_removal: Literal["edm", "edm-pilot", "none"] = "edm",
     subtract_timer_overhead: bool = False,
+    progress: bool | TextIO = False,
 ) -> PIResult:
     """Measure the mean time per call of ``fn`` to the requested relative CI width.
 
     The timer's own cost (timing a no-op) is reported in ``result.extra['timer_overhead_s']``;
     with ``subtract_timer_overhead=True`` it is subtracted from every unit reading.
+    ``progress=True`` (or a text stream) prints a line about once a second: the round,
+    the estimate and its width so far, the time spent of ``max_time``.  When the budget
+    ends before the target, :class:`TargetNotMetWarning` says so (``result.met`` is
+    False and ``result.note`` says why).
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as seen:
+    ...     warnings.simplefilter("always")
+    ...     r = measure(lambda: None, calls_per_round=50, max_rounds=2, min_samples=2)
+    >>> r.met, [w.category.__name__ for w in seen]
+    (False, ['TargetNotMetWarning'])
     """
     if calls_per_round < 1:
         raise ValueError(f"calls_per_round must be >= 1, got {calls_per_round}")
@@ -72,8 +101,13 @@ def measure(
     rounds: list[RoundData] = []
     started = time.perf_counter()
     streak = 0
+    out = (sys.stderr if progress is True else progress) or None
+    shown = started
     while True:
         result = analyze_pi(_PI, rounds, stop)
+        if out is not None and time.perf_counter() - shown >= 1.0:
+            shown = time.perf_counter()
+            print(_progress_line(result, len(rounds), shown - started, stop), file=out)
         decision = decide(
             [result],
             [_PI],
@@ -95,6 +129,13 @@ def measure(
             RoundData(
                 units=units, duration=duration, segment=round_segment(units, stop.warmup_removal)
             )
+        )
+    if not result.met:
+        warnings.warn(
+            f"assay.measure: the CI target ±{stop.ci_width:.1%} was not met: "
+            f"{decision.reason} ({_progress_line(result, len(rounds), 0, stop).split(', ')[1]})",
+            TargetNotMetWarning,
+            stacklevel=2,
         )
     return replace(
         result,
