@@ -137,6 +137,7 @@ def test_first_trial_starts_before_scipy_or_pandas_is_loaded(tmp_path: Path, mod
         "difference_high_s",
         "repetitions",
         "probe",
+        "age_s",  # how old the cached probe's figure is (issue #44)
     ]
     assert launch["repetitions"] == 20
     assert launch["difference_low_s"] <= launch["difference_s"] <= launch["difference_high_s"]
@@ -182,7 +183,8 @@ def test_the_probe_is_cached_and_reused(tmp_path: Path) -> None:
     again = measure_launch_overhead(repetitions=3, cache=path)
     assert again.with_assay == first.with_assay  # the same launches: read, not re-measured
     assert again.without_assay == first.without_assay
-    assert again.as_dict() == first.as_dict()
+    assert {**again.as_dict(), "age_s": 0} == {**first.as_dict(), "age_s": 0}
+    assert again.age_s >= 0 and first.measured_at is None  # run now; read from the cache
     other = measure_launch_overhead(repetitions=4, cache=path)  # another key: measured again
     assert other.repetitions == 4
 
@@ -197,7 +199,19 @@ def _cached(tmp_path: Path) -> tuple[Path, str, LaunchOverhead]:
 
 def test_a_fresh_cache_of_the_same_key_is_read(tmp_path: Path) -> None:
     path, key, o = _cached(tmp_path)
-    assert read_cache(path, key, 3, now=1000.0 + MAX_AGE_S - 1) == (o.with_assay, o.without_assay)
+    got = read_cache(path, key, 3, now=1000.0 + MAX_AGE_S - 1)
+    assert got == (o.with_assay, o.without_assay, 1000.0)
+
+
+def test_a_cache_measured_at_another_load_is_passed_over(tmp_path: Path) -> None:
+    """Issue #44: a probe cached at a busy moment (+4.47 ms) served a quiet machine."""
+    path, key, _ = _cached(tmp_path)
+    data = json.loads(path.read_text())
+    data["load"] = 3.0  # per core: a busy machine
+    path.write_text(json.dumps(data))
+    assert read_cache(path, key, 3, now=1000.0, load=3.2) is not None
+    assert read_cache(path, key, 3, now=1000.0, load=0.2) is None
+    assert read_cache(path, key, 3, now=1000.0) is not None  # the load unknown now
 
 
 @pytest.mark.parametrize(

@@ -9,12 +9,13 @@ t confidence interval (each executor launch against the bare one after it).
 The probe measures the machine and Assay's executor, not a study, so it is run once and
 its launch times are cached per user (``$XDG_CACHE_HOME/assay/launch-overhead.json``,
 mode 0600): a session does not spend its start-up on 40 launches before the first trial
-(#17).  The cache serves while it is under :data:`MAX_AGE_S` old and was measured on the
-same host, kernel, Python, Assay (its executor's source files included) and ``ASSAY_*``
-environment with the same probe; else the probe runs again and replaces it.  The
-interval is computed when it is first read, after the trials, without SciPy.  (Not run
-after the trials instead: every session would still pay for it, at its end; nor in the
-gaps between trials, where its launches would disturb what the trials measure.)
+(#17).  The cache serves while it is under :data:`MAX_AGE_S` old, was measured at about
+today's load (:data:`LOAD_CHANGE`) and on the same host, kernel, Python, Assay (its
+executor's source files included) and ``ASSAY_*`` environment with the same probe;
+else the probe runs again and replaces it.  The interval is computed when it is first
+read, after the trials, without SciPy.  (Not run after the trials instead: every
+session would still pay for it, at its end; nor in the gaps between trials, where its
+launches would disturb what the trials measure.)
 
 >>> o = probe_launch_overhead(repetitions=5)
 >>> o.repetitions, o.difference_s == o.with_assay_s - o.without_assay_s
@@ -60,6 +61,12 @@ class LaunchOverhead:
     without_assay: tuple[float, ...]
     probe: str
     confidence: float = 0.95
+    measured_at: float | None = None  # when the probe ran (epoch seconds); None: now
+
+    @property
+    def age_s(self) -> float:
+        """How old the probe's figure is, in seconds (0 for one run now)."""
+        return 0.0 if self.measured_at is None else max(0.0, time.time() - self.measured_at)
 
     @property
     def repetitions(self) -> int:
@@ -122,6 +129,7 @@ class LaunchOverhead:
             "difference_high_s": self.difference_high_s,
             "repetitions": self.repetitions,
             "probe": self.probe,
+            "age_s": self.age_s,
         }
 
 
@@ -156,9 +164,10 @@ def measure_launch_overhead(
     argv = _noop_argv()
     key = cache_key(argv, repetitions)
     if path is not None:
-        found = read_cache(path, key, repetitions)
+        found = read_cache(path, key, repetitions, load=machine_load())
         if found is not None:
-            return LaunchOverhead(*found, " ".join(argv), confidence)
+            with_s, without_s, at = found
+            return LaunchOverhead(with_s, without_s, " ".join(argv), confidence, at)
     measured = probe_launch_overhead(repetitions, confidence)
     if path is not None:
         write_cache(path, key, measured)
@@ -198,12 +207,31 @@ def cache_key(argv: list[str], repetitions: int) -> str:
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
 
 
+#: The change of the machine's load (1-minute load average per core) beyond which the
+#: cached probe is not used: launch times measured on a busy machine said +4.47 ms on a
+#: quiet one (issue #44).
+LOAD_CHANGE = 0.5
+
+
+def machine_load() -> float | None:
+    """The 1-minute load average per core; None where the system has none."""
+    try:
+        return os.getloadavg()[0] / (os.cpu_count() or 1)
+    except OSError:
+        return None
+
+
 def read_cache(
-    path: Path, key: str, repetitions: int, now: float | None = None
-) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
-    """The cached launch times (with, without Assay) when ``path`` is a regular file of
-    this user that no one else may read or write, made for ``key`` less than
-    :data:`MAX_AGE_S` before ``now``; else ``None``."""
+    path: Path,
+    key: str,
+    repetitions: int,
+    now: float | None = None,
+    load: float | None = None,
+) -> tuple[tuple[float, ...], tuple[float, ...], float] | None:
+    """The cached launch times (with, without Assay) and when they were measured, when
+    ``path`` is a regular file of this user that no one else may read or write, made
+    for ``key`` less than :data:`MAX_AGE_S` before ``now`` at a machine load within
+    :data:`LOAD_CHANGE` of ``load`` (when both are known); else ``None``."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
@@ -226,7 +254,10 @@ def read_cache(
         return None
     if not (_durations(with_s, repetitions) and _durations(without_s, repetitions)):
         return None
-    return tuple(with_s), tuple(without_s)
+    then = data.get("load")
+    if load is not None and isinstance(then, int | float) and abs(load - then) > LOAD_CHANGE:
+        return None  # measured at another load: its launch times are not today's
+    return tuple(with_s), tuple(without_s), float(measured)
 
 
 def _number(x: object) -> bool:
@@ -243,6 +274,7 @@ def write_cache(path: Path, key: str, o: LaunchOverhead, now: float | None = Non
     data = {
         "key": key,
         "measured": time.time() if now is None else now,
+        "load": machine_load(),
         "with_assay": list(o.with_assay),
         "without_assay": list(o.without_assay),
     }

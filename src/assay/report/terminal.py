@@ -287,9 +287,12 @@ def footer_lines(
         )
     if launch_overhead is not None:
         lo = launch_overhead
+        age = lo.age_s
+        when = "" if age < 60 else f" (probed {format_duration(age)} ago, at a similar load)"
         over.append(
             f"executor vs bare launch: {lo.difference_s * 1e3:+.2f} ms "
             f"[{lo.difference_low_s * 1e3:+.2f}, {lo.difference_high_s * 1e3:+.2f}] per trial"
+            f"{when}"
         )
     shares = [r["watch_share"] for r in (resources or {}).values() if r.get("watch_share")]
     monitor = [
