@@ -193,7 +193,8 @@ def resources_line(r: Mapping[str, Any], label: str = "") -> str:
         f"{r['trials']} trials{unwatched}: {cpu}, memory {pct('memory_p95_percent')}, disk busy "
         f"{pct('disk_busy_p95_percent')}, network {pct('network_p95_percent')}; disk I/O "
         f"{_bytes(r['disk_bytes_total'])}, network {_bytes(r['network_bytes_sent_total'])} sent "
-        f"/ {_bytes(r['network_bytes_received_total'])} received in all; "
+        f"/ {_bytes(r['network_bytes_received_total'])} received in all (machine-wide: every "
+        "process's, during the trials); "
         f"{r['samples']} samples {every}".rstrip()
     )
 
