@@ -210,3 +210,41 @@ def test_labels_are_literal_text_not_tex(tmp_path: Path, fmt: str) -> None:
         text = out.read_text()
         for label in ("$\\foo$", "x$y$", "$c$=$\\bar{$", "$\\oops$", "$m$ ($\\mu$s)"):
             assert label in text, label
+
+
+def test_a_sweep_analysed_on_log_scale_colours_its_tiles_on_log_scale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #44: the analysis was on log(throughput), the tiles' colours linear, so most
+    tiles were one colour."""
+    import csv
+
+    from click.testing import CliRunner
+
+    import assay.report.tile as tile
+    from assay.cli import main
+
+    seen: list[bool] = []
+    real = tile.tile_plot
+
+    def spy(*args: object, **kwargs: object) -> object:
+        seen.append(bool(kwargs.get("log")))
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tile, "tile_plot", spy)
+    data = tmp_path / "r.csv"
+    with data.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["a", "b", "tps"])
+        for a in range(4):
+            for b in range(3):
+                for r in range(3):
+                    w.writerow([a, b, 10.0**a * (1 + b) * (1 + 0.01 * r)])
+    for flags, want in (([], False), (["--log"], True)):
+        res = CliRunner().invoke(
+            main,
+            ["sweep", "--from", str(data), "--params", "a,b", "--metric", "tps", "-q",
+             "--plot", str(tmp_path / "t.png"), *flags],
+        )  # fmt: skip
+        assert res.exit_code in (0, 5), res.output
+        assert seen[-1] is want

@@ -248,6 +248,7 @@ def sweep(target: str, **opts: Any) -> None:
             values=result.levels or None,
             title=f"{result.study}: {result.pi.name}",
             unit=result.pi.unit,
+            log=result.transform == "log",  # the scale the analysis used
         )
         err.print(f"tile plot written to {plot}")
     if not opts["from_file"]:

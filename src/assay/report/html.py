@@ -540,8 +540,12 @@ def _sweep_plots(result: Any) -> list[tuple[str, str, Callable[[Path], Any]]]:
                     transform=ax.transAxes, ha="center", va="center", color="#666")  # fmt: skip
         ax.set_ylim(_R2_FLOOR - 0.05, 1.05)
         ax.set_xlim(-0.5, len(steps) - 0.5)
-        ax.set_xticks([d["step"] for d in steps],
-                      [f"{d['step']} ({d['n_measured']})" for d in steps])  # fmt: skip
+        # at most ~12 labels, turned, so that many steps' labels do not overlap
+        every = max(1, -(-len(steps) // 12))
+        shown = [d for i, d in enumerate(steps) if i % every == 0 or i == len(steps) - 1]
+        ax.set_xticks([d["step"] for d in shown],
+                      [f"{d['step']} ({d['n_measured']})" for d in shown],
+                      rotation=45, ha="right")  # fmt: skip
         ax.set_xlabel("step (settings measured)")
         ax.set_ylabel("validation R² (unitless)")
         ax.set_title(f"Model accuracy per step (R² below {_R2_FLOOR:g} drawn at {_R2_FLOOR:g})")
@@ -567,7 +571,10 @@ def _sweep_plots(result: Any) -> list[tuple[str, str, Callable[[Path], Any]]]:
         from assay.report.tile import tile_plot
 
         pi = result.pi
+        # the colours on the scale the analysis used: on log(PI) a linear scale made
+        # most tiles one colour (issue #44)
         tile_plot(result.measured, pi.name, path, result.params, unit=pi.unit,
+                  log=result.transform == "log",
                   title=f"{pi.name}{_unit(pi.unit)} per measured setting")  # fmt: skip
 
     if result.steps:
