@@ -184,3 +184,44 @@ def test_a_run_stops_on_the_round_an_analysis_after_every_round_would(
     assert first == n > spec.stop.min_rounds
     loop = calls[:-1]  # (the last is run()'s result)
     assert len(loop) < n * 0.75, loop  # about every other round
+
+
+def test_the_live_line_keeps_the_last_known_width_and_ends_with_the_verdict() -> None:
+    """Issue #35: no ``±∞`` between analyses, a time left that does not jump past the
+    budget, and a last line that agrees with the verdict."""
+    import io
+    from types import SimpleNamespace as NS
+
+    from rich.console import Console
+
+    from assay.report.compare import CompareProgressView
+    from assay.report.terminal import ProgressView
+    from assay.spec import StopSpec
+
+    out = io.StringIO()
+    stop = StopSpec(max_time=60.0)
+    view = ProgressView(Console(file=out, width=200), 0.05, stop)
+    running = NS(done=False, rounds_left=10**6, reason="running")
+    lines = []
+    for rounds, width in ((10, 0.08), (11, float("inf"))):
+        r = NS(name="t", relative_half_width=width)
+        view.last_plain = -1e9  # (off a terminal a line every 10 s: each one here)
+        view.update(NS(rounds=rounds, failed=0, elapsed=30.0, results=[r],
+                       decision=running, mean_round_s=1.0))  # fmt: skip
+        lines.append(out.getvalue())
+    assert "t ±8.0% (round 10)" in lines[1] and "±∞" not in lines[1]
+    assert "(~30.0 s)" in lines[1]  # a million rounds left, but 30 s of budget
+    done = NS(done=True, rounds_left=None, reason="budget spent: 12 rounds (max_rounds)")
+    view.update(NS(rounds=12, failed=0, elapsed=40.0, results=[], decision=done,
+                   mean_round_s=1.0))  # fmt: skip
+    assert out.getvalue().rstrip().endswith("budget spent: 12 rounds (max_rounds)")
+
+    out = io.StringIO()
+    cview = CompareProgressView(Console(file=out, width=200), stop)
+    ranking = NS(order=["a", "b"], variants={}, undecided=[])
+    comp = NS(ranking=ranking, statistic="mean", direction="lower")
+    undecided = NS(done=True, rounds_left=None, reason="budget spent: 1 pair undecided")
+    cview.update(NS(cycles=5, trials=10, failed=0, elapsed=1.0, comparison=comp,
+                    decision=undecided, mean_cycle_s=0.1))  # fmt: skip
+    assert "budget spent: 1 pair undecided" in out.getvalue()
+    assert "decided" not in out.getvalue().replace("undecided", "")

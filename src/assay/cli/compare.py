@@ -283,7 +283,7 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
         for note in split_notes(target, opts):
             err.print(note, markup=False)
         spec = with_under_test(spec, opts)
-        progress = CompareProgressView(err)
+        progress = CompareProgressView(err, spec.stop)
         how = "Run the same command again to resume."
         fresh, fingerprint = quick_resumption(spec, store_path, opts, err)
         with running_study(err, store_path, how, opts, spec, progress) as executor:

@@ -169,7 +169,7 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
     for note in split_notes(target, opts):
         err.print(note, markup=False)
     spec = with_under_test(spec, opts)
-    progress = ProgressView(err, spec.stop.ci_width)
+    progress = ProgressView(err, spec.stop.ci_width, spec.stop)
     resume = "Run the same command again to resume."
     fresh, fingerprint = quick_resumption(spec, store_path, opts, err)
     with running_study(err, store_path, resume, opts, spec, progress) as executor:

@@ -20,11 +20,12 @@ from rich.text import Text
 from assay.report.fit import fitted
 from assay.report.format import format_duration, format_estimate, format_percent
 from assay.report.safe import plain
-from assay.report.terminal import LiveLine, footer_lines
+from assay.report.terminal import LiveLine, TimeLeft, footer_lines
 from assay.studies.compare import variant_rows
 
 if TYPE_CHECKING:
     from assay.designs.compare import PIComparison
+    from assay.spec import StopSpec
     from assay.studies.compare import CompareProgress, CompareResult
 
 CSV_FIELDS = [
@@ -282,7 +283,13 @@ def render_comparison(res: CompareResult, console: Console) -> None:
 
 
 class CompareProgressView(LiveLine):
-    """Cycles done, the current ranking and what is still undecided."""
+    """Cycles done, the current ranking and what is still undecided; the last line
+    says what the study decided (not "decided" over a result it left undecided)."""
+
+    def __init__(self, console: Console, stop: StopSpec | None = None) -> None:
+        super().__init__(console)
+        self.stop = stop
+        self.left = TimeLeft(None if stop is None else stop.max_time)
 
     def update(self, p: CompareProgress) -> None:
         parts = [f"cycle {p.cycles} · {p.trials} trials"]
@@ -301,11 +308,17 @@ class CompareProgressView(LiveLine):
                 ranked.append(f"{name}{ci}")
             parts.append(" < ".join(ranked) if c.direction == "lower" else " > ".join(ranked))
             undecided = len(c.ranking.undecided)
-            if not p.decision.done and p.decision.reason != "running":
-                parts.append(p.decision.reason)  # collecting, or waiting for CI widths
+            if p.decision.done or p.decision.reason != "running":
+                parts.append(p.decision.reason)  # the verdict; or collecting, waiting
             else:
-                parts.append(f"{undecided} pair(s) undecided" if undecided else "decided")
+                parts.append(f"{undecided} pair(s) undecided" if undecided else "apart so far")
+        elif p.decision.done:
+            parts.append(p.decision.reason)
         left = p.decision.rounds_left
         if left and not p.decision.done:
-            parts.append(f"~{left} cycles left (~{format_duration(left * p.mean_cycle_s)})")
+            cap = None
+            if self.stop is not None:  # the cycles the budget leaves
+                cap = max(0, self.stop.max_rounds - p.cycles) * p.mean_cycle_s
+            eta = self.left.update(left * p.mean_cycle_s, elapsed=p.elapsed, cap_s=cap)
+            parts.append(f"~{left} cycles left (~{format_duration(eta)})")
         self.show(" · ".join(parts), p.decision.done)

@@ -21,6 +21,7 @@ from assay.report.safe import plain
 from assay.studies.run import Progress, StudyResult
 
 if TYPE_CHECKING:
+    from assay.spec import StopSpec
     from assay.studies.baseline import BaselineComparison
 
 
@@ -70,28 +71,79 @@ class LiveLine:
             self.console.print(line, highlight=False, markup=False)
 
 
-class ProgressView(LiveLine):
-    """Shows rounds done, the current CI width per PI and the estimated time left."""
+class TimeLeft:
+    """The time a study has left, as the live line shows it: smoothed from one look to
+    the next on a log scale (a comparison's raw estimate jumped 21 s -> 7 h 11 min ->
+    2 min 39 s) and never beyond what its budget leaves.
 
-    def __init__(self, console: Console, target: float) -> None:
+    >>> t = TimeLeft(max_time=600.0)
+    >>> round(t.update(20.0, elapsed=0.0)), round(t.update(25000.0, elapsed=10.0))
+    (20, 56)
+    >>> round(t.update(10**9, elapsed=590.0))  # the budget's 10 s are all it can take
+    10
+    """
+
+    SMOOTHING = 0.3  # the weight of the newest estimate
+
+    def __init__(self, max_time: float | None = None) -> None:
+        self.max_time = max_time
+        self._log: float | None = None
+
+    def update(self, raw_s: float, *, elapsed: float, cap_s: float | None = None) -> float:
+        caps = [c for c in (cap_s, None if self.max_time is None else self.max_time - elapsed)
+                if c is not None]  # fmt: skip
+        cap = max(0.0, min(caps)) if caps else math.inf
+        raw = min(max(raw_s, 0.0), cap) if math.isfinite(raw_s) else cap
+        if not math.isfinite(raw):
+            return raw
+        x = math.log1p(raw)
+        self._log = (
+            x if self._log is None else (1 - self.SMOOTHING) * self._log + self.SMOOTHING * x
+        )
+        return min(math.expm1(self._log), cap)
+
+
+class ProgressView(LiveLine):
+    """Shows rounds done, the current CI width per PI and the estimated time left.
+
+    Between two analyses (a study analyses at a pace on short commands) a PI's width
+    is its last known one, with the round it was known at, not ``±∞``."""
+
+    def __init__(self, console: Console, target: float, stop: StopSpec | None = None) -> None:
         super().__init__(console)
         self.target = target
+        self.stop = stop
+        self.left = TimeLeft(None if stop is None else stop.max_time)
+        self._known: dict[str, tuple[float, int]] = {}  # PI -> (width, round)
+
+    def _width(self, name: str, width: float, rounds: int) -> str:
+        if math.isfinite(width):
+            self._known[name] = (width, rounds)
+            return f"{name} {format_percent(width)}"
+        if name in self._known:
+            last, at = self._known[name]
+            return f"{name} {format_percent(last)} (round {at})"
+        return f"{name} {format_percent(width)}"
 
     def update(self, p: Progress) -> None:
         widths = (
-            ", ".join(f"{r.name} {format_percent(r.relative_half_width)}" for r in p.results)
+            ", ".join(self._width(r.name, r.relative_half_width, p.rounds) for r in p.results)
             or "collecting samples"
         )
         left = ""
         if p.decision.rounds_left is not None and not p.decision.done:
-            eta = p.decision.rounds_left * (
-                p.mean_round_s if math.isfinite(p.mean_round_s) else 0.0
-            )
+            per_round = p.mean_round_s if math.isfinite(p.mean_round_s) else 0.0
+            cap = None
+            if self.stop is not None:  # the rounds the budget leaves
+                cap = max(0, self.stop.max_rounds - p.rounds) * per_round
+            eta = self.left.update(p.decision.rounds_left * per_round, elapsed=p.elapsed, cap_s=cap)
             left = f" · ~{p.decision.rounds_left} rounds left (~{format_duration(eta)})"
         failed = f" · {p.failed} failed" if p.failed else ""
         line = (
             f"round {p.rounds}{failed} · CI {widths} (target {format_percent(self.target)}){left}"
         )
+        if p.decision.done:  # the last line says what the study decided
+            line += f" · {p.decision.reason}"
         self.show(line, p.decision.done)
 
 
