@@ -65,7 +65,7 @@ def test_file_source(tmp_path: Path) -> None:
         (PISpec(name="a", source="json", path="a"), '{"a": "nan"}', "finite"),
         (PISpec(name="a", source="json", path="a"), '{"a": [1]}', "expected a number"),
         (PISpec(name="a", source="regex", pattern="x=(\\S+)"), "x=inf", "finite"),
-        (PISpec(name="a", source="file", file="/nonexistent/f"), "", "cannot read"),
+        (PISpec(name="a", source="file", file="/nonexistent/f"), "", "cannot be read"),
     ],
 )
 def test_unreadable_outputs_raise_read_error(pi: PISpec, out: str, match: str) -> None:

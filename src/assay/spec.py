@@ -896,6 +896,10 @@ def _check_values(data: dict[str, Any], source: str) -> None:
             raise SpecError(f"{source}: invalid study file:\n  {where or 'the file'}: {problem}")
 
 
+#: The largest study file read: a few KiB in practice; more is not a study file.
+MAX_STUDY_FILE = 16 << 20
+
+
 def load_spec(path: str | Path) -> Spec:
     """Read and validate a study file.
 
@@ -904,11 +908,15 @@ def load_spec(path: str | Path) -> Spec:
     SpecError
         If the file is missing, unreadable, not TOML, or fails validation.
     """
+    from assay.inputfile import InputFileError, read_bounded
+
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(f"{p}: no such study file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    if not os.path.lexists(p):
+        raise SpecError(f"{p}: no such study file")
+    try:  # a FIFO, /dev/zero or a huge file is refused, not read for ever
+        text = read_bounded(p, MAX_STUDY_FILE).decode("utf-8")
+    except InputFileError as exc:
+        raise SpecError(f"{p}: the study file {exc}") from None
+    except UnicodeDecodeError as exc:
         raise SpecError(f"{p}: cannot read the study file: {exc}") from None
     return parse_spec_text(text, source=str(p))

@@ -17,9 +17,7 @@ from __future__ import annotations
 import io
 import json
 import math
-import os
 import re
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
@@ -29,6 +27,7 @@ import numpy.typing as npt
 
 from assay.execute.command import CommandResult
 from assay.execute.output import READ_CAP, Match, iter_matches
+from assay.inputfile import InputFileError, read_bounded
 from assay.spec import PISpec, UnitsSpec
 from assay.stats._arrays import too_large_to_analyse
 
@@ -151,49 +150,16 @@ def _file_path(file: str, cwd: str | None) -> Path:
     return Path(cwd) / p if not p.is_absolute() and cwd else p
 
 
-_KINDS = {
-    stat.S_IFDIR: "a folder",
-    stat.S_IFIFO: "a FIFO (named pipe)",
-    stat.S_IFCHR: "a character device",
-    stat.S_IFBLK: "a block device",
-    stat.S_IFSOCK: "a socket",
-}
-
-
 def _read_file(p: Path, what: str) -> TextIO:
-    """A PI's file as text, if it is a regular file of at most ``READ_CAP`` bytes.
-
-    A link to one (a benchmark's ``latest -> run-3.txt``) is followed: what counts is
-    the object opened.  ``O_NONBLOCK`` makes the open of a FIFO return at once (without
-    it the open waits for a writer that never comes); ``fstat`` on the descriptor then
-    refuses anything not regular, so no name can be swapped between look and read.  A
-    larger file is an error rather than its head: a cut list of unit readings would be
-    stored as the whole.
-    """
+    """A PI's file as text, if it is a regular file of at most ``READ_CAP`` bytes
+    (:func:`assay.inputfile.read_bounded`: a link to one, a benchmark's ``latest ->
+    run-3.txt``, is followed; a FIFO, a device or a folder is refused at once).  A larger
+    file is an error rather than its head: a cut list of unit readings would be stored
+    as the whole."""
     try:
-        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    except OSError as exc:
-        raise ReadError(f"{what}: cannot read {p}: {exc.strerror or exc}") from None
-    except ValueError as exc:  # a NUL in the name
-        raise ReadError(f"{what}: cannot read {str(p)!r}: {exc}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            kind = _KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file")
-            raise ReadError(f"{what}: {p} is {kind}; expected a regular file")
-        data = b""
-        if st.st_size <= READ_CAP:
-            with open(fd, "rb", closefd=False) as f:
-                data = f.read(READ_CAP + 1)  # one byte past the cap: it may have grown
-    except OSError as exc:
-        raise ReadError(f"{what}: cannot read {p}: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
-    if st.st_size > READ_CAP or len(data) > READ_CAP:
-        raise ReadError(
-            f"{what}: {p} is larger than {READ_CAP >> 20} MiB ({READ_CAP} bytes), the most "
-            "a reading reads; expected a smaller regular file"
-        )
+        data = read_bounded(p, READ_CAP)
+    except InputFileError as exc:
+        raise ReadError(f"{what}: {p} {exc}") from None
     # universal newlines, as the file's reading always had
     return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace")
 

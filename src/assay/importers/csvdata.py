@@ -4,6 +4,9 @@ for both commands (:func:`read_measurements`)."""
 
 from __future__ import annotations
 
+import io
+import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +17,27 @@ import pandas as pd
 
 if TYPE_CHECKING:
     from assay.importers.columns import OneHotGroup
+
+
+def _numeric(cells: pd.Series) -> pd.Series:
+    """``cells`` as numbers (NaN where one is not a number).  pandas reads a column of
+    integers of some 400 digits as Python ints and then fails to make floats of them
+    (OverflowError): such a column is read again as text, each cell as a float (inf)."""
+    try:
+        return pd.to_numeric(cells, errors="coerce")
+    except OverflowError:
+        return pd.to_numeric(cells.astype(str).map(_as_float), errors="coerce")
+
+
+def _as_float(text: str) -> float:
+    try:
+        return float(text)
+    except (ValueError, OverflowError):
+        return math.nan
+
+
+#: The largest CSV of results read (``--from``): some hundred thousand rows.
+MAX_CSV_BYTES = 256 << 20
 
 
 def read_csv_frame(
@@ -29,13 +53,17 @@ def read_csv_frame(
     Traceback (most recent call last):
     ValueError: /nonexistent.csv: no such file
     """
+    from assay.inputfile import InputFileError, read_bounded
+
     p = Path(path)
-    if not p.exists():
+    if not os.path.lexists(p):
         raise error(f"{p}: no such {noun}")
-    if not p.is_file():
-        raise error(f"{p}: not a regular file; expected a CSV file with {expected}")
+    try:  # a FIFO, /dev/zero or a huge file is refused, not read for ever
+        raw = read_bounded(p, MAX_CSV_BYTES)
+    except InputFileError as exc:
+        raise error(f"{p}: {exc}; expected a CSV file with {expected}") from None
     try:
-        frame = pd.read_csv(p, skipinitialspace=True)
+        frame = pd.read_csv(io.BytesIO(raw), skipinitialspace=True)
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise error(f"{p}: cannot read it as CSV ({exc}); expected {expected}") from None
     frame.columns = [str(c) for c in frame.columns]
@@ -209,7 +237,7 @@ def read_measurements(
     keep = np.ones(len(frame), dtype=bool)
     for metric in pis:
         cells = frame[metric]
-        values = pd.to_numeric(cells, errors="coerce")
+        values = _numeric(cells)
         a = values.to_numpy(dtype=float, na_value=np.nan)
         text = (values.isna() & cells.notna()).to_numpy() | np.isinf(a)
         if text.any():

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -88,15 +89,18 @@ def read_order_file(path: str | Path) -> OrderTrials:
     expected, on the first problem; every run must hold one kind of order, every
     position of a run one trial, and both kinds must have successful trials.
     """
+    from assay.importers.csvdata import MAX_CSV_BYTES
+    from assay.inputfile import InputFileError, read_bounded
+
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise OrderDataError(f"{p}: no such file") from None
+    if not os.path.lexists(p):
+        raise OrderDataError(f"{p}: no such file")
+    try:  # a FIFO, /dev/zero or a huge file is refused, not read for ever
+        text = read_bounded(p, MAX_CSV_BYTES).decode("utf-8-sig")
     except UnicodeDecodeError:
         raise OrderDataError(f"{p}: not a UTF-8 text file: {_EXPECTED}") from None
-    except OSError as exc:
-        raise OrderDataError(f"{p}: cannot read the file: {exc}") from None
+    except InputFileError as exc:
+        raise OrderDataError(f"{p}: {exc}; {_EXPECTED}") from None
     try:
         return _parse(p, text)
     except csv.Error as exc:
@@ -192,12 +196,17 @@ def _missing(p: Path, names: list[str], wanted: Iterable[str], expected: str) ->
         )
 
 
+def _cut(text: str, width: int = 40) -> str:
+    """A cell as an error shows it: a 5000-digit number is not repeated whole."""
+    return text if len(text) <= width else f"{text[: width - 1]}…"
+
+
 def _position(p: Path, line: int, column: str, text: str) -> int:
     position = _int(text)
     if position is None:
         raise OrderDataError(
             f"{p}: line {line}: column {column!r}: expected an integer >= 0 (the trial's "
-            f"position in its run), got {text!r}"
+            f"position in its run), got {_cut(text)!r}"
         )
     return position
 
@@ -206,7 +215,7 @@ def _value(p: Path, line: int, column: str, text: str) -> float:
     value = _float(text)
     if value is None:
         raise OrderDataError(
-            f"{p}: line {line}: column {column!r}: expected a finite number, got {text!r}"
+            f"{p}: line {line}: column {column!r}: expected a finite number, got {_cut(text)!r}"
         )
     return value
 
@@ -292,7 +301,7 @@ def _parse_ordersage(
 
 def _int(text: str) -> int | None:
     t = text.strip()
-    if not t.isascii() or not t.isdigit():
+    if not t.isascii() or not t.isdigit() or len(t) > 18:  # a run or a position, not 10^18
         return None
     return int(t)
 
