@@ -21,7 +21,7 @@ import math
 import re
 import socket
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -154,6 +154,41 @@ def knob_value_problem(value: str) -> str | None:
     if word is not None:
         return f"its word {word!r} starts with '--' (a command line reads it as another option)"
     return None
+
+
+@dataclass(frozen=True)
+class KnobRules:
+    """What a target accepts as a knob: a setting name of ``name``'s form (``names``
+    says which, with examples), a value like ``value_example``, and no protected
+    setting (``protected``: why a name is, or None); ``allowed`` lists a few that are."""
+
+    server: str  # "a Redis setting", "a PostgreSQL parameter"
+    name: re.Pattern[str]
+    names: str
+    value_example: str
+    protected: Callable[[str], str | None]
+    allowed: str
+
+    def check(self, knobs: Mapping[str, str]) -> None:
+        """Refuse a knob that could open the server up: a name that is no plain setting
+        name, a value that could smuggle in another setting (:func:`knob_value_problem`),
+        or a protected setting; :class:`TargetError` names the knob and what is allowed."""
+        for k, v in knobs.items():
+            if not self.name.fullmatch(k):
+                raise TargetError(f"knob {k!r}: not {self.server} name; expected {self.names}")
+            problem = knob_value_problem(v)
+            if problem is not None:
+                raise TargetError(
+                    f"knob {k}={v!r}: refused, {problem}; expected a plain value on one "
+                    f"line, e.g. {self.value_example}"
+                )
+            why = self.protected(k)
+            if why is not None:
+                raise TargetError(
+                    f"knob {k}: refused, {why}: the target sets it itself, to keep the "
+                    "server private (setup --tcp or --port make it listen on 127.0.0.1 as "
+                    f"well); others are allowed, e.g. {self.allowed}"
+                )
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -62,12 +62,12 @@ from pathlib import Path
 from typing import Any
 
 from assay.targets.base import (
+    KnobRules,
     RunResult,
     Target,
     TargetError,
     check_port_free,
     free_port,
-    knob_value_problem,
     missing_binary,
     percentile,
 )
@@ -256,29 +256,18 @@ def _protected(name: str) -> str | None:
     return next((why for p, why in PROTECTED_PREFIXES.items() if name.startswith(p)), None)
 
 
-def _check_knobs(knobs: Mapping[str, str]) -> None:
-    """Refuse a knob that could open the cluster up: a name that is no plain parameter
-    name, a value that could start another line of postgresql.conf, or a protected
-    parameter."""
-    for k, v in knobs.items():
-        if not _PG_KNOB.fullmatch(k):
-            raise TargetError(
-                f"knob {k!r}: not a PostgreSQL parameter name; expected lowercase letters, "
-                "digits and '_' (e.g. work_mem, or ext.name for an extension's parameter)"
-            )
-        problem = knob_value_problem(v)
-        if problem is not None:
-            raise TargetError(
-                f"knob {k}={v!r}: refused, {problem}; expected a plain value on one line, "
-                "e.g. --knob shared_buffers=256MB"
-            )
-        why = _protected(k)
-        if why is not None:
-            raise TargetError(
-                f"knob {k}: refused, {why}: the target sets it itself, to keep the server "
-                "private (setup --tcp or --port make it listen on 127.0.0.1 as well); "
-                "other parameters are allowed, e.g. shared_buffers, work_mem, fsync"
-            )
+#: A knob's rules: no value that could start another line of postgresql.conf, no
+#: protected parameter (:data:`PROTECTED`).
+_KNOBS = KnobRules(
+    server="a PostgreSQL parameter",
+    name=_PG_KNOB,
+    names="lowercase letters, digits and '_' (e.g. work_mem, or ext.name for an "
+    "extension's parameter)",
+    value_example="--knob shared_buffers=256MB",
+    protected=_protected,
+    allowed="shared_buffers, work_mem, fsync",
+)
+_check_knobs = _KNOBS.check
 
 
 def _open_server_file(path: Path, flags: int) -> int:

@@ -57,12 +57,12 @@ from pathlib import Path
 from typing import Any
 
 from assay.targets.base import (
+    KnobRules,
     RunResult,
     Target,
     TargetError,
     check_port_free,
     free_port,
-    knob_value_problem,
     missing_binary,
 )
 from assay.targets.private import (
@@ -279,29 +279,17 @@ def _protected(name: str) -> str | None:
     return next((why for p, why in PROTECTED_PREFIXES.items() if low.startswith(p)), None)
 
 
-def _check_knobs(knobs: Mapping[str, str]) -> None:
-    """Refuse a knob that could open the server up: a name that is no plain setting
-    name, a value that could smuggle in another setting (setup passes knobs on the
-    server's command line, ``save`` split into words), or a protected setting."""
-    for k, v in knobs.items():
-        if not _NAME.fullmatch(k):
-            raise TargetError(
-                f"knob {k!r}: not a Redis setting name; expected letters, digits and '-' "
-                "(e.g. maxmemory, io-threads)"
-            )
-        problem = knob_value_problem(v)
-        if problem is not None:
-            raise TargetError(
-                f"knob {k}={v!r}: refused, {problem}; expected a plain value on one line, "
-                'e.g. --knob maxmemory=64mb or --knob "save=60 1000"'
-            )
-        why = _protected(k)
-        if why is not None:
-            raise TargetError(
-                f"knob {k}: refused, {why}: the target sets it itself, to keep the server "
-                "private (setup --tcp or --port make it listen on 127.0.0.1 as well); "
-                "other settings are allowed, e.g. maxmemory, appendonly, save, io-threads"
-            )
+#: A knob's rules: setup passes knobs on the server's command line (``save`` split into
+#: words), so no value may carry another option; no protected setting (:data:`PROTECTED`).
+_KNOBS = KnobRules(
+    server="a Redis setting",
+    name=_NAME,
+    names="letters, digits and '-' (e.g. maxmemory, io-threads)",
+    value_example='--knob maxmemory=64mb or --knob "save=60 1000"',
+    protected=_protected,
+    allowed="maxmemory, appendonly, save, io-threads",
+)
+_check_knobs = _KNOBS.check
 
 
 def bench_acl(password: str) -> list[str]:
