@@ -374,3 +374,17 @@ def test_report_option_is_checked_first_and_refused_with_from(tmp_path: Path) ->
     data = Path(__file__).parent / "data" / "order_trials.csv"
     res = invoke(tmp_path, "order", "--from", str(data), "--report", str(tmp_path / "o.html"))
     assert res.exit_code == exits.USAGE and "--report" in res.stderr
+
+
+def test_the_quick_study_name_the_readme_shows_is_the_one_assay_gives() -> None:
+    """Issue #44: the README named a quick study that no command makes."""
+    import re
+    from pathlib import Path
+
+    from assay.cli.common import quick_spec
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    named = set(re.findall(r'"(quick sleep-0-01 [0-9a-f]{8})"', readme))
+    opts = {"shell": False, "timeout": None, "name": None, "store": None}
+    spec, _ = quick_spec(("sleep 0.01",), opts, {})
+    assert named == {spec.study.name}
