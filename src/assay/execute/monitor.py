@@ -374,6 +374,8 @@ def rounds_summary(values: Sequence[float], confidence: float = 0.95) -> dict[st
     {'rounds': 1, 'value': 3.0}
     >>> rounds_summary([1.0, 2.0, 3.0])
     {'rounds': 3, 'mean': 2.0, 'min': 1.0, 'max': 3.0}
+    >>> rounds_summary([0.0, 0.0, 0.0, 0.0, 9.0])["low"]  # bytes: never below 0
+    0.0
     """
     x = np.asarray([v for v in values if math.isfinite(v)], dtype=float)
     n = int(x.size)
@@ -387,13 +389,17 @@ def rounds_summary(values: Sequence[float], confidence: float = 0.95) -> dict[st
     from assay.stats.intervals import t_interval
 
     ci = t_interval(x, confidence)
+    # every figure here (a share, bytes, a total) is at least 0: the interval cut at 0
+    # covers the mean as often as the whole one (it cannot lie below), and a byte total
+    # of (-1.3e-6, 1.8e-5) GiB is no longer shown (issue #35)
+    bounded = ci.low < 0.0 <= float(x.min())
     return {
         "rounds": n,
         "mean": mean,
-        "low": ci.low,
+        "low": 0.0 if bounded else ci.low,
         "high": ci.high,
         "confidence": confidence,
-        "method": "t-interval over trials",
+        "method": "t-interval over trials" + (", cut at 0" if bounded else ""),
     }
 
 
