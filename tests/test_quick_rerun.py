@@ -159,3 +159,22 @@ def test_rm_and_gc_keep_the_quick_store_from_only_growing(tmp_path: Path) -> Non
     with sqlite3.connect(cache / "assay" / "quick.assay.db") as db:  # nothing left behind
         for table in ("trials", "readings", "sessions", "study_values", "resource_samples"):
             assert db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] == 0, table
+
+
+def test_gc_keeps_a_running_study_and_removes_the_others(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from assay.cli import main
+    from assay.store import Store
+
+    db = tmp_path / "s.db"
+    with Store(db) as st:
+        for name in ("idle", "running"):
+            st.open_study(name, "h", {})
+    with Store(db) as running:
+        running.lock_study("running")  # as a study's own process holds it
+        res = CliRunner().invoke(main, ["gc", "--older-than", "0m", "--store", str(db)])
+        assert res.exit_code == 0, res.output
+        assert "removed idle" in res.output and "kept (running now) running" in res.output
+    with Store(db) as st:
+        assert st.find_study("idle") is None and st.find_study("running") is not None

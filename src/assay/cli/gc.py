@@ -11,7 +11,7 @@ import click
 from assay.cli import exits
 from assay.cli.common import err_console, fail, quick_store_path
 from assay.report.safe import plain
-from assay.store import NotAStoreError, Store, StoreError
+from assay.store import NotAStoreError, Store, StoreError, StudyBusyError
 
 _UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
@@ -66,13 +66,14 @@ def gc(age: str, store: str | None, dry_run: bool) -> None:
         with Store(path) as st:
             old = [o.name for o in st.overview() if (o.last_trial or o.created) < cutoff]
             for name in old:
+                done = "would remove"
                 if not dry_run:
-                    st.delete_study(name)
-                err.print(
-                    f"{'would remove' if dry_run else 'removed'} {plain(name)}",
-                    markup=False,
-                    highlight=False,
-                )
+                    try:
+                        st.delete_study(name)
+                        done = "removed"
+                    except StudyBusyError:  # running now: kept, and the others go on
+                        done = "kept (running now)"
+                err.print(f"{done} {plain(name)}", markup=False, highlight=False)
     except NotAStoreError as exc:
         fail(err, exc, exits.USAGE)
     except StoreError as exc:
