@@ -311,3 +311,39 @@ def test_the_interval_of_launches_unequal_in_number_is_welchs() -> None:
 def test_probing_needs_a_launch() -> None:
     with pytest.raises(ValueError, match="repetitions"):
         probe_launch_overhead(repetitions=0)
+
+
+def test_version_help_and_completion_import_no_subcommand() -> None:
+    """Issue #35: ``assay --version`` took 0.9-1.0 s, every completion Tab too: the group
+    imported every subcommand and so pydantic, NumPy and SciPy."""
+    code = (
+        "import sys\n"
+        "from assay.cli import main\n"
+        "for args in (['--version'], ['--help']):\n"
+        "    try:\n"
+        "        main(args)\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "heavy = sorted(m for m in ('pydantic', 'numpy', 'scipy', 'pandas', 'assay.spec')"
+        " if m in sys.modules)\n"
+        "print('HEAVY', heavy)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    assert "HEAVY []" in out, out
+    assert "gc " in out and "Remove old studies" in out  # the listing, from COMMANDS
+
+
+def test_every_listed_command_loads_and_is_what_its_line_says() -> None:
+    import click
+
+    from assay.cli import COMMANDS, main
+
+    ctx = click.Context(main)
+    for name in COMMANDS:
+        command = main.get_command(ctx, name)
+        assert isinstance(command, click.Command) and command.name == name
+        first = (command.help or "").strip().splitlines()[0]
+        # the listing's line is the command's own first line, or says the same shorter
+        assert first.split()[0] == COMMANDS[name][1].split()[0], (name, first)
