@@ -21,7 +21,7 @@ import math
 import re
 import socket
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -160,14 +160,22 @@ def knob_value_problem(value: str) -> str | None:
 class KnobRules:
     """What a target accepts as a knob: a setting name of ``name``'s form (``names``
     says which, with examples), a value like ``value_example``, and no protected
-    setting (``protected``: why a name is, or None); ``allowed`` lists a few that are."""
+    setting (``protected``: the names by why they are; ``prefixes``: the same for
+    whole families of names); ``allowed`` lists a few that are."""
 
     server: str  # "a Redis setting", "a PostgreSQL parameter"
     name: re.Pattern[str]
     names: str
     value_example: str
-    protected: Callable[[str], str | None]
+    protected: Mapping[str, frozenset[str]]
+    prefixes: Mapping[str, str]
     allowed: str
+
+    def why_protected(self, name: str) -> str | None:
+        """Why the setting ``name`` (in any case) may not be a knob, or None."""
+        low = name.lower()
+        why = next((why for why, names in self.protected.items() if low in names), None)
+        return why or next((w for p, w in self.prefixes.items() if low.startswith(p)), None)
 
     def check(self, knobs: Mapping[str, str]) -> None:
         """Refuse a knob that could open the server up: a name that is no plain setting
@@ -182,7 +190,7 @@ class KnobRules:
                     f"knob {k}={v!r}: refused, {problem}; expected a plain value on one "
                     f"line, e.g. {self.value_example}"
                 )
-            why = self.protected(k)
+            why = self.why_protected(k)
             if why is not None:
                 raise TargetError(
                     f"knob {k}: refused, {why}: the target sets it itself, to keep the "

@@ -248,14 +248,6 @@ def _server_uid() -> int:
     return pw.pw_uid if pw else os.geteuid()
 
 
-def _protected(name: str) -> str | None:
-    """Why the parameter ``name`` may not be a knob, or None when it may."""
-    for why, names in PROTECTED.items():
-        if name in names:
-            return why
-    return next((why for p, why in PROTECTED_PREFIXES.items() if name.startswith(p)), None)
-
-
 #: A knob's rules: no value that could start another line of postgresql.conf, no
 #: protected parameter (:data:`PROTECTED`).
 _KNOBS = KnobRules(
@@ -264,7 +256,8 @@ _KNOBS = KnobRules(
     names="lowercase letters, digits and '_' (e.g. work_mem, or ext.name for an "
     "extension's parameter)",
     value_example="--knob shared_buffers=256MB",
-    protected=_protected,
+    protected=PROTECTED,
+    prefixes=PROTECTED_PREFIXES,
     allowed="shared_buffers, work_mem, fsync",
 )
 _check_knobs = _KNOBS.check

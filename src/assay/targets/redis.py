@@ -270,15 +270,6 @@ def _server_uid() -> int:
     return pw.pw_uid if pw else os.geteuid()
 
 
-def _protected(name: str) -> str | None:
-    """Why the setting ``name`` may not be a knob, or None when it may."""
-    low = name.lower()
-    for why, names in PROTECTED.items():
-        if low in names:
-            return why
-    return next((why for p, why in PROTECTED_PREFIXES.items() if low.startswith(p)), None)
-
-
 #: A knob's rules: setup passes knobs on the server's command line (``save`` split into
 #: words), so no value may carry another option; no protected setting (:data:`PROTECTED`).
 _KNOBS = KnobRules(
@@ -286,7 +277,8 @@ _KNOBS = KnobRules(
     name=_NAME,
     names="letters, digits and '-' (e.g. maxmemory, io-threads)",
     value_example='--knob maxmemory=64mb or --knob "save=60 1000"',
-    protected=_protected,
+    protected=PROTECTED,
+    prefixes=PROTECTED_PREFIXES,
     allowed="maxmemory, appendonly, save, io-threads",
 )
 _check_knobs = _KNOBS.check
