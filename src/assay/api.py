@@ -31,14 +31,16 @@ class TargetNotMetWarning(UserWarning):
     """:func:`measure` ended (its time or round budget spent) with a CI wider than asked."""
 
 
-def _progress_line(result: PIResult, rounds: int, elapsed: float, stop: StopSpec) -> str:
+def _estimate(result: PIResult) -> str:
     if result.n_samples and result.relative_half_width < float("inf"):
-        where = f"{result.mean:.4g} s ± {result.relative_half_width:.1%}"
-    else:
-        where = "no interval yet"
+        return f"{result.mean:.4g} s ± {result.relative_half_width:.1%}"
+    return "no interval yet"
+
+
+def _progress_line(result: PIResult, rounds: int, elapsed: float, stop: StopSpec) -> str:
     return (
-        f"assay.measure: round {rounds}, {where} (target ±{stop.ci_width:.1%}), "
-        f"{elapsed:.1f} of {stop.max_time:g} s"
+        f"assay.measure: round {rounds}, {_estimate(result)} (target "
+        f"±{stop.ci_width:.1%}), {elapsed:.1f} of {stop.max_time:g} s"
     )
 
 
@@ -133,7 +135,7 @@ def measure(
     if not result.met:
         warnings.warn(
             f"assay.measure: the CI target ±{stop.ci_width:.1%} was not met: "
-            f"{decision.reason} ({_progress_line(result, len(rounds), 0, stop).split(', ')[1]})",
+            f"{decision.reason} ({_estimate(result)})",
             TargetNotMetWarning,
             stacklevel=2,
         )
