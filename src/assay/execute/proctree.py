@@ -380,25 +380,15 @@ def _remove_handover_dirs(me: int) -> None:
             owner = entry.name[len(_HANDOVER_PREFIX) :].split("-", 1)[0]
             if not entry.name.startswith(_HANDOVER_PREFIX) or not owner.isdigit():
                 continue
-            if int(owner) != me and _alive(int(owner)):
-                continue
+            other = _stat(int(owner)) if int(owner) != me else None
+            if other is not None and other[2] not in (b"Z", b"X"):
+                continue  # another Assay that still runs: its folder is in use
             st = entry.stat(follow_symlinks=False)
             if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid():
                 with contextlib.suppress(OSError):
                     for name in os.listdir(entry.path):
                         os.unlink(os.path.join(entry.path, name))  # never follows a link
                     os.rmdir(entry.path)
-
-
-def _alive(pid: int) -> bool:
-    """Whether a process ``pid`` exists (another user's too)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
 
 
 def _handed_now(me: int, stats: dict[int, tuple[int, int, bytes]]) -> set[int]:
