@@ -12,11 +12,12 @@ stand for literal braces around a name.
 >>> placeholders("-h {hosts.server} --id {host.index} {self.x}")
 ['hosts.server', 'host.index']
 >>> parts("a{{b}} {x}!")
-[('a{b} ', 'x'), ('!', None)]
+(('a{b} ', 'x'), ('!', None))
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 
@@ -24,9 +25,11 @@ from collections.abc import Mapping
 _TOKEN = re.compile(r"\{\{|\}\}|\{((?:hosts?\.)?[A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-def parts(template: str) -> list[tuple[str, str | None]]:
+@functools.lru_cache(maxsize=1024)
+def parts(template: str) -> tuple[tuple[str, str | None], ...]:
     """``template`` cut after each placeholder: (the literal text before it, ``{{`` and
-    ``}}`` made single braces; its name), the last pair's name None."""
+    ``}}`` made single braces; its name), the last pair's name None.  Kept: every trial
+    renders the same few templates."""
     out: list[tuple[str, str | None]] = []
     text: list[str] = []
     last = 0
@@ -40,7 +43,7 @@ def parts(template: str) -> list[tuple[str, str | None]]:
             text.append(m.group(0)[0])
     text.append(template[last:])
     out.append(("".join(text), None))
-    return out
+    return tuple(out)
 
 
 def placeholders(template: str) -> list[str]:
