@@ -5,8 +5,11 @@ ELECT's formats."""
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import os
 import re
+import shutil
 import sqlite3
 import sys
 from pathlib import Path
@@ -368,3 +371,121 @@ def test_a_run_says_what_its_session_cost_and_show_does_not(tmp_path: Path) -> N
     res, doc = _shown(db)
     assert doc["session"] == {"wall_s": None, "measured_s": None}
     assert "this session" not in res.stderr
+
+
+# --- the report kept in the store (issue #44: show in under a second) ------------------
+
+
+def _kept(db: Path) -> dict[str, Any]:
+    with sqlite3.connect(db) as con:
+        row = con.execute("SELECT value_json FROM study_values WHERE key = 'shown'").fetchone()
+    con.close()
+    assert row is not None, "no report kept"
+    value: dict[str, Any] = json.loads(row[0])
+    return value
+
+
+def _keep(db: Path, value: dict[str, Any] | None) -> None:
+    with sqlite3.connect(db) as con:
+        if value is None:
+            con.execute("DELETE FROM study_values WHERE key = 'shown'")
+        else:
+            con.execute(
+                "UPDATE study_values SET value_json = ? WHERE key = 'shown'", (json.dumps(value),)
+            )
+    con.close()
+
+
+@pytest.mark.parametrize("kind", ["sweep", "knobs"])
+def test_a_long_study_keeps_its_report_and_show_prints_it_as_if_analysed_again(
+    tmp_path: Path, kind: str
+) -> None:
+    text, args = (SWEEP, ["--no-monitor"]) if kind == "sweep" else (KNOBS, ["--jobs", "1"])
+    ran, _, shown, doc = _study_shown(tmp_path, kind, text, *args)
+    db = tmp_path / f"{kind}.assay.db"
+    kept = _kept(db)
+    assert kept["status"] == ran.exit_code and kept["kind"] == kind
+    assert "130" in kept["texts"]  # the width of a pipe's report
+    # the kept report is what is printed: a marked one shows its mark ...
+    _keep(db, {**kept, "texts": {"130": "\x1b[1mkept mark\x1b[0m\n"}})
+    marked = _invoke("show", str(db))
+    assert marked.stdout == "kept mark\n" and marked.exit_code == ran.exit_code
+    # ... and without it, the study is analysed again to the same words and JSON
+    _keep(db, None)
+    _, doc_again = _shown(db)
+    assert _invoke("show", str(db)).stdout == shown.stdout
+    _assert_close(doc_again, doc)
+
+
+def test_a_kept_report_holds_only_while_the_trials_and_sessions_do(tmp_path: Path) -> None:
+    _study_shown(tmp_path, "sweep", SWEEP, "--no-monitor")
+    db = tmp_path / "sweep.assay.db"
+    kept = _kept(db)
+    mark = {**kept, "texts": {"130": f"kept mark\n\x1b[2mstore: {db}\x1b[0m\n"}}
+    _keep(db, mark)
+    assert _invoke("show", str(db)).stdout == f"kept mark\nstore: {db}\n"
+    # named otherwise, it names the store as the command does, in its report and JSON
+    other = os.path.relpath(db)
+    assert _invoke("show", other).stdout == f"kept mark\nstore: {other}\n"
+    assert json.loads(_invoke("show", other, "--json", "-", "-q").stdout)["store"] == other
+    # a copy holds the same trials: the same report, naming the copy
+    shutil.copy(db, tmp_path / "copy.db")
+    copied = _invoke("show", str(tmp_path / "copy.db")).stdout
+    assert copied == f"kept mark\nstore: {tmp_path / 'copy.db'}\n"
+    # a trial less, a session more, another version: analysed again
+    with sqlite3.connect(db) as con:
+        newest = con.execute("SELECT MAX(id) FROM trials").fetchone()[0]
+        con.execute("DELETE FROM readings WHERE trial_id = ?", (newest,))
+        con.execute("DELETE FROM trials WHERE id = ?", (newest,))
+    con.close()
+    assert "kept mark" not in _invoke("show", str(db)).stdout
+    for changed in ({"format": 0}, {"fingerprint": ["0.0.0", *kept["fingerprint"][1:]]}):
+        _keep(db, {**mark, **changed})
+        assert "kept mark" not in _invoke("show", str(db)).stdout
+
+
+def test_a_kept_report_prints_no_link_and_no_control_character(tmp_path: Path) -> None:
+    """The store is data: a kept report replayed on a terminal keeps its colours but
+    never forms a link or passes a control sequence."""
+    from rich.console import Console
+
+    from assay.cli.show import _replay
+    from assay.report.safe import SafeConsole
+
+    out = io.StringIO()
+    console = SafeConsole(file=out, width=80, force_terminal=True, color_system="256")
+    hostile = (
+        "\x1b]8;;https://evil.example\x1b\\click\x1b]8;;\x1b\\ \x1b[31mred\x1b[0m\x1b[2J\x07\n"
+    )
+    kept = {"json": "{}", "note": None, "status": 0}
+    with pytest.raises(SystemExit) as ended:
+        _replay(console, hostile, "{}", kept, {"json_out": None})
+    assert ended.value.code == 0
+    printed = out.getvalue()
+    assert "evil.example" not in printed and "\x1b]8" not in printed
+    assert "\x1b[2J" not in printed and "\x07" not in printed
+    assert "click" in printed and "\x1b[31mred" in printed  # the colour stays
+    assert isinstance(console, Console)
+
+
+def test_a_store_that_cannot_be_written_keeps_no_report_and_says_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from assay.cli.show import remember_shown
+    from assay.store import StoreError
+
+    _study_shown(tmp_path, "sweep", SWEEP, "--no-monitor")
+    db = tmp_path / "sweep.assay.db"
+    _keep(db, None)
+
+    def full(*_: Any) -> None:
+        raise StoreError(f"{db}: cannot record a study value: database or disk is full")
+
+    with monkeypatch.context() as m:
+        m.setattr(Store, "set_study_value", full)
+        remember_shown(db, "sweep-show")  # a cache: no error
+    with sqlite3.connect(db) as con:
+        assert con.execute("SELECT COUNT(*) FROM study_values WHERE key='shown'").fetchone()[0] == 0
+    con.close()
+    remember_shown(tmp_path / "none.db", "sweep-show")  # no store: nothing made, no error
+    assert not (tmp_path / "none.db").exists()

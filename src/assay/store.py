@@ -857,6 +857,15 @@ class Store:
         ).fetchall()
         return {None if r[0] is None else int(r[0]): int(r[1]) for r in rows}
 
+    def trial_span(self, study_id: int) -> tuple[int, int]:
+        """How many trials the study holds and the newest one's id (0 when none): a
+        trial added or removed changes one of them."""
+        self.commit_queued()
+        row = self._db.execute(
+            "SELECT COUNT(*), COALESCE(MAX(id), 0) FROM trials WHERE study_id = ?", (study_id,)
+        ).fetchone()
+        return int(row[0]), int(row[1])
+
     # trials ------------------------------------------------------------------
     def next_seq(self, study_id: int, run: int = 0) -> int:
         self.commit_queued()

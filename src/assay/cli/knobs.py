@@ -135,6 +135,9 @@ def knobs(study: str | None, **opts: Any) -> None:
         result, store_path, name = _live(study, opts, err)
         _report(result, console, opts)
         write_study_report(opts, store_path, name, err)
+        from assay.cli.show import remember_shown
+
+        remember_shown(store_path, name, (console.width,))
     sys.exit(exits.knobs_status(result))
 
 
@@ -232,30 +235,9 @@ def _live(study: str, opts: dict[str, Any], err: Console) -> tuple[Any, Path, st
 
 def _report(result: Any, console: Console, opts: dict[str, Any]) -> None:
     from assay.report.export import rows_to_csv, to_json
-    from assay.report.knobs import (
-        CSV_FIELDS,
-        csv_rows,
-        input_lines,
-        plot_importance,
-        render_knobs,
-    )
+    from assay.report.knobs import CSV_FIELDS, csv_rows, plot_importance, render_knobs_result
 
-    render_knobs(result.analysis, console, tune=result.tune, cost=result.cost)
-    if getattr(result, "reading", None) is not None:
-        for line in input_lines(result.reading):
-            console.print(line, style="dim")
-    if result.cost is not None and not result.tuned_on_model:
-        console.print(
-            "the tuning cost (top-k vs all knobs) is estimated on the random-forest "
-            "model of the samples, without measuring",
-            style="dim",
-        )
-    if result.tune is not None and result.tuned_on_model:
-        console.print(
-            "tuning ran on the random-forest model of the samples, not on the system: "
-            "measure the best configuration before trusting it",
-            style="dim",
-        )
+    render_knobs_result(result, console)
     write_outputs(
         opts,
         {

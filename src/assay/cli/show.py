@@ -7,15 +7,18 @@ the study's run, so the report and ``--json`` read as they did then.
 
 from __future__ import annotations
 
+import re
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 from rich.console import Console
+from rich.style import Style
 
 from assay.cli import exits
-from assay.cli.common import err_console, fail, stored_study_errors
+from assay.cli.common import err_console, fail, stored_study_errors, write_outputs
 from assay.cli.outputs import check_outputs, report_console
 from assay.cli.sections import SectionedCommand
 from assay.spec import SpecError
@@ -49,39 +52,178 @@ def show(store: str, study: str | None, **opts: Any) -> None:
 
     The study is analysed again from the trials in STORE (opened read-only, the study
     file not needed) and reported as at the end of its run, in the same words and
-    with the same JSON; a study whose last session did not end, or whose stopping
-    rule is not met, is reported as far as it got and said to be not finished.
+    with the same JSON (a sweep or knob study keeps its report in the store at its
+    end, shown again while its trials and sessions are unchanged); a study whose
+    last session did not end, or whose stopping rule is not met, is reported as far
+    as it got and said to be not finished.
     """
     err = err_console()
     try:
         check_outputs(opts)
     except SpecError as exc:
         fail(err, exc)
+    path = Path(store)
+    if not opts["summary"]:
+        with stored_study_errors(err, path):
+            kept = recall_shown(path, study)
+        if kept is not None:
+            console = report_console(opts, _width(kept["kind"]))
+            text = kept["texts"].get(str(console.width))
+            named = _renamed(kept, text, path) if isinstance(text, str) else None
+            if named is not None:
+                _replay(console, *named, kept, opts)
     from assay.studies.stored import stored_result  # lazy: --help stays fast
 
-    path = Path(store)
     with stored_study_errors(err, path):
         stored, result, trials = stored_result(path, study)
-        console = report_console(opts, 110 if stored.kind == "run" else 130)  # as its command
+        console = report_console(opts, _width(stored.kind))  # as its command
     if opts["summary"]:
         for line in summary_lines(stored, trials):
             console.print(line, soft_wrap=True)
     else:
-        _render(stored.kind, result, console, opts)
-    if stored.kind != "knobs":  # the knobs report writes its own
-        from assay.cli.common import write_outputs
-        from assay.report.export import to_json
+        _render(stored.kind, result, console)
+    from assay.report.export import to_json
 
-        write_outputs(opts, {"json_out": lambda: to_json(result.as_dict())})
+    write_outputs(opts, {"json_out": lambda: to_json(result.as_dict())})
     note = unfinished(stored, result)
-    status = _STATUS[stored.kind](result)
+    _end(console, note, _STATUS[stored.kind](result))
+
+
+def _width(kind: str) -> int:
+    """The report's width in pipes, as the study's own command prints it."""
+    return 110 if kind == "run" else 130
+
+
+def _end(console: Console, note: str | None, status: int) -> NoReturn:
     if note is not None:
         console.print(note, style="yellow", soft_wrap=True)
         status = exits.SHORT if status == exits.OK else status
     sys.exit(status)
 
 
-def _render(kind: str, result: Any, console: Console, opts: dict[str, Any]) -> None:
+#: The study value that keeps what ``assay show`` prints for a study, so that a long
+#: study's analysis (a sweep's models, a knob study's forests) is not made again
+#: each time it is shown: see :func:`remember_shown`.
+SHOWN_KEY = "shown"
+_SHOWN_FORMAT = 1
+
+
+def remember_shown(path: Path, study: str, widths: Iterable[int] = ()) -> None:
+    """Keep in the store what ``assay show`` prints for ``study`` (its report at the
+    default width and at each of ``widths``, its JSON, exit status and note), with
+    what it was built from; ``assay show`` prints it while the study's trials and
+    sessions are unchanged (a copy of the store too).  A cache: a store that cannot
+    be written keeps none."""
+    from assay.errors import StudyError
+    from assay.report.export import to_json
+    from assay.store import Store, StoreError
+    from assay.studies.stored import fingerprint, read_stored, stored_runner_result
+
+    if not path.is_file():
+        return
+    try:
+        with Store(path) as db:
+            stored, _, config = read_stored(db, study)
+            mark = fingerprint(db, stored)
+            result = stored_runner_result(stored, path, config)
+            texts = {
+                str(w): _rendered(stored.kind, result, w) for w in {_width(stored.kind), *widths}
+            }
+            db.set_study_value(stored.study_id, SHOWN_KEY, {
+                "format": _SHOWN_FORMAT,
+                "fingerprint": mark,
+                "kind": stored.kind,
+                "store": str(path),  # the report names it as given: see _renamed
+                "texts": texts,
+                "json": to_json(result.as_dict()),
+                "status": _STATUS[stored.kind](result),
+                "note": unfinished(stored, result),
+            })  # fmt: skip
+    except (StudyError, StoreError, SpecError, ValueError, OSError):
+        return
+
+
+def recall_shown(path: Path, study: str | None) -> dict[str, Any] | None:
+    """What :func:`remember_shown` kept for the study, while it still holds (same
+    trials, sessions and Assay version); None otherwise.  Raises as
+    :func:`~assay.studies.stored.stored_result` does for a missing store or study."""
+    from assay.store import Store
+    from assay.studies.base import find_stored
+    from assay.studies.stored import fingerprint, study_name
+
+    with Store(path, read_only=True) as db:
+        stored = find_stored(db, study_name(db, study))
+        kept = db.study_value(stored.study_id, SHOWN_KEY)
+        if not isinstance(kept, dict) or kept.get("format") != _SHOWN_FORMAT:
+            return None
+        if [kept.get("fingerprint"), kept.get("kind")] != [fingerprint(db, stored), stored.kind]:
+            return None
+    texts, status, note = kept.get("texts"), kept.get("status"), kept.get("note")
+    fine = isinstance(texts, dict) and isinstance(kept.get("json"), str)
+    fine = fine and type(status) is int and (note is None or isinstance(note, str))
+    return kept if fine and isinstance(kept.get("store"), str) else None
+
+
+def _renamed(kept: dict[str, Any], text: str, path: Path) -> tuple[str, str] | None:
+    """The kept report and JSON naming the store as ``path`` does (they name it as the
+    study's command did), or None when the report's line naming it cannot be found."""
+    import json
+
+    from assay.report.export import to_json
+
+    old, new = str(kept["store"]), str(path)
+    if old == new:
+        return text, str(kept["json"])
+    lines = text.split("\n")
+    at = [i for i, line in enumerate(lines) if _SGR.sub("", line) == f"store: {old}"]
+    doc = json.loads(str(kept["json"]))
+    if len(at) != 1 or not isinstance(doc, dict) or doc.get("store") != old:
+        return None
+    lines[at[0]] = lines[at[0]].replace(old, new)
+    return "\n".join(lines), to_json({**doc, "store": new})
+
+
+_SGR = re.compile(r"\x1b\[[0-9;]*m")  # the styles rich writes
+
+
+def _rendered(kind: str, result: Any, width: int) -> str:
+    """The report as ``assay show`` prints it ``width`` columns wide, with its styles as
+    ANSI codes (a terminal's or a pipe's console drops or keeps them on replay)."""
+    import io
+
+    from assay.report.safe import SafeConsole
+
+    out = io.StringIO()
+    console = SafeConsole(file=out, width=width, force_terminal=True, color_system="256")
+    _render(kind, result, console)
+    return out.getvalue()
+
+
+def _unlinked(style: object) -> str | Style:
+    """The colours and attributes of a kept style, never its link (the store is data)."""
+    if not isinstance(style, Style):
+        return ""
+    plain = Style(
+        bold=style.bold, dim=style.dim, italic=style.italic, underline=style.underline,
+        strike=style.strike, reverse=style.reverse,
+    )  # fmt: skip
+    return Style.from_color(style.color, style.bgcolor) + plain
+
+
+def _replay(
+    console: Console, text: str, doc: str, kept: dict[str, Any], opts: dict[str, Any]
+) -> NoReturn:
+    """Print a kept report (its styles, never a link), write its JSON, end as it did."""
+    from rich.text import Span, Text
+
+    shown = Text.from_ansi(text.removesuffix("\n"))
+    shown.spans = [Span(s.start, s.end, _unlinked(s.style)) for s in shown.spans]
+    console.print(shown, soft_wrap=True)
+    write_outputs(opts, {"json_out": lambda: doc})
+    _end(console, kept["note"], kept["status"])
+
+
+def _render(kind: str, result: Any, console: Console) -> None:
     """The report of the study's own command."""
     if kind == "compare":
         from assay.report.compare import render_comparison
@@ -96,9 +238,9 @@ def _render(kind: str, result: Any, console: Console, opts: dict[str, Any]) -> N
 
         render_sweep(result, console)
     elif kind == "knobs":
-        from assay.cli.knobs import _report
+        from assay.report.knobs import render_knobs_result
 
-        _report(result, console, {"json_out": opts["json_out"], "csv_out": None, "plot": None})
+        render_knobs_result(result, console)
     else:
         from assay.report.terminal import render_result
 

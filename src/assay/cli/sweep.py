@@ -253,4 +253,7 @@ def sweep(target: str, **opts: Any) -> None:
         err.print(f"tile plot written to {plot}")
     if not opts["from_file"]:
         write_study_report(opts, store_path, spec.study.name, err)
+        from assay.cli.show import remember_shown
+
+        remember_shown(store_path, spec.study.name, (console.width,))
     sys.exit(exits.sweep_status(result))

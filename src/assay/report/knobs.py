@@ -58,6 +58,27 @@ CSV_FIELDS = [
 ]
 
 
+def render_knobs_result(result: Any, console: Console) -> None:
+    """A knob study's report (``assay knobs``, ``assay show``): the ranking, where its
+    samples came from, and what the tuning cost and tuning ran on."""
+    render_knobs(result.analysis, console, tune=result.tune, cost=result.cost)
+    if getattr(result, "reading", None) is not None:
+        for line in input_lines(result.reading):
+            console.print(line, style="dim")
+    if result.cost is not None and not result.tuned_on_model:
+        console.print(
+            "the tuning cost (top-k vs all knobs) is estimated on the random-forest "
+            "model of the samples, without measuring",
+            style="dim",
+        )
+    if result.tune is not None and result.tuned_on_model:
+        console.print(
+            "tuning ran on the random-forest model of the samples, not on the system: "
+            "measure the best configuration before trusting it",
+            style="dim",
+        )
+
+
 def input_lines(reading: Measurements) -> list[str]:
     """What ``--from`` used as knobs and what it left out, and why (plain text)."""
     lines = [

@@ -37,6 +37,7 @@ from assay.store import Store, TrialRecord, study_file
 from assay.template import render
 
 __all__ = [
+    "CONFIG_KEY",
     "NO_SESSION",
     "SPEC_KEY",
     "Executed",
@@ -68,6 +69,8 @@ NO_SESSION = 0
 #: ``studies`` table keeps the first session's.  Recorded as JSON text, as study values
 #: are stored with their keys sorted and the order of ``[sweep.params]`` matters.
 SPEC_KEY = "session_spec"
+#: The key under which a knob study records the [knobs] settings it ran with.
+CONFIG_KEY = "knobs_config"
 
 
 @dataclass

@@ -42,7 +42,13 @@ from assay.designs.knobs import (
 from assay.spec import KnobsSpec, Spec
 from assay.stats.objective import Objective, composite_score, parse_objective
 from assay.store import Store, TrialRecord
-from assay.studies.base import StudyError, StudyOptions, failure_summary, open_stored
+from assay.studies.base import (
+    CONFIG_KEY,
+    StudyError,
+    StudyOptions,
+    failure_summary,
+    open_stored,
+)
 from assay.studies.settings import (
     SettingsProgress,
     SettingsRunner,
@@ -59,8 +65,6 @@ Direction = Literal["higher", "lower"]
 
 #: Trials of the tuner's best configuration measured again for its CI.
 CONFIRM_TRIALS = 10
-#: The key under which a knob study records the [knobs] settings it ran with.
-CONFIG_KEY = "knobs_config"
 
 
 class KnobsInputError(ValueError):

@@ -10,7 +10,7 @@ from typing import Any
 
 from assay.errors import StudyError
 from assay.store import Store, TrialRecord, is_archived
-from assay.studies.base import StoredStudy, find_stored, open_stored
+from assay.studies.base import CONFIG_KEY, StoredStudy, find_stored, open_stored
 
 
 class NoSuchStudy(StudyError):
@@ -32,18 +32,33 @@ def stored_result(
 
 def read_stored(db: Store, study: str | None) -> tuple[StoredStudy, list[TrialRecord], Any]:
     """The study (named, or the store's only one), its trials and a knob study's config."""
-    from assay.studies.knobs import CONFIG_KEY
+    stored = find_stored(db, study_name(db, study))
+    return stored, open_stored(db, stored.name).trials, db.study_value(stored.study_id, CONFIG_KEY)
 
+
+def study_name(db: Store, study: str | None) -> str:
+    """``study`` when the store holds it, or the store's only study when None;
+    :class:`NoSuchStudy` names the store's studies otherwise."""
     names = [n for n in db.study_names() if not is_archived(n)]
     listed = ", ".join(repr(n) for n in names) or "none"
     if study is None:
         if len(names) != 1:
             raise NoSuchStudy(f"{db.path} holds {len(names)} studies; name one: {listed}")
-        study = names[0]
-    elif db.find_study(study) is None:
+        return names[0]
+    if db.find_study(study) is None:
         raise NoSuchStudy(f"{db.path}: no study named {study!r}; its studies: {listed}")
-    stored = find_stored(db, study)
-    return stored, open_stored(db, study).trials, db.study_value(stored.study_id, CONFIG_KEY)
+    return study
+
+
+def fingerprint(db: Store, stored: StoredStudy) -> list[Any]:
+    """What a result built from the store depends on besides the study file: its trials
+    (how many, the newest's id) and its sessions (the last one's id and whether it
+    ended), with Assay's version: equal fingerprints, equal results."""
+    from assay import __version__
+
+    count, newest = db.trial_span(stored.study_id)
+    last = stored.sessions[-1] if stored.sessions else {}
+    return [__version__, count, newest, last.get("id"), last.get("ended") is not None]
 
 
 def stored_runner_result(stored: StoredStudy, path: Path, config: Any) -> Any:
