@@ -153,8 +153,9 @@ def stop_options(f: F) -> F:
         click.option(
             "--min-rounds",
             type=click.IntRange(min=1),
-            help="assay run: rounds needed before stopping (default 10): rounds can differ "
-            "(process start, memory layout) in ways only more rounds show.",
+            help="Rounds needed before stopping (default 10; compare: cycles, only when "
+            "given): rounds can differ (process start, memory layout) in ways only more "
+            "rounds show.",
         ),
         click.option(
             "-w",
@@ -264,8 +265,12 @@ def is_study_file(target: tuple[str, ...]) -> bool:
 
 
 def spec_from_target(target: tuple[str, ...], opts: dict[str, Any]) -> tuple[Spec, Path]:
+    from assay.cli.hyperfine import apply_runs, refuse_in_study_file
+
+    apply_runs(opts)
     overrides = stop_overrides(opts)
     if is_study_file(target):
+        refuse_in_study_file(opts)
         spec = load_spec(target[0])
         if overrides:
             stop = spec.stop.model_copy(update=overrides)
@@ -278,8 +283,11 @@ def spec_from_target(target: tuple[str, ...], opts: dict[str, Any]) -> tuple[Spe
 def quick_spec(
     target: tuple[str, ...], opts: dict[str, Any], overrides: dict[str, Any]
 ) -> tuple[Spec, Path]:
+    from assay.cli.hyperfine import quick_steps
+
     argv = command_words(list(target), shell=bool(opts["shell"]))
     bench: dict[str, Any] = {"command": argv, "shell": bool(opts["shell"])}
+    quick_steps(bench, opts)
     if opts["timeout"] is not None:
         bench["timeout"] = opts["timeout"]
     if opts.get("prepare"):

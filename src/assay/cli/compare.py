@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -35,6 +35,15 @@ from assay.cli.common import (
     write_study_report,
 )
 from assay.cli.fractions import SHARE, WIDTH
+from assay.cli.hyperfine import (
+    apply_runs,
+    hyperfine_options,
+    quick_steps,
+    refuse_in_study_file,
+    scan_axes,
+    scan_variant_dicts,
+    write_hyperfine_exports,
+)
 from assay.cli.outputs import check_outputs, report_console
 from assay.cli.sections import SectionedCommand
 from assay.spec import Spec, SpecError, parse_spec_data
@@ -58,8 +67,11 @@ Study file: as for 'assay run' (see 'assay run --help'), plus two or more varian
 """
 
 
-def _split_commands(target: tuple[str, ...], *, shell: bool = False) -> list[list[str]]:
-    """``CMD_A ... -- CMD_B ...`` (the first ``--`` is consumed by the parser) -> argvs."""
+def _split_commands(
+    target: tuple[str, ...], *, shell: bool = False, scan: bool = False
+) -> list[list[str]]:
+    """``CMD_A ... -- CMD_B ...`` (the first ``--`` is consumed by the parser) -> argvs
+    (``scan``: exactly one command, whose values the scan puts in)."""
     args = list(target)
     if args and args[0] == "--":
         args = args[1:]
@@ -75,6 +87,13 @@ def _split_commands(target: tuple[str, ...], *, shell: bool = False) -> list[lis
     if one_per_string and not shell and all(any(c.isspace() for c in g) for g in groups[0]):
         groups = [[g] for g in groups[0]]  # hyperfine's habit: each command one string
     groups = [command_words(g, shell=shell) for g in groups]
+    if scan and len(groups) != 1:
+        raise SpecError(
+            f"a scan (-P/-L) runs one command with its values put in; got {len(groups)} "
+            "commands: e.g. assay compare -P t 1 4 -- sleep 0.0{t}"
+        )
+    if scan:
+        return groups
     if len(groups) < 2:
         raise SpecError(
             "assay compare needs at least two commands, each after its own '--': "
@@ -105,10 +124,12 @@ def _variant_names(groups: list[list[str]], given: tuple[str, ...]) -> list[str]
 
 
 def _compare_spec(target: tuple[str, ...], opts: dict[str, Any]) -> tuple[Spec, Path]:
+    apply_runs(opts)
     overrides = stop_overrides(opts)
     if opts["sequential"] is not None:
         overrides["sequential"] = opts["sequential"]
     if is_study_file(target):
+        refuse_in_study_file(opts)
         spec, store = spec_from_target(target, opts)
         if opts["sequential"] is not None:
             stop = spec.stop.model_copy(update={"sequential": opts["sequential"]})
@@ -119,16 +140,24 @@ def _compare_spec(target: tuple[str, ...], opts: dict[str, Any]) -> tuple[Spec, 
                 "[[variant]] entries (see 'assay compare --help')"
             )
         return spec, store
-    groups = _split_commands(target, shell=bool(opts["shell"]))
-    names = _variant_names(groups, opts["name"])
+    axes = scan_axes(opts)
+    groups = _split_commands(target, shell=bool(opts["shell"]), scan=bool(axes))
     bench: dict[str, Any] = {"command": groups[0], "shell": bool(opts["shell"])}
+    quick_steps(bench, opts)
     if opts["timeout"] is not None:
         bench["timeout"] = opts["timeout"]
     if opts["prepare"]:
         bench["reset"] = ["/bin/sh", "-c", opts["prepare"]]
     if opts["ignore_failure"]:
         bench["ignore_failure"] = True
-    variants = [{"name": n, "command": g} for n, g in zip(names, groups, strict=True)]
+    if axes:
+        if opts["name"]:
+            raise SpecError("--name: a scan's variants are named by their commands")
+        variants = scan_variant_dicts(groups[0], axes)
+        names = [v["name"] for v in variants]
+    else:
+        names = _variant_names(groups, opts["name"])
+        variants = [{"name": n, "command": g} for n, g in zip(names, groups, strict=True)]
     study = opts["study"] or quick_name(
         "compare", " vs ".join(names), {"benchmark": bench, "variants": variants}
     )
@@ -212,6 +241,7 @@ def _compare_spec(target: tuple[str, ...], opts: dict[str, Any]) -> tuple[Spec, 
     "--csv", "csv_out", metavar="PATH", help="Write one CSV row per variant ('-' = stdout)."
 )
 @stop_options
+@hyperfine_options
 @cluster_options
 def compare(target: tuple[str, ...], **opts: Any) -> None:
     """Decide which of several commands is best, in the least time (Pilot §III-F).
@@ -235,7 +265,37 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
     undecided and how many more rounds they need.
     """
     refuse_unknown_option(target)
-    target = hoist_options(target, opts)
+    _compare(hoist_options(target, opts), opts)
+
+
+#: compare's own options, as a scan from 'assay run -P/-L' leaves them
+_COMPARE_DEFAULTS: dict[str, Any] = {
+    "from_files": False,
+    "name": (),
+    "study": None,
+    "pi": None,
+    "alpha": None,
+    "sequential": None,
+    "require_ci_width": None,
+    "baseline": None,
+    "seed": None,
+    "fixed_order": None,
+}
+
+
+def scan_from_run(target: tuple[str, ...], opts: dict[str, Any]) -> NoReturn:
+    """``assay run -P/-L ...``: the scan is a comparison of its values (interleaved, so
+    that drift cannot fake a trend), run and reported as ``assay compare`` does."""
+    err = err_console()
+    refused = [f for k, f in (("baseline_file", "--baseline"),) if opts.get(k)]
+    if refused:
+        fail(err, f"{refused[0]}: not with a scan (-P/-L); compare the values with --fail-if-worse")
+    mine = {**_COMPARE_DEFAULTS, **opts, "study": opts.get("name"), "name": ()}
+    _compare(target, mine)
+    sys.exit(exits.OK)  # _compare exits
+
+
+def _compare(target: tuple[str, ...], opts: dict[str, Any]) -> None:
     if not opts["from_files"]:
         prepare_local_session(opts)
     from assay.report.compare import CSV_FIELDS, CompareProgressView, csv_rows, render_comparison
@@ -326,5 +386,6 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
         },
     )
     if not opts["from_files"]:
+        write_hyperfine_exports(opts, store_path, spec)
         write_study_report(opts, store_path, spec.study.name, err)
     sys.exit(exits.gate_status(result) if result.gates else exits.compare_status(result))

@@ -25,6 +25,8 @@ OUTPUTS = {
     "plot": "--plot",
     "html_out": "--output",
     "report_out": "--report",
+    "hyperfine_json": "--export-json",
+    "hyperfine_csv": "--export-csv",
 }
 NOT_TO_STDOUT = {"plot", "report_out"}  # binary or several files: a name is needed
 

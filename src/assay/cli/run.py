@@ -27,6 +27,7 @@ from assay.cli.common import (
     write_study_report,
 )
 from assay.cli.fractions import WIDTH
+from assay.cli.hyperfine import hyperfine_options, write_hyperfine_exports
 from assay.cli.outputs import check_outputs, report_console
 from assay.cli.sections import SectionedCommand
 from assay.spec import SpecError
@@ -93,6 +94,7 @@ Study file (TOML):
     "than PCT (e.g. 5%) with the study's confidence, 5 when that cannot be told, else 0.",
 )
 @stop_options
+@hyperfine_options
 @cluster_options
 def run(target: tuple[str, ...], **opts: Any) -> None:
     """Measure until every CI is as narrow as asked (Pilot's method).
@@ -115,6 +117,10 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
     """
     refuse_unknown_option(target)
     target = hoist_options(target, opts)
+    if opts["scan"] or opts["scan_lists"] or opts["scan_step"]:
+        from assay.cli.compare import scan_from_run
+
+        scan_from_run(target, opts)
     prepare_local_session(opts)
     # heavy imports (NumPy, SciPy, pandas) only once a command runs: --help stays fast
     from assay.report.export import to_csv, to_json
@@ -206,6 +212,7 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
             "markdown_out": lambda: run_markdown(result.study, data["pis"], comparisons),
         },
     )
+    write_hyperfine_exports(opts, store_path, spec)
     write_study_report(opts, store_path, spec.study.name, err)
     if baseline is not None and spec.stop.fail_if_worse is not None:
         sys.exit(exits.baseline_status(result, comparisons))

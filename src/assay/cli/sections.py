@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import click
 
-SECTIONS = ("Measurement", "Stopping rule and budget", "Output", "Store", "Where trials run")
+SECTIONS = (
+    "Measurement",
+    "Parameter scans (hyperfine's -P, -L)",
+    "Stopping rule and budget",
+    "Output",
+    "Store",
+    "Where trials run",
+)
 SECTION_OF = {
     **dict.fromkeys(
         (
@@ -21,7 +28,6 @@ SECTION_OF = {
             "pi",
             "seed",
             "fixed_order",
-            "runs",
             "repetitions",
             "sampler",
             "model",
@@ -46,9 +52,13 @@ SECTION_OF = {
             "lower_is_better",
             "against",
             "median",
+            "setup_cmd",
+            "cleanup_cmd",
+            "no_shell",
         ),
         "Measurement",
     ),
+    **dict.fromkeys(("scan", "scan_step", "scan_lists"), "Parameter scans (hyperfine's -P, -L)"),
     **dict.fromkeys(
         (
             "ci_width",
@@ -58,6 +68,7 @@ SECTION_OF = {
             "min_samples",
             "min_rounds",
             "alpha",
+            "runs",
             "require_ci_width",
             "start",
             "step",
@@ -76,6 +87,8 @@ SECTION_OF = {
             "quiet",
             "summary",
             "report_out",
+            "hyperfine_json",
+            "hyperfine_csv",
         ),
         "Output",
     ),

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from assay.designs.compare import PIComparison
     from assay.spec import StopSpec
     from assay.studies.compare import CompareProgress, CompareResult
+    from assay.studies.scan import ScanSummary
 
 CSV_FIELDS = [
     "study",
@@ -252,6 +253,8 @@ def render_comparison(res: CompareResult, console: Console) -> None:
         drop = MEDIAN_DROP_ORDER if c.statistic == "median" else COMPARE_DROP_ORDER
         lines.extend(fitted(_table(c, title), console, drop, label="variant"))
         lines.append(Text(_method_line(c), style="dim"))
+    if res.scan is not None:
+        lines.extend(scan_lines(res.scan))
     by = ", ".join(f"{n} {s}" for s, n in sorted(res.trials_by_status.items()))
     if res.sources:
         lines.append(Text(f"{res.decision.reason} · from {', '.join(res.sources)}"))
@@ -280,6 +283,45 @@ def render_comparison(res: CompareResult, console: Console) -> None:
         )
     )
     console.print(Group(*lines))
+
+
+def scan_lines(scan: ScanSummary) -> list[RenderableType]:
+    """The scan in its own order: each value's mean [CI] and its ratio to the best; then
+    the fitted trend of a numeric parameter (its slope's CI, whether the line fits)
+    and its knee."""
+    table = Table(title=f"scan: {scan.pi} by {', '.join(scan.parameters)}", title_justify="left")
+    for name in scan.parameters:
+        table.add_column(plain(name), justify="right")
+    table.add_column(f"{scan.pi} [CI]", justify="right")
+    table.add_column("× best", justify="right")
+    for r in scan.rows:
+        est = "n/a"
+        if r.mean is not None and r.low is not None and r.high is not None:
+            est = format_interval(r.mean, r.low, r.high, scan.unit)
+        ratio = "n/a" if r.ratio is None else f"{r.ratio:.2f}×"
+        table.add_row(*(plain(str(r.params[n])) for n in scan.parameters), est, ratio)
+    lines: list[RenderableType] = [table]
+    t = scan.trend
+    if t is not None:
+        slope, low, high = t.step
+        what = f"{t.per} of {scan.trend_parameter}"
+        shift = format_shift(slope, low, high, scan.unit)
+        fit = (
+            "the line fits the means within their CIs"
+            if t.fits
+            else f"the means depart from a line (p = {format_p(t.lack_of_fit_p)}): the CI is "
+            "widened by their scatter"
+        )
+        lines.append(
+            Text(
+                f"trend ({t.model}): {shift} {what} ({t.confidence:.0%} CI; weighted R² "
+                f"{t.r2:.3f}); {fit}"
+            )
+        )
+        if t.knee is not None:
+            lines.append(Text(f"{t.knee[0]} at {scan.trend_parameter} = {t.knee[1]:g}"))
+    lines.extend(Text(note, style="dim") for note in scan.notes)
+    return lines
 
 
 class CompareProgressView(LiveLine):

@@ -51,6 +51,26 @@ def to_json(data: Mapping[str, Any]) -> str:
     return json.dumps(_clean(data), indent=2, sort_keys=False, default=str)
 
 
+def hyperfine_json(results: Sequence[Mapping[str, Any]]) -> str:
+    """hyperfine's ``--export-json`` document of ``results``
+    (:func:`assay.studies.scan.hyperfine_results`)."""
+    return to_json({"results": list(results)}) + "\n"
+
+
+#: hyperfine's ``--export-csv`` columns (then a ``parameter_NAME`` column per parameter).
+HYPERFINE_CSV = ["command", "mean", "stddev", "median", "user", "system", "min", "max"]
+
+
+def hyperfine_csv(results: Sequence[Mapping[str, Any]]) -> str:
+    """hyperfine's ``--export-csv`` table of ``results``."""
+    params = list(results[0].get("parameters", {})) if results else []
+    rows = [
+        {**r, **{f"parameter_{p}": r.get("parameters", {}).get(p, "") for p in params}}
+        for r in results
+    ]
+    return rows_to_csv(HYPERFINE_CSV + [f"parameter_{p}" for p in params], rows)
+
+
 def to_csv(study: str, pis: Sequence[Mapping[str, Any]]) -> str:
     return rows_to_csv(CSV_FIELDS, [{"study": study, "pi": p["name"], **p} for p in pis])
 

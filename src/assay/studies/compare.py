@@ -58,6 +58,7 @@ from assay.studies.base import (
     watch_report,
 )
 from assay.studies.run import Segments, round_data
+from assay.studies.scan import ScanSummary, scan_summary
 
 #: The key under which a comparison's schedule (seed, order, variants) is stored.
 SCHEDULE_KEY = "compare_schedule"
@@ -106,6 +107,7 @@ class CompareResult:
     by_host: dict[str, PIComparison] = field(default_factory=dict)
     variants: list[str] = field(default_factory=list)  # in the order given (file, --from)
     gates: list[GateVerdict] = field(default_factory=list)  # --fail-if-worse, if asked
+    scan: ScanSummary | None = None  # variants that differ only in parameter values
 
     def as_dict(self) -> dict[str, Any]:
         d = self.decision
@@ -124,6 +126,7 @@ class CompareResult:
             "sources": self.sources,
             "by_host": {h: comparison_dict(c) for h, c in self.by_host.items()},
             "gate": [g.as_dict() for g in self.gates],
+            "scan": None if self.scan is None else self.scan.as_dict(),
         }
 
     def gate(self, threshold: float, baseline: str | None = None) -> list[GateVerdict]:
@@ -425,6 +428,13 @@ def decide_comparison(
     budget = cycles >= stop.max_rounds or elapsed >= stop.max_time
     if short and not budget:
         return CompareDecision(False, f"collecting: every variant needs {need} samples", None)
+    # min_rounds counts cycles here only when it is set (--runs, --min-rounds): a 2x gap
+    # is decided in 6-8 cycles, fewer than run's default of 10
+    asked = (
+        stop.min_rounds if stop.min_rounds != type(stop).model_fields["min_rounds"].default else 0
+    )
+    if cycles < asked and not budget:
+        return CompareDecision(False, f"collecting: {asked} cycles asked", None)
     ci_met = None
     if stop.require_ci_width:
         ci_met = (
@@ -680,6 +690,7 @@ class CompareRunner(Study):
             by_host=by_host,
             warnings=warnings,
             resources=by_variant or None,
+            scan=scan_summary(self.spec, comparisons[0]),
             **execution_fields(st),
         )
 
