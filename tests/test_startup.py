@@ -347,3 +347,41 @@ def test_every_listed_command_loads_and_is_what_its_line_says() -> None:
         first = (command.help or "").strip().splitlines()[0]
         # the listing's line is the command's own first line, or says the same shorter
         assert first.split()[0] == COMMANDS[name][1].split()[0], (name, first)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "run",
+        "compare",
+        "order",
+        "sweep",
+        "knobs",
+        "show",
+        "report",
+        "ls",
+        "export",
+        "rm",
+        "gc",
+        "history",
+    ],
+)
+def test_a_subcommands_help_imports_neither_pydantic_nor_numpy(command: str) -> None:
+    """Issue #35: ``assay run --help`` took 263 ms: cli/common imported the study-file
+    models (pydantic) and the store (NumPy) to catch their errors."""
+    code = (
+        "import sys\n"
+        "from assay.cli import main\n"
+        "try:\n"
+        f"    main([{command!r}, '--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = sorted(m for m in ('pydantic', 'numpy', 'scipy', 'pandas', 'assay.spec')"
+        " if m in sys.modules)\n"
+        "print('HEAVY', heavy)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    assert "HEAVY []" in out, out
+    assert "Usage: " in out

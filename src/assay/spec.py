@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from assay.errors import SpecError as SpecError  # re-exported: assay.spec.SpecError
 from assay.knob_range import range_problem
 from assay.rolespec import (
     RoleStepsSpec,
@@ -47,10 +48,6 @@ from assay.template import placeholders
 
 if TYPE_CHECKING:
     from assay.designs.space import ParameterSpace
-
-
-class SpecError(ValueError):
-    """A study file is invalid; the message names the file, the field and what was expected."""
 
 
 #: Longest timeout a study may ask for (s); a timer much longer overflows the clock.

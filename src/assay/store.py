@@ -56,6 +56,8 @@ from typing import Any
 
 import numpy as np
 
+from assay.errors import NotAStoreError as NotAStoreError  # re-exported
+from assay.errors import StoreError as StoreError  # re-exported
 from assay.journal import Journal, read_lines
 
 SCHEMA_VERSION = 1
@@ -169,15 +171,6 @@ CREATE TABLE IF NOT EXISTS host_samples (
     PRIMARY KEY (host_run_id, series)
 );
 """
-
-
-class StoreError(RuntimeError):
-    """The store cannot be opened or written; the message says which file and why."""
-
-
-class NotAStoreError(StoreError):
-    """The path is no results store at all (missing, a folder, empty, not SQLite, no
-    Assay tables, damaged): bad input, unlike a store that cannot be read just now."""
 
 
 class StudyBusyError(StoreError):

@@ -23,10 +23,11 @@ from rich.text import Text
 
 from assay.cli import exits
 from assay.cli.fractions import SHARE, WIDTH
-from assay.errors import StudyError
+from assay.errors import NotAStoreError, SpecError, StoreError, StudyError
 from assay.report.safe import SafeConsole, plain
-from assay.spec import Spec, SpecError, StopSpec, load_spec, parse_spec_data, slug
-from assay.store import NotAStoreError, StoreError
+
+if TYPE_CHECKING:
+    from assay.spec import Spec
 
 
 def err_console() -> Console:
@@ -271,6 +272,8 @@ def spec_from_target(target: tuple[str, ...], opts: dict[str, Any]) -> tuple[Spe
     overrides = stop_overrides(opts)
     if is_study_file(target):
         refuse_in_study_file(opts)
+        from assay.spec import StopSpec, load_spec  # pydantic: not for --help
+
         spec = load_spec(target[0])
         if overrides:
             stop = spec.stop.model_copy(update=overrides)
@@ -298,6 +301,8 @@ def quick_spec(
     data: dict[str, Any] = {"study": {"name": name}, "benchmark": bench, "stop": overrides}
     if opts.get("median"):  # how readings are summed up: the same study, resumed
         data["pi"] = [{"name": "wall_time", "unit": "s", "statistic": "median"}]
+    from assay.spec import parse_spec_data
+
     return quick_store(parse_spec_data(data, source="command line"), opts)
 
 
@@ -364,6 +369,8 @@ def quick_name(kind: str, command: str, measurement: dict[str, Any]) -> str:
     'quick sleep-0-01 fefca889'
     """
     digest = hashlib.sha256(json.dumps(measurement, sort_keys=True).encode()).hexdigest()
+    from assay.spec import slug
+
     return f"{kind} {slug(command)[:40]} {digest[:8]}"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -46,7 +46,10 @@ from assay.cli.hyperfine import (
 )
 from assay.cli.outputs import check_outputs, report_console
 from assay.cli.sections import SectionedCommand
-from assay.spec import Spec, SpecError, parse_spec_data
+from assay.errors import SpecError
+
+if TYPE_CHECKING:
+    from assay.spec import Spec
 
 # assay.designs.compare.SEQUENTIAL_RULES, not imported: the CLI starts without NumPy
 SEQUENTIAL_CHOICES = ("always-valid", "looks", "every-cycle")
@@ -164,6 +167,8 @@ def _compare_spec(target: tuple[str, ...], opts: dict[str, Any]) -> tuple[Spec, 
     data = {"study": {"name": study}, "benchmark": bench, "variant": variants, "stop": overrides}
     if opts["median"]:  # how readings are summed up: the same study, resumed
         data["pi"] = [{"name": "wall_time", "unit": "s", "statistic": "median"}]
+    from assay.spec import parse_spec_data
+
     return quick_store(parse_spec_data(data, source="command line"), opts)
 
 

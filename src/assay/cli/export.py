@@ -14,7 +14,7 @@ import click
 from assay.cli import exits
 from assay.cli.common import err_console, fail
 from assay.cli.outputs import unwritable
-from assay.store import StoreError
+from assay.errors import StoreError
 
 if TYPE_CHECKING:
     from assay.studies.export import Table

@@ -10,8 +10,8 @@ import click
 
 from assay.cli import exits
 from assay.cli.common import err_console, fail, quick_store_path
+from assay.errors import NotAStoreError, StoreError
 from assay.report.safe import plain
-from assay.store import NotAStoreError, Store, StoreError, StudyBusyError
 
 _UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
@@ -63,6 +63,8 @@ def gc(age: str, store: str | None, dry_run: bool) -> None:
         fail(err, f"{path}: no such store", exits.USAGE)
     cutoff = time.time() - seconds
     try:
+        from assay.store import Store, StudyBusyError  # NumPy: not for --help
+
         with Store(path) as st:
             old = [o.name for o in st.overview() if (o.last_trial or o.created) < cutoff]
             for name in old:

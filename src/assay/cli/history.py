@@ -17,7 +17,7 @@ from assay.cli import exits
 from assay.cli.common import err_console, fail, stored_study_errors, study_errors, write_outputs
 from assay.cli.outputs import check_outputs, report_console
 from assay.cli.sections import SectionedCommand
-from assay.spec import SpecError
+from assay.errors import SpecError
 
 HISTORY_HELP = """
 \b

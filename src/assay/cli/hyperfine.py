@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import click
 
-from assay.spec import SpecError
+from assay.errors import SpecError
 
 F = TypeVar("F", bound=Callable[..., Any])
 

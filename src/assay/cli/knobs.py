@@ -24,7 +24,7 @@ from assay.cli.common import (
 )
 from assay.cli.outputs import check_outputs, report_console
 from assay.cli.sections import SectionedCommand
-from assay.spec import SpecError
+from assay.errors import SpecError
 
 KNOBS_FILE_HELP = """
 \b

@@ -12,8 +12,8 @@ from rich.text import Text
 from assay.cli import exits
 from assay.cli.common import err_console, fail, quick_store_path
 from assay.cli.outputs import report_console
+from assay.errors import StoreError
 from assay.report.safe import plain
-from assay.store import StoreError
 
 LS_HELP = """
 \b

@@ -22,7 +22,7 @@ from assay.cli.common import (
 from assay.cli.fractions import SHARE
 from assay.cli.outputs import check_outputs, report_console
 from assay.cli.sections import SectionedCommand
-from assay.spec import SpecError, load_spec
+from assay.errors import SpecError
 
 ORDER_FILE_HELP = """
 \b
@@ -135,6 +135,8 @@ def order(target: str, **opts: Any) -> None:
                 )
             result = order_from_csv(target, alpha=opts["alpha"] or 0.05, unit=opts["unit"] or "")
         else:
+            from assay.spec import load_spec
+
             spec = load_spec(target)
             if len(spec.tests) < 2:
                 raise SpecError(

@@ -13,8 +13,8 @@ from typing import Any, TextIO, cast
 
 from rich.console import Console
 
+from assay.errors import SpecError
 from assay.report.safe import SafeConsole
-from assay.spec import SpecError
 
 # option key -> the option's name, for every command's file outputs ('-' = stdout)
 OUTPUTS = {
@@ -42,7 +42,7 @@ def check_outputs(opts: Mapping[str, Any], plot_suffixes: tuple[str, ...] = ()) 
     >>> check_outputs({"json_out": "-", "csv_out": "-"})
     Traceback (most recent call last):
     ...
-    assay.spec.SpecError: --json and --csv both write to stdout ('-'): give one of them a file
+    assay.errors.SpecError: --json and --csv both write to stdout ('-'): give one of them a file
     """
     dashes = [flag for k, flag in OUTPUTS.items() if opts.get(k) == "-"]
     if len(dashes) > 1:

@@ -14,7 +14,7 @@ import click
 from assay.cli.common import err_console, fail, stored_study_errors, write_outputs
 from assay.cli.outputs import check_outputs, unwritable
 from assay.cli.sections import SectionedCommand
-from assay.spec import SpecError
+from assay.errors import SpecError
 
 REPORT_HELP = """
 The page: what was run (command, parameters, settings, environment), every PI with

@@ -8,8 +8,8 @@ import click
 
 from assay.cli import exits
 from assay.cli.common import err_console, fail, quick_store_path
+from assay.errors import NotAStoreError, StoreError
 from assay.report.safe import plain
-from assay.store import NotAStoreError, Store, StoreError
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -35,6 +35,8 @@ def rm(studies: tuple[str, ...], store: str | None) -> None:
     if not path.is_file():
         fail(err, f"{path}: no such store", exits.USAGE)
     try:
+        from assay.store import Store  # NumPy: not for --help
+
         with Store(path) as st:
             known = {o.name for o in st.overview()}
             missing = [s for s in studies if s not in known]

@@ -30,7 +30,7 @@ from assay.cli.fractions import WIDTH
 from assay.cli.hyperfine import hyperfine_options, write_hyperfine_exports
 from assay.cli.outputs import check_outputs, report_console
 from assay.cli.sections import SectionedCommand
-from assay.spec import SpecError
+from assay.errors import SpecError
 
 STUDY_FILE_HELP = """
 \b

@@ -11,7 +11,7 @@ import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 from rich.console import Console
@@ -21,8 +21,10 @@ from assay.cli import exits
 from assay.cli.common import err_console, fail, stored_study_errors, write_outputs
 from assay.cli.outputs import check_outputs, report_console
 from assay.cli.sections import SectionedCommand
-from assay.spec import SpecError
-from assay.store import TrialRecord
+from assay.errors import SpecError
+
+if TYPE_CHECKING:
+    from assay.store import TrialRecord
 
 SHOW_HELP = """
 \b

@@ -23,7 +23,7 @@ from assay.cli.common import (
 from assay.cli.fractions import SHARE, WIDTH
 from assay.cli.outputs import check_outputs, report_console
 from assay.cli.sections import SectionedCommand
-from assay.spec import SpecError, load_spec
+from assay.errors import SpecError
 
 SWEEP_FILE_HELP = """
 \b
@@ -203,6 +203,8 @@ def sweep(target: str, **opts: Any) -> None:
             given += ["--one-hot"] if opts["one_hot"] != "auto" else []
             if given:
                 raise SpecError(f"{', '.join(given)}: only used with --from")
+            from assay.spec import load_spec
+
             spec = _overrides(load_spec(target), {**opts})
             if spec.sweep is None:
                 raise SpecError(
