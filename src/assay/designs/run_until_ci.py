@@ -364,8 +364,12 @@ def analyze_samples(
     ci, sub = got
     plain = ci
     skew = 0.0
+    positive_note = ""
     if pi.mean == "arithmetic":
         ci, skew = skew_corrected(ci, sub.means)
+        if ci.low < 0.0 < ci.mean and sub.means.size >= 2 and bool(np.all(sub.means > 0)):
+            ci = positive_interval(plain, sub.means)
+            positive_note = POSITIVE_NOTE
     rel = ci.relative_half_width
     met = ci.n >= stop.min_samples and rel <= stop.ci_width
     required: int | None = None
@@ -399,7 +403,7 @@ def analyze_samples(
         rounds_rejected=rejected,
         required_raw=required,
         met=met,
-        note=_skew_note(skew),
+        note="; ".join(n for n in (_skew_note(skew), positive_note) if n),
         extra={"skewness": skew} if abs(skew) >= SKEW_NOTE else {},
     )
 
@@ -432,6 +436,27 @@ def skew_corrected(ci: MeanCI, means: np.ndarray) -> tuple[MeanCI, float]:
         return ci, 0.0
     factor = max(ci.half_width / plain.half_width, 1.0)
     return widen(hall_interval(means, ci.confidence, skewness=g), factor), g
+
+
+#: What the report says when a PI's interval is Cox's (:func:`positive_interval`).
+POSITIVE_NOTE = (
+    "every reading is positive but the t-interval crossed zero (a heavy spread): the CI "
+    "is Cox's log-normal interval for the mean, positive and asymmetric"
+)
+
+
+def positive_interval(ci: MeanCI, means: np.ndarray) -> MeanCI:
+    """Cox's interval (:func:`~assay.stats.skewed_mean.cox_interval`) for the mean of the
+    positive merged samples ``means``, widened by the factor ``ci`` (their t-interval,
+    maybe widened for residual autocorrelation) has over the plain t-interval: a rate, a
+    count or a total whose t-interval crosses zero (``6858 rows/s ± 11403``) gets
+    bounds that stay positive."""
+    from assay.stats.skewed_mean import cox_interval
+
+    plain = t_interval(means, ci.confidence)
+    factor = ci.half_width / plain.half_width if plain.half_width > 0 else 1.0
+    widen_by = factor if math.isfinite(factor) and factor > 1.0 else 1.0
+    return cox_interval(means, ci.confidence, widen_by=widen_by)
 
 
 def _skew_note(skew: float) -> str:

@@ -19,6 +19,7 @@ import numpy as np
 
 from assay.execute.monitor import rounds_summary
 from assay.stats.intervals import t_interval
+from assay.stats.skewed_mean import cox_interval
 
 __all__ = ["CONFIDENCE", "number", "pi_block", "resource_block", "round_line", "rounds"]
 
@@ -30,17 +31,23 @@ GIB = float(2**30)
 def rounds(values: Sequence[float], confidence: float = CONFIDENCE) -> dict[str, Any]:
     """The round-count summary of per-round ``values`` (NaN left out), in the form of
     :func:`~assay.execute.monitor.rounds_summary`; five rounds or more: the mean's
-    Student-t interval (:func:`~assay.stats.intervals.t_interval`).
+    Student-t interval (:func:`~assay.stats.intervals.t_interval`), or, when that crosses
+    zero for positive rounds, Cox's log-normal one
+    (:func:`~assay.stats.skewed_mean.cox_interval`), which stays positive.
 
     >>> rounds([2.0])
     {'rounds': 1, 'value': 2.0}
     >>> rounds([1.0, 2.0, 3.0, 4.0, 5.0])["high"] > 3.0
+    True
+    >>> rounds([1.0, 1.0, 1.0, 1.0, 400.0])["low"] > 0
     True
     """
     x = [float(v) for v in values if math.isfinite(v)]
     if len(x) < 5:
         return rounds_summary(x, confidence)
     ci = t_interval(x, confidence)
+    if ci.low < 0.0 < min(x):  # a rate or a total of positive rounds: Cox's interval
+        ci = cox_interval(x, confidence)
     return {
         "rounds": len(x),
         "mean": ci.mean,
