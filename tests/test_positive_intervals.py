@@ -89,3 +89,13 @@ def test_elect_summaries_of_positive_rounds_stay_positive() -> None:
     assert rounds([10.0, 11.0, 12.0, 11.0, 10.0])["low"] == pytest.approx(
         t_interval([10.0, 11.0, 12.0, 11.0, 10.0]).low
     )
+
+
+def test_a_compared_variant_of_positive_readings_gets_a_positive_ci() -> None:
+    from assay.stats.compare import analyze_variant
+
+    rng = np.random.default_rng(5)
+    x = next(x for x in (rng.lognormal(-7.0, 2.5, 6) for _ in range(200)) if t_interval(x).low < 0)
+    v = analyze_variant(x)
+    assert 0 < v.ci.low <= v.mean <= v.ci.high
+    assert v.var == pytest.approx(float(np.var(x, ddof=1)) * v.residual_factor**2)

@@ -602,6 +602,12 @@ def analyze_variant(
     ci, sub = got
     merged = sub.means
     factor = _widening(ci, merged, c)
+    if ci.low < 0.0 < ci.mean and merged.size >= 2 and bool(np.all(merged > 0)):
+        # a rate or a time of positive samples whose t-interval crosses zero: the CI
+        # shown is Cox's, positive (the tests keep the variance below)
+        from assay.stats.skewed_mean import cox_interval
+
+        ci = cox_interval(merged, c, widen_by=factor)
     return VariantStats(
         mean=ci.mean,
         var=float(np.var(merged, ddof=1)) * factor * factor,
