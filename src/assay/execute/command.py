@@ -68,9 +68,10 @@ class CommandResult:
     error: str = ""
     cpu_user: float = 0.0
     cpu_system: float = 0.0
-    # the command's peak (wait4); at least Assay's own at the spawn (vfork: the kernel
-    # records the shared address space's peak at the exec)
-    max_rss_kib: int = 0
+    # the command's peak (wait4), or None when it is not above Assay's own peak at the
+    # spawn: with vfork the kernel records the shared address space's peak at the exec,
+    # so a smaller command reads as Assay's size (55 MB for every 'sleep 0.01')
+    max_rss_kib: int | None = 0
     extra: dict[str, float] = field(default_factory=dict)
     # perf_counter() at the spawn and at the reap: what lies between two trials' stamps
     # is Assay's own cost (see LocalExecutor); None when the command never started
@@ -279,6 +280,7 @@ def run_command(
         try:
             try:
                 launch = _Launch(exec_argv(args, shell), full_env, cwd)
+                own_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
                 tree.enter()  # the command is born where the tree holds it
                 started = time.time()
                 t0 = time.perf_counter()
@@ -340,11 +342,21 @@ def run_command(
         error=error,
         cpu_user=usage.ru_utime,
         cpu_system=usage.ru_stime,
-        max_rss_kib=int(usage.ru_maxrss),
+        max_rss_kib=_own_peak(int(usage.ru_maxrss), own_peak),
         spawned=t0,
         reaped=end,
         output=out,
     )
+
+
+def _own_peak(child_kib: int, assay_kib: int) -> int | None:
+    """The command's peak RSS from wait4, or None when it is Assay's (see
+    :attr:`CommandResult.max_rss_kib`).
+
+    >>> _own_peak(120_000, 55_000), _own_peak(55_000, 55_000)
+    (120000, None)
+    """
+    return child_kib if child_kib > assay_kib else None
 
 
 # Popen's restore_signals: what Python ignores must not stay ignored in the command
