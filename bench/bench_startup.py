@@ -103,12 +103,68 @@ def compile_bytecode(tree: str) -> None:
     )
 
 
+#: ``--peers``: each tool's --version, --help and its run command's --help, timed from
+#: launch to exit (hyperfine 1.15 and pyperf 2.10 where installed: ``apt-get install
+#: hyperfine``, ``pip install pyperf``).
+PEERS = {
+    "assay": [
+        [sys.executable, "-m", "assay", "--version"],
+        [sys.executable, "-m", "assay", "--help"],
+        [sys.executable, "-m", "assay", "run", "--help"],
+    ],
+    "hyperfine": [["hyperfine", "--version"], ["hyperfine", "--help"]],
+    "pyperf": [  # (it has no --version)
+        [sys.executable, "-m", "pyperf", "--help"],
+        [sys.executable, "-m", "pyperf", "command", "--help"],
+    ],
+}
+
+
+def peers(launches: int) -> None:
+    """Launch-to-exit times of the tools' --version and --help, interleaved."""
+    runnable = {
+        tool: cmds
+        for tool, cmds in PEERS.items()
+        if subprocess.run(cmds[0], capture_output=True, check=False).returncode == 0
+    }
+    times: dict[str, list[float]] = {
+        " ".join(c[-2:]): [] for cmds in runnable.values() for c in cmds
+    }
+    labels = {" ".join(c[-2:]): (tool, c) for tool, cmds in runnable.items() for c in cmds}
+    for _ in range(launches):
+        for key, (_, cmd) in labels.items():
+            t0 = time.perf_counter()
+            subprocess.run(cmd, capture_output=True, check=False)
+            times[key].append(time.perf_counter() - t0)
+    load = os.getloadavg()
+    print(
+        f"Machine: {platform.node()}, {os.cpu_count()} cores; "
+        f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; load {load[0]:.2f} {load[1]:.2f} "
+        f"{load[2]:.2f}; {launches} launches each, interleaved\n"
+    )
+    print("| tool | command | median | min |")
+    print("|---|---|---|---|")
+    for key, (tool, cmd) in labels.items():
+        shown = " ".join(
+            ["assay" if tool == "assay" else tool, *cmd[3 if cmd[0] == sys.executable else 1 :]]
+        )
+        ts = times[key]
+        med, low = statistics.median(ts) * 1e3, min(ts) * 1e3
+        print(f"| {tool} | `{shown}` | {med:.0f} ms | {low:.0f} ms |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--launches", type=int, default=10)
+    ap.add_argument(
+        "--peers", action="store_true", help="time --version/--help beside hyperfine and pyperf"
+    )
     ap.add_argument("--src", action="append", default=[], help="also run this source tree")
     ap.add_argument("--no-installed", action="store_true", help="run only the --src trees")
     args = ap.parse_args()
+    if args.peers:
+        peers(args.launches)
+        return
     trees = [] if args.no_installed else [""]  # "": the installed tree
     trees += [str(Path(s).resolve()) for s in args.src]
     variants = [(t, q, c) for t in trees for q in (False, True) for c in (True, False)]
