@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import sqlite3
@@ -605,3 +606,22 @@ def test_the_mean_over_cores_leaves_out_a_core_without_a_share() -> None:
     r = summarize(s)
     assert r.stats["cpu_mean"].p95 == pytest.approx(50.0)
     assert r.stats["cpu"].p95 == pytest.approx(50.0)
+
+
+def test_a_paced_watch_counts_its_sampling_threads_cpu_in_its_cost() -> None:
+    """Issue #44: the watch cost 1-5% of a busy machine's time against its 1% budget:
+    the pace counted only the reads around a trial, not the sampling thread's CPU during
+    it, which the report counts.  A thread that (by this fake clock) spends 0.5 s per
+    sample holds the next trials of the kind back for 0.5 / 1% = 50 s at least."""
+    ticks = itertools.count()
+    m = ResourceMonitor(interval=0.005, paced=True, budget=0.01, clock=lambda: 0.5 * next(ticks))
+    m._first_in_thread = False  # the first read in start(): only the thread's are "costly"
+    try:
+        watched = 0
+        for _ in range(30):
+            m.start()
+            time.sleep(0.03)
+            watched += bool(m.stop().series)
+        assert watched == 1
+    finally:
+        m.close()

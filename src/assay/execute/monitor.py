@@ -47,6 +47,7 @@ import functools
 import itertools
 import math
 import os
+import statistics
 import threading
 import time
 from collections import deque
@@ -575,8 +576,9 @@ class MonitorSamples:
         return summarize(self.series)
 
 
-#: A paced watch's cost is the least of its last few watched trials' (the first
-#: trials pay NumPy's and the caches' warm-up).
+#: A paced watch's cost is the median of its last few watched trials' (the least of
+#: them let a busy machine's slower reads spend 1-5% of the time against the 1% budget;
+#: the first trials, which pay NumPy's and the caches' warm-up, soon leave the window).
 PACE_COSTS = 4
 #: How far back a paced watch looks for the kinds of trial run since a kind's last one.
 PACE_KINDS_WINDOW = 64
@@ -595,7 +597,8 @@ class ResourceMonitor:
 
     ``paced``: after a watched trial, the next trials of its kind (``key``) go
     unwatched (stop() returns empty series) until the watch's own cost (its start and
-    stop, wall time; the least of the last :data:`PACE_COSTS`) is at most ``budget`` of
+    stop, wall time, and its sampling thread's CPU time during the trial; the median of
+    the last :data:`PACE_COSTS`) is at most ``budget`` of
     the time since that trial's start, shared with the other kinds run in between
     (a comparison's interleaved variants share it; a sweep's settings run one after
     the other do not); as Pilot keeps its sampling under an overhead threshold.
@@ -815,11 +818,14 @@ class ResourceMonitor:
         cost = self._start_cost + now - c0 + self._first_cost
         series[WATCH_COST_KEY] = np.array([cost])
         if self.paced:
-            self._costs.append(cost)
+            # its whole cost, as the report counts it: the reads around the trial and
+            # the sampling thread's CPU during it (on a busy machine the thread's share
+            # grew and the reads alone kept it 1-5% against the budget's 1%)
+            self._costs.append(cost + (cpu_s if math.isfinite(cpu_s) else 0.0))
             if len(self._skip_until) > 1024:  # a sweep's settings: keep the waiting ones
                 self._skip_until = {k: t for k, t in self._skip_until.items() if t > now}
             # each kind paced on its own, k kinds in turn: together within the budget
-            wait = min(self._costs) * self._kinds_in_turn() / self.budget
+            wait = statistics.median(self._costs) * self._kinds_in_turn() / self.budget
             self._skip_until[self._recent[-1]] = self._armed_at + wait
         return MonitorSamples(series)
 
