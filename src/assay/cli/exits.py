@@ -96,10 +96,11 @@ def order_status(result: Any) -> int:
 
 
 def sweep_status(result: Any) -> int:
-    """``assay sweep``: the R² target met, or the whole space measured."""
+    """``assay sweep``: the R² target met, or the whole space measured (by the loop, or
+    a small grid measured whole at once and analysed as a designed experiment)."""
     if len(result.measured) == 0 or not result.steps:
         return NO_RESULT
-    return OK if result.steps[-1].reason in ("r2", "exhausted") else SHORT
+    return OK if result.steps[-1].reason in ("r2", "exhausted", "grid") else SHORT
 
 
 def knobs_status(result: Any) -> int:

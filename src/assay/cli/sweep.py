@@ -159,6 +159,10 @@ def sweep(target: str, **opts: Any) -> None:
     more until every validation R² reaches 0.9, or the budget is spent. Then report
     the significant parameters with their share of variance and their knee and
     turning points, and where results should be reported. Resumes if interrupted.
+    Once every setting is measured, repetitions are replicates: the ANOVA tests against
+    the spread between them. A grid no bigger than the first batch (or too small for
+    held-out R²: one parameter) is measured whole at once and analysed as a designed
+    experiment.
     """
     from assay.report.export import rows_to_csv, to_json
     from assay.report.sweep import SweepProgressView, measured_csv_rows, render_sweep
@@ -239,7 +243,12 @@ def sweep(target: str, **opts: Any) -> None:
             "csv_out": lambda: rows_to_csv(*measured_csv_rows(result)),
         },
     )
-    if plot is not None and len(result.measured):
+    if plot is not None and len(result.measured) and len(result.params) < 2:
+        from assay.report.sweep import settings_plot
+
+        settings_plot(result, plot)  # one parameter: no tiles, each setting's mean and CI
+        err.print(f"plot of each setting's mean and CI written to {plot}")
+    elif plot is not None and len(result.measured):
         from assay.report.tile import tile_plot
 
         tile_plot(

@@ -14,6 +14,17 @@ otherwise measure δ% (5%) more.  ANOVA uses main effects alone when they reach 
 threshold on all 10 splits, otherwise main effects + two-way interactions (§3.1); in
 each fit terms with p > 0.05 are dropped and the model refitted.  A budget (settings)
 also ends the loop.  The train share of a split is not given in the paper; 80% is used.
+With one parameter there is no two-way interaction: the model is main effects alone.
+
+A grid no bigger than the first batch, or than the fewest settings whose splits can
+judge the model at all (:attr:`IncrementalSampling.min_settings`: a training part
+with more settings than the main-effects model has parameters and a validation part of
+two settings, R² of one being undefined), is **measured whole at once** and analysed as
+a designed experiment (:attr:`IncrementalSampling.whole_grid`, step reason ``"grid"``):
+the held-out R² rule is not meaningful there, every setting is measured, and the ANOVA
+uses each setting's repetitions as replicates (the pure error, see
+:mod:`assay.stats.anova`).  Its form is main effects, or main effects + two-way
+interactions when their lack of fit against the pure error is significant.
 
 :func:`analyse` fits the chosen model on all measured settings and reports the
 significant terms with their share of variance and their important points (Algorithms
@@ -28,7 +39,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -36,7 +47,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from assay.stats.anova import AnovaTable, CategoricalAnova, Encoder, TermRow, term_name
+from assay.stats.anova import AnovaTable, CategoricalAnova, Encoder, FTest, TermRow, term_name
+from assay.stats.intervals import t_interval
 from assay.stats.models import MODELS, make_model, r2_score, split_indices, validation_r2
 from assay.stats.trends import ImportantPoint, TermEffects, important_points
 from assay.values import finite_or_none as _f
@@ -56,6 +68,7 @@ __all__ = [
     "compare_systems",
     "material_terms",
     "mismatch",
+    "setting_intervals",
     "simulate",
     "summarise",
 ]
@@ -63,6 +76,11 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 Form = Literal["main", "main+2way"]
+#: The form of a whole grid's step: no held-out R², analysed as a designed experiment.
+DESIGNED = "designed"
+#: :func:`analyse`'s form for a designed experiment: main effects, plus the two-way
+#: interactions when the lack of fit of main effects against the pure error is significant.
+LACK_OF_FIT = "lack-of-fit"
 
 
 # --------------------------------------------------------------------------- step
@@ -152,7 +170,7 @@ def _anova_split_r2(
 ) -> FloatArray:
     out = np.full(len(splits), np.nan)
     for k, (tr, va) in enumerate(splits):
-        m = CategoricalAnova(interactions=interactions, alpha=alpha)
+        m = CategoricalAnova(interactions=interactions, alpha=alpha, pure_error=False)
         m.encoder_ = enc
         m.fit_codes(codes[tr], y[tr])
         if m.insufficient_:  # saturated: the paper's "not enough samples"
@@ -175,6 +193,8 @@ def _form_r2(
     form: str = "auto",
 ) -> tuple[str, FloatArray, FloatArray]:
     """(form, R² per split, main-only R² per split) for the measured settings."""
+    if len(enc.names) < 2 and form in ("auto", "main+2way"):
+        form = "main"  # one parameter: no two-way interaction to add
     if len(y) < 3:
         return ("main" if form == "auto" else form), np.full(splits, np.nan), np.zeros(0)
     if model != "anova":
@@ -233,6 +253,7 @@ class IncrementalSampling:
     _enc: Encoder = field(init=False, repr=False)
     _key: dict[Any, int] = field(init=False, repr=False)
     _cache: tuple[bytes, StepResult] | None = field(init=False, repr=False, default=None)
+    _least: int | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
         if len(self.candidates) == 0:
@@ -256,6 +277,7 @@ class IncrementalSampling:
         if len(set(keys)) != len(keys):
             raise ValueError("the candidate settings contain duplicate rows")
         self._key = {k: i for i, k in enumerate(keys)}
+        self._least = self._fewest()
 
     @property
     def params(self) -> list[str]:
@@ -268,6 +290,43 @@ class IncrementalSampling:
     @property
     def max_settings(self) -> int:
         return self.n_candidates if self.budget is None else min(self.budget, self.n_candidates)
+
+    @property
+    def min_settings(self) -> int | None:
+        """The fewest settings whose train/validation splits can judge the model: a
+        training part with more settings than the main-effects ANOVA has parameters
+        (one more for the other models), and at least 2 validation settings (the R² of
+        one is undefined); ``None`` when no number up to the grid's size can (one
+        parameter: each setting is a level of its own, so the ANOVA is saturated on
+        any training part).
+
+        >>> grid = pd.DataFrame({"t": [0.01, 0.02, 0.03, 0.04]})
+        >>> IncrementalSampling(grid).min_settings is None
+        True
+        >>> IncrementalSampling(pd.DataFrame(list(itertools.product(range(6), range(5))),
+        ...                                  columns=["a", "b"])).min_settings
+        14
+        """
+        return self._least
+
+    def _fewest(self) -> int | None:
+        p = 1 + sum(c - 1 for c in self._enc.cards) if self.model == "anova" else 1
+        for n in range(2, self.n_candidates + 1):
+            n_train = min(max(1, round(self.train_fraction * n)), n - 1)
+            if n_train >= p + 1 and n - n_train >= 2:
+                return n
+        return None
+
+    @property
+    def whole_grid(self) -> bool:
+        """The grid is small: no bigger than the first batch of Algorithm 1 or than
+        :attr:`min_settings`, and within the budget.  It is measured whole at once and
+        analysed as a designed experiment (no held-out R²)."""
+        if self.max_settings < self.n_candidates:
+            return False
+        least = self.min_settings
+        first = min(max(1, math.ceil(self.start * self.n_candidates - 1e-9)), self.max_settings)
+        return least is None or self.n_candidates <= max(first, least)
 
     @staticmethod
     def _keys(codes: IntArray) -> list[tuple[int, ...]]:
@@ -308,6 +367,22 @@ class IncrementalSampling:
             return self._cache[1]
         n_taken = int(taken.sum())
         ok = taken & np.isfinite(y)
+        if self.whole_grid:  # measured whole, analysed as a designed experiment: no R²
+            whole = n_taken >= self.n_candidates
+            res = StepResult(
+                0,
+                n_taken,
+                int(ok.sum()),
+                self.n_candidates,
+                (),
+                DESIGNED,
+                self.model,
+                self.threshold,
+                whole,
+                "grid" if whole else "",
+            )
+            self._cache = (fp, res)
+            return res
         X = self.candidates.iloc[np.flatnonzero(ok)]
         chosen, r2, r2_main = _form_r2(
             X,
@@ -347,6 +422,8 @@ class IncrementalSampling:
         return res
 
     def _first(self) -> int:
+        if self.whole_grid:
+            return self.n_candidates
         return min(max(1, math.ceil(self.start * self.n_candidates - 1e-9)), self.max_settings)
 
     def _delta(self) -> int:
@@ -364,19 +441,43 @@ class IncrementalSampling:
         else:
             if self.evaluate(measured).done:
                 return np.zeros(0, dtype=np.int64)
-            k = min(self._delta(), self.max_settings - n_taken)
+            left = self.max_settings - n_taken
+            k = left if self.whole_grid else min(self._delta(), left)
         if k <= 0:
             return np.zeros(0, dtype=np.int64)
         pos = self.sampler.pick(self.candidates, taken, k, self._rng(n_taken, 0), y=y)
         return np.asarray(pos, dtype=np.int64)
 
     def analysis(self, measured: pd.DataFrame) -> Analysis:
-        """The analysis of the measured settings with the form the last step chose."""
+        """The analysis of the measured settings with the form the last step chose.
+
+        ``measured`` may have a row per repetition (a trial): once every setting is
+        measured (a whole grid, or an exhausted one) and some setting has more than one
+        finite row, the ANOVA is fitted to the rows and tests against the pure error
+        (:func:`analyse` with ``replicates=True``), and a whole grid's form is chosen by
+        the lack of fit of main effects against the pure error; a sweep stopped by its
+        R² is analysed on its setting means, as published.
+        """
         step = self.evaluate(measured)
         taken, y = self.state(measured)
         ok = taken & np.isfinite(y)
-        data = self.candidates.iloc[np.flatnonzero(ok)].assign(**{self.metric: y[ok]})
-        form = step.form if step.form in ("main", "main+2way") else "auto"
+        levels = {c: list(self.candidates[c].unique()) for c in self.params}
+        rows = measured[[*self.params, self.metric]].copy()
+        rows[self.metric] = pd.to_numeric(rows[self.metric], errors="coerce")
+        rows = rows[np.isfinite(rows[self.metric].to_numpy(float))]
+        # the repetitions as replicates once every setting is measured (the whole grid,
+        # or the sampling exhausted it): a designed experiment. A sweep stopped by its
+        # R² keeps the paper's analysis of the setting means.
+        whole = step.reason in ("grid", "exhausted")
+        replicated = whole and len(rows) > int(ok.sum())
+        if step.reason == "grid":
+            form = LACK_OF_FIT
+        else:
+            form = step.form if step.form in ("main", "main+2way") else "auto"
+        if replicated:
+            data = rows.reset_index(drop=True)
+        else:
+            data = self.candidates.iloc[np.flatnonzero(ok)].assign(**{self.metric: y[ok]})
         return analyse(
             data,
             self.params,
@@ -385,9 +486,10 @@ class IncrementalSampling:
             threshold=self.threshold,
             splits=self.splits,
             seed=self.seed,
-            levels={c: list(self.candidates[c].unique()) for c in self.params},
+            levels=levels,
             alpha=self.alpha,
             step=step,
+            replicates=replicated,
         )
 
 
@@ -408,10 +510,17 @@ class Analysis:
     r2: tuple[float, ...] = ()
     step: StepResult | None = None
     alpha: float = 0.05
+    # the rows (trials) fitted when repetitions were used as replicates; 0: setting means
+    trials: int = 0
 
     @property
     def significant_terms(self) -> frozenset[str]:
         return frozenset(r.name for r in self.significant)
+
+    @property
+    def testable(self) -> bool:
+        """Whether the ANOVA has a residual to test its terms against."""
+        return self.table.resid_df > 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -419,6 +528,8 @@ class Analysis:
             "metric": self.metric,
             "form": self.form,
             "n": self.n,
+            "trials": self.trials,
+            "replicates": self.trials > 0,
             "alpha": self.alpha,
             "anova": self.table.to_dict(),
             "significant": [r.to_dict() for r in self.significant],
@@ -446,6 +557,24 @@ def _prepare(data: pd.DataFrame, params: Sequence[str], metric: str) -> pd.DataF
     )
 
 
+def _finite_rows(data: pd.DataFrame, params: Sequence[str], metric: str) -> pd.DataFrame:
+    d = data[[*params, metric]].copy()
+    d[metric] = pd.to_numeric(d[metric], errors="coerce")
+    return d[np.isfinite(d[metric].to_numpy(float))].reset_index(drop=True)
+
+
+def _by_lack_of_fit(
+    X: pd.DataFrame, y: FloatArray, levels: dict[str, list[Any]] | None, alpha: float
+) -> str:
+    """Main effects, unless their lack of fit against the pure error is significant
+    (and there are two parameters or more): then main effects + two-way interactions."""
+    if X.shape[1] < 2:
+        return "main"
+    main = CategoricalAnova(alpha=alpha, drop_insignificant=False, levels=levels).fit(X, y)
+    lof = main.initial_table_.lack_of_fit
+    return "main+2way" if lof is not None and math.isfinite(lof.p) and lof.p <= alpha else "main"
+
+
 def _fit(
     data: pd.DataFrame,
     params: Sequence[str],
@@ -458,14 +587,21 @@ def _fit(
     levels: dict[str, list[Any]] | None,
     alpha: float,
     step: StepResult | None,
+    replicates: bool = False,
 ) -> tuple[Analysis, CategoricalAnova]:
     d = _prepare(data, params, metric)
     if len(d) < 2:
         raise ValueError(f"the analysis needs at least 2 settings with a finite {metric!r}")
     X, y = d[list(params)], d[metric].to_numpy(float)
+    rows = _finite_rows(data, params, metric) if replicates else d
+    Xr, yr = rows[list(params)], rows[metric].to_numpy(float)
     enc = Encoder.from_frame(X, levels)
     r2: FloatArray = np.zeros(0)
-    if form == "auto":
+    if len(params) < 2 and form == "main+2way":
+        form = "main"  # one parameter: no two-way interaction
+    if form == LACK_OF_FIT:
+        form = _by_lack_of_fit(Xr, yr, levels, alpha)
+    elif form == "auto":
         form, r2, _ = _form_r2(
             X,
             y,
@@ -480,9 +616,11 @@ def _fit(
     elif step is not None:
         r2 = np.asarray(step.r2, dtype=float)
     if form not in ("main", "main+2way"):
-        raise ValueError(f"form must be 'auto', 'main' or 'main+2way', got {form!r}")
+        raise ValueError(
+            f"form must be 'auto', 'main', 'main+2way' or '{LACK_OF_FIT}', got {form!r}"
+        )
     model = CategoricalAnova(interactions=form == "main+2way", alpha=alpha, levels=levels)
-    model.fit(X, y)
+    model.fit(Xr, yr)
     sig = sorted(
         (r for r in model.table_.rows if math.isfinite(r.p) and r.p <= alpha),
         key=lambda r: -r.pct_var,
@@ -500,6 +638,7 @@ def _fit(
         tuple(float(v) for v in r2),
         step,
         alpha,
+        len(yr) if replicates else 0,
     )
     return a, model
 
@@ -516,11 +655,19 @@ def analyse(
     levels: dict[str, list[Any]] | None = None,
     alpha: float = 0.05,
     step: StepResult | None = None,
+    replicates: bool = False,
 ) -> Analysis:
     """Categorical ANOVA of ``data`` and the important points of its significant terms.
 
     ``form="auto"`` uses main effects alone when they reach ``threshold`` on all
-    ``splits`` validation splits, main effects + two-way interactions otherwise.
+    ``splits`` validation splits, main effects + two-way interactions otherwise;
+    ``form="lack-of-fit"`` uses main effects unless their lack of fit against the pure
+    error is significant.  With one parameter the form is always main effects.
+
+    Rows of ``data`` that repeat a setting are averaged, unless ``replicates``: then
+    they are its repetitions, the ANOVA is fitted to the rows and its residual includes
+    the pure error (the residual *is* the pure error when the model is saturated);
+    the validation R² of ``form="auto"`` stays that of the setting means.
 
     >>> import itertools
     >>> d = pd.DataFrame(list(itertools.product([1, 2, 4, 8, 16, 32], ["x", "y", "z"])),
@@ -543,7 +690,71 @@ def analyse(
         levels=levels,
         alpha=alpha,
         step=step,
+        replicates=replicates,
     )[0]
+
+
+def _level_rank(values: pd.Series, order: Sequence[Any]) -> npt.NDArray[np.int64]:
+    """Each value's position in ``order`` (numbers compared as numbers, anything else by
+    its text); a value not in ``order`` after all of them."""
+
+    def key(v: Any) -> Any:
+        if isinstance(v, bool | np.bool_):
+            return ("b", bool(v))
+        if isinstance(v, int | float | np.integer | np.floating):
+            return ("n", float(v))
+        return ("s", str(v))
+
+    pos = {key(v): i for i, v in reversed(list(enumerate(order)))}
+    return np.array([pos.get(key(v), len(order)) for v in values], dtype=np.int64)
+
+
+def setting_intervals(
+    rows: pd.DataFrame,
+    params: Sequence[str],
+    metric: str,
+    order: Mapping[str, Sequence[Any]] | None = None,
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """One row per setting of ``rows`` (one row per repetition; NaN for a failed one):
+    the mean of ``metric`` over its finite repetitions and Student's t interval
+    (:func:`assay.stats.intervals.t_interval`), sorted by setting: by the first
+    parameter's value in the order ``order`` lists them (a study's ``[sweep.params]``),
+    then the second's, and so on.
+
+    Columns: the parameters, ``metric`` (the mean), ``{metric}_n`` (finite
+    repetitions), ``{metric}_sd``, ``{metric}_low``, ``{metric}_high``,
+    ``{metric}_half_width`` (infinite with one repetition, NaN with none) and
+    ``{metric}_confidence``.
+
+    >>> r = pd.DataFrame({"t": [2, 1, 2, 1, 2], "y": [4.0, 1.0, 6.0, 3.0, float("nan")]})
+    >>> s = setting_intervals(r, ["t"], "y", {"t": [2, 1]})
+    >>> s[["t", "y", "y_n", "y_low"]].round(2).values.tolist()
+    [[2.0, 5.0, 2.0, -7.71], [1.0, 2.0, 2.0, -10.71]]
+    """
+    cols = [*params, metric]
+    names = [f"{metric}_{k}" for k in ("n", "sd", "low", "high", "half_width", "confidence")]
+    if rows.empty:
+        return pd.DataFrame(columns=[*cols, *names])
+    d = rows[list(params)].copy()
+    d[metric] = pd.to_numeric(rows[metric], errors="coerce")
+    out: list[dict[str, Any]] = []
+    for key, group in d.groupby(list(params), sort=False, dropna=False):
+        setting = dict(zip(params, key if isinstance(key, tuple) else (key,), strict=True))
+        vals = group[metric].to_numpy(float)
+        vals = vals[np.isfinite(vals)]
+        if len(vals):
+            ci = t_interval(vals, confidence)
+            stats = [len(vals), ci.std, ci.low, ci.high, ci.half_width]
+            mean = ci.mean
+        else:
+            stats, mean = [0, math.nan, math.nan, math.nan, math.nan], math.nan
+        out.append({**setting, metric: mean, **dict(zip(names, [*stats, confidence], strict=True))})
+    frame = pd.DataFrame(out, columns=[*cols, *names])
+    if order is not None and len(frame):
+        ranks = [_level_rank(frame[p], list(order.get(p, []))) for p in params]
+        frame = frame.iloc[np.lexsort(ranks[::-1])].reset_index(drop=True)
+    return frame
 
 
 # --------------------------------------------------------------------------- summary
@@ -570,7 +781,62 @@ class Summary:
 
 
 def _p_text(p: float) -> str:
-    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+    """``p = 0.012``; below 0.001 in two significant digits (``p = 3.1e-12``), so that a
+    p of 1e-3 and one of 1e-15 do not read alike.
+
+    >>> _p_text(0.0123), _p_text(3.14e-12), _p_text(0.0)
+    ('p = 0.012', 'p = 3.1e-12', 'p = 0 (no spread between repetitions)')
+    """
+    if not math.isfinite(p):
+        return "p n/a"
+    if p == 0:
+        return "p = 0 (no spread between repetitions)"
+    return f"p = {p:.2g}" if p < 0.001 else f"p = {p:.3f}"
+
+
+def _f_text(t: FTest) -> str:
+    f = "∞" if math.isinf(t.f) else f"{t.f:.3g}"
+    return f"F({t.df}, {t.resid_df}) = {f}, {_p_text(t.p)}"
+
+
+def _form_text(form: str) -> str:
+    return "main effects" if form == "main" else "main effects + two-way interactions"
+
+
+def _replicate_lines(analysis: Analysis) -> list[str]:
+    """What a replicated ANOVA was tested against, and the two tests against pure error."""
+    tab = analysis.table
+    lines = [
+        f"ANOVA of the {analysis.trials} trials ({analysis.n} settings × their repetitions, "
+        f"{_form_text(analysis.form)}): terms tested against the {tab.residual_name} "
+        f"({tab.resid_df} df)"
+        + (
+            "; the model has a parameter per setting, so that is the spread between "
+            "repetitions of one setting."
+            if tab.residual_is_pure_error
+            else "."
+        )
+    ]
+    cells = tab.settings_test
+    if cells is not None:
+        differ = math.isfinite(cells.p) and cells.p <= analysis.alpha
+        lines.append(
+            f"The settings {'differ' if differ else 'do not differ significantly'}: "
+            f"{_f_text(cells)} (one mean per setting against the pure error)."
+        )
+    lof = tab.lack_of_fit
+    if lof is not None:
+        bad = math.isfinite(lof.p) and lof.p <= analysis.alpha
+        lines.append(
+            f"Lack of fit of {_form_text(analysis.form)} against the pure error: {_f_text(lof)}"
+            + (
+                ": the model misses a real effect (a higher-order interaction), which the "
+                "residual includes."
+                if bad
+                else "."
+            )
+        )
+    return lines
 
 
 def summarise(analysis: Analysis, max_points: int = 5) -> Summary:
@@ -584,8 +850,21 @@ def summarise(analysis: Analysis, max_points: int = 5) -> Summary:
     """
     lines: list[str] = []
     st = analysis.step
-    form_text = "main effects" if analysis.form == "main" else "main effects + two-way interactions"
-    if st is not None:
+    form_text = _form_text(analysis.form)
+    if st is not None and st.reason == "grid":
+        lines.append(
+            f"Measured the whole grid at once: {st.n_measured} settings"
+            + (f", {analysis.trials} trials" if analysis.trials else "")
+            + ". With this few settings a held-out R² is not meaningful (a training part "
+            "could not fit the main effects and leave settings to validate on), so the grid "
+            "was analysed as a designed experiment"
+            + (
+                ", each setting's repetitions as replicates."
+                if analysis.trials
+                else " (one repetition per setting: no pure error)."
+            )
+        )
+    elif st is not None:
         r2 = np.asarray(st.r2, dtype=float)
         lo = f"{np.nanmin(r2):.2f}" if np.any(np.isfinite(r2)) else "n/a"
         reach = "reached" if _all_reach(r2, st.threshold) else "did not reach"
@@ -602,7 +881,21 @@ def summarise(analysis: Analysis, max_points: int = 5) -> Summary:
             )
     else:
         lines.append(f"Analysed {analysis.n} settings with {form_text}.")
-    if analysis.significant:
+    if analysis.trials:
+        lines.extend(_replicate_lines(analysis))
+    elif st is not None and st.reason == "grid" and analysis.testable:
+        lines.append(
+            f"ANOVA of the {analysis.n} settings ({form_text}): terms tested against what "
+            f"the model leaves unexplained ({analysis.table.resid_df} df; without repetitions "
+            "there is no pure error)."
+        )
+    if not analysis.testable:
+        lines.append(
+            f"The ANOVA ({form_text}) has no residual degree of freedom: as many settings as "
+            "model parameters and no repetitions, so no effect can be tested. Measure each "
+            "setting at least twice (repetitions ≥ 2)."
+        )
+    elif analysis.significant:
         lines.append(
             f"Significant parameters (type-II ANOVA, p ≤ {analysis.alpha:g}), by share of variance:"
         )
@@ -636,6 +929,8 @@ def summarise(analysis: Analysis, max_points: int = 5) -> Summary:
         )
     elif analysis.significant:
         rec = "No knee or turning point was found: cover each significant parameter's range."
+    elif not analysis.testable:
+        rec = "Nothing could be tested: set repetitions ≥ 2 and measure again."
     else:
         rec = "No parameter matters at this precision: any setting is representative."
     lines.append(rec)

@@ -20,6 +20,7 @@ from typing import Any
 
 from assay import __version__
 from assay.designs.run_until_ci import WPS_PI
+from assay.report.format import format_estimate
 from assay.stats.intervals import t_interval
 from assay.store import TrialRecord
 from assay.studies.base import StoredStudy
@@ -259,7 +260,13 @@ def _results(kind: str, doc: Mapping[str, Any]) -> str:
         analysis = doc.get("analysis") or {}
         anova = analysis.get("anova") or {}
         out.append(_records(anova.get("terms", []), "ANOVA terms of the final model"))
+        tests: list[Mapping[str, Any]] = [
+            t for t in (anova.get("settings_test"), anova.get("lack_of_fit")) if t
+        ]
+        if tests:
+            out.append(_records(tests, f"against the pure error ({anova.get('pure_error_df')} df)"))
         out.append(_records(analysis.get("important_points", []), "important settings"))
+        out.append(_sweep_settings(doc))
     elif kind == "knobs":
         for r in doc.get("rankings", []):
             out.append(f"<h3>{_e(r.get('pi'))}</h3><p>method: {_e(r.get('r2_method'))}</p>")
@@ -271,6 +278,34 @@ def _results(kind: str, doc: Mapping[str, Any]) -> str:
     if isinstance(trials, dict):
         out.append(_dl([("trials", trials.get("total")), ("by status", trials.get("by_status"))]))
     return "\n".join(out)
+
+
+#: Settings listed in a sweep's page; beyond, the JSON (``assay show --json``) has them all.
+_SETTINGS_SHOWN = 500
+
+
+def _sweep_settings(doc: Mapping[str, Any]) -> str:
+    """Each measured setting, in the order of the parameters' values: its repetitions and
+    the PI's mean ± the half-width of its t interval."""
+    pi = doc.get("pi") or {}
+    name, unit = str(pi.get("name", "")), str(pi.get("unit") or "")
+    params = [str(p) for p in doc.get("params") or []]
+    settings = list(doc.get("settings") or [])
+    conf = float((settings[0].get(f"{name}_confidence") or 0.95) if settings else 0.95)
+    rows = []
+    for r in settings[:_SETTINGS_SHOWN]:
+        mean, half = r.get(name), r.get(f"{name}_half_width")
+        shown = (
+            "n/a"
+            if mean is None
+            else format_estimate(float(mean), math.inf if half is None else float(half), unit)
+        )
+        rows.append({**{p: r.get(p) for p in params}, "n": r.get(f"{name}_n"),
+                     f"{name} mean ± {conf:.0%} CI": shown})  # fmt: skip
+    more = len(settings) - len(rows)
+    caption = f"each setting: {name} mean ± {conf:.0%} CI over its repetitions (t interval)"
+    caption += f"; the first {len(rows)} of {len(settings)}" if more > 0 else ""
+    return _records(rows, caption)
 
 
 def _warnings(doc: Mapping[str, Any], result: Any) -> str:
@@ -535,9 +570,13 @@ def _sweep_plots(result: Any) -> list[tuple[str, str, Callable[[Path], Any]]]:
         form = steps[-1].get("form", "model") if steps else "model"
         ax.plot([], [], "o", color="tab:blue", label=f"{form}: R² per validation split")
         ax.plot([], [], "o", color="tab:green", label="main effects only")
+        whole = bool(steps) and steps[-1].get("reason") == "grid"
         if not drawn:
-            ax.text(0.5, 0.5, "validation R² undefined at every step\n(too few settings)",
-                    transform=ax.transAxes, ha="center", va="center", color="#666")  # fmt: skip
+            why = ("the whole grid measured at once: no held-out R²\n(analysed as a designed "
+                   "experiment)" if whole else "validation R² undefined at every step\n"
+                   "(too few settings)")  # fmt: skip
+            ax.text(0.5, 0.5, why, transform=ax.transAxes, ha="center", va="center",
+                    color="#666")  # fmt: skip
         ax.set_ylim(_R2_FLOOR - 0.05, 1.05)
         ax.set_xlim(-0.5, len(steps) - 0.5)
         # at most ~12 labels, turned, so that many steps' labels do not overlap
@@ -573,7 +612,7 @@ def _sweep_plots(result: Any) -> list[tuple[str, str, Callable[[Path], Any]]]:
         pi = result.pi
         # the colours on the scale the analysis used: on log(PI) a linear scale made
         # most tiles one colour (issue #44)
-        tile_plot(result.measured, pi.name, path, result.params, unit=pi.unit,
+        tile_plot(result.measured, pi.name, path, result.params[:6], unit=pi.unit,
                   log=result.transform == "log",
                   title=f"{pi.name}{_unit(pi.unit)} per measured setting")  # fmt: skip
 
@@ -581,8 +620,16 @@ def _sweep_plots(result: Any) -> list[tuple[str, str, Callable[[Path], Any]]]:
         out.append(("r2-per-step", "Validation R² per step", r2))
     if result.analysis is not None:
         out.append(("terms", "Significant terms", terms))
-    if len(result.measured):
+    if len(result.measured) and len(result.params) >= 2:
         out.append(("tiles", "Measured settings (tile plot)", tiles))
+    elif len(result.settings):  # one parameter: no tiles, each setting's mean and CI
+
+        def per_setting(path: Path) -> None:
+            from assay.report.sweep import settings_plot
+
+            settings_plot(result, path)
+
+        out.append(("settings", "Each setting: mean with its CI", per_setting))
     points = result.analysis.points[:4] if result.analysis is not None else ()
     if points and len(result.measured):
         out.append(("important-points", "Important points: the PI along each one's parameter",

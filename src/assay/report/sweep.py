@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from assay.report.format import format_duration
+from assay.report.format import format_duration, format_estimate
 from assay.report.terminal import LiveLine, footer_lines
 
 if TYPE_CHECKING:
@@ -21,21 +22,24 @@ def _r2(x: float) -> str:
     return f"{x:.3f}" if math.isfinite(x) else "n/a"
 
 
-def steps_table(steps: list[StepResult], title: str) -> Table:
-    """One row per step of Algorithm 1: settings measured, rate, R² over the splits."""
+def steps_table(steps: list[StepResult], title: str, n_params: int = 2) -> Table:
+    """One row per step of Algorithm 1: settings measured, rate, R² over the splits
+    (a step stored as main+2way with one parameter, before that form was refused for
+    one parameter, is shown as what it was: main effects)."""
     table = Table(title=Text(title), title_justify="left", show_edge=False)
     for name in ("step", "settings", "rate", "R² min", "R² median", "model", "done"):
         table.add_column(name, justify="left" if name in ("model", "done") else "right")
     for s in steps:
         finite = sorted(v for v in s.r2 if math.isfinite(v))
         median = finite[len(finite) // 2] if finite else math.nan
+        form = "main" if n_params < 2 and s.form == "main+2way" else s.form
         table.add_row(
             str(s.step),
             f"{s.n_measured}/{s.n_candidates}",
             f"{s.sampling_rate:.1%}",
             _r2(s.r2_min),
             _r2(median),
-            f"{s.model} ({s.form})" if s.model == "anova" else s.model,
+            f"{s.model} ({form})" if s.model == "anova" else s.model,
             s.reason or "",
         )
     return table
@@ -88,9 +92,10 @@ def render_sweep(res: SweepResult, console: Console) -> None:
     """The steps, the summary (significant parameters, important points, the
     recommendation), the stopping reason and the footer."""
     mismatch, comparison = res.mismatch, res.comparison
-    parts: list[Text | Table] = [Text(res.space, style="dim")]
+    parts: list[Text | Table | Group] = [Text(res.space, style="dim")]
     if res.steps:
-        parts.append(steps_table(res.steps, f"{res.study}: {res.pi.name} ({res.pi.unit})"))
+        title = f"{res.study}: {res.pi.name} ({res.pi.unit})"
+        parts.append(steps_table(res.steps, title, len(res.params)))
     if res.transform == "log":
         parts.append(
             Text(
@@ -99,6 +104,8 @@ def render_sweep(res: SweepResult, console: Console) -> None:
             )
         )
     parts.extend(Text(f"note: {n}", style="dim") for n in res.notes)
+    if len(res.settings):
+        parts.append(settings_table(res))
     if res.summary is not None:
         parts.append(Text(res.summary.text))
         material = material_line(res)
@@ -133,11 +140,99 @@ def render_sweep(res: SweepResult, console: Console) -> None:
     console.print(Group(*parts))
 
 
+#: Settings listed in the terminal; beyond, one line says the CSV and JSON have them all.
+SETTINGS_SHOWN = 40
+
+
+def settings_table(res: SweepResult, limit: int = SETTINGS_SHOWN) -> Group | Text:
+    """Each measured setting (in the order of the parameters' values): its repetitions
+    and the PI's mean ± the half-width of its t interval (a title line, then the table:
+    a table's own title wraps at the table's width).  Beyond ``limit`` settings, one
+    line that says where they all are."""
+    pi = res.pi.name
+    frame = res.settings
+    conf = frame[f"{pi}_confidence"].iloc[0] if len(frame) else 0.95
+    title = f"each setting: {pi} mean ± {conf:.0%} CI over its repetitions (t interval)"
+    if len(frame) > limit:
+        return Text(f"{title}: {len(frame)} settings, in --csv, --json and 'assay report'")
+    table = Table(show_edge=False)
+    for name in res.params:
+        table.add_column(name, justify="right")
+    table.add_column("n", justify="right")
+    table.add_column(f"{pi} ({res.pi.unit})" if res.pi.unit else pi, justify="right")
+    for r in frame.to_dict("records"):
+        table.add_row(
+            *(Text(str(r[p])) for p in res.params),
+            str(int(r[f"{pi}_n"])),
+            Text(format_estimate(float(r[pi]), float(r[f"{pi}_half_width"]), res.pi.unit)),
+        )
+    return Group(Text(title), table)
+
+
+def settings_plot(res: SweepResult, path: str | Path) -> Path:
+    """Each measured setting's mean with its t interval (error bars), in the order of the
+    parameters' values: the plot of a sweep of one parameter, where tiles need two.
+
+    >>> import tempfile, pandas as pd
+    >>> from types import SimpleNamespace
+    >>> from assay.spec import PISpec
+    >>> res = SimpleNamespace(params=["t"], pi=PISpec(name="y", unit="s"), study="s",
+    ...     settings=pd.DataFrame({"t": [1, 2], "y": [1.0, 2.0], "y_n": [3, 3],
+    ...                            "y_half_width": [0.1, float("inf")],
+    ...                            "y_confidence": [0.95, 0.95]}))
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     settings_plot(res, f"{d}/s.svg").read_text()[:5]
+    '<?xml'
+    """
+    from matplotlib.figure import Figure
+
+    out = Path(path)
+    pi, frame = res.pi.name, res.settings
+    labels = [", ".join(f"{p}={r[p]}" for p in res.params) for r in frame.to_dict("records")]
+    mean = frame[pi].to_numpy(float) if len(frame) else []
+    half = frame[f"{pi}_half_width"].to_numpy(float) if len(frame) else []
+    conf = float(frame[f"{pi}_confidence"].iloc[0]) if len(frame) else 0.95
+    fig = Figure(figsize=(max(6.0, 0.5 * len(labels) + 2.0), 3.8))
+    ax = fig.subplots()
+    x = list(range(len(labels)))
+    finite = [h if math.isfinite(h) else 0.0 for h in half]
+    ax.errorbar(x, mean, yerr=finite, fmt="o", capsize=4, color="tab:blue")
+    ax.set_xticks(
+        x,
+        labels,
+        rotation=45 if len(labels) > 6 else 0,
+        ha="right" if len(labels) > 6 else "center",
+    )
+    unit = f" ({res.pi.unit})" if res.pi.unit else ""
+    ax.set_ylabel(f"{pi}{unit}", parse_math=False)
+    ax.set_title(
+        f"{res.study}: {pi} per setting\nmean ± {conf:.0%} CI over its repetitions (t interval)",
+        parse_math=False,
+        fontsize=10,
+    )
+    fig.tight_layout()
+    fig.savefig(out, format=out.suffix.lstrip("."), dpi=110)
+    return out
+
+
 def measured_csv_rows(res: SweepResult) -> tuple[list[str], list[dict[str, Any]]]:
-    """The measured settings with the PI's mean: one CSV row each."""
-    fields = [*res.params, res.pi.name]
-    rows = [{k: r.get(k) for k in fields} for r in res.measured.to_dict("records")]
+    """The measured settings, sorted by setting in the order of the parameters' values:
+    the PI's mean, its finite repetitions (``{pi}_n``), their standard deviation and the
+    t interval of the mean (``{pi}_low``, ``{pi}_high``, ``{pi}_half_width`` at
+    ``{pi}_confidence``): one CSV row each."""
+    pi = res.pi.name
+    stats = ("n", "sd", "low", "high", "half_width", "confidence")
+    fields = [*res.params, pi, *(f"{pi}_{k}" for k in stats)]
+    frame = res.settings if len(res.settings) else res.measured
+    rows = [{k: _cell(r.get(k)) for k in fields} for r in frame.to_dict("records")]
     return fields, rows
+
+
+def _cell(v: Any) -> Any:
+    """NaN and ±inf as empty cells (one repetition has no interval)."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
 
 
 class SweepProgressView(LiveLine):

@@ -23,6 +23,18 @@ Empty cells and aliased columns (constraints between parameters) only lower the 
 degrees of freedom are rank differences.  The tests check F, p and SS against
 statsmodels ``anova_lm`` on balanced and unbalanced data.
 
+**Repetitions** (several rows of one setting) give the *pure error*: the spread of the
+rows around their own setting's mean, with ``n − settings`` degrees of freedom, an
+estimate of the noise that does not depend on the model.  Fitted to the rows (not to
+the setting means), the model's residual is lack of fit + pure error, exactly what
+``statsmodels.ols`` on the rows gives; when the model has as many parameters as there
+are settings (saturated: one parameter, or two with their interaction on a full grid)
+the lack of fit is empty and every term is tested against the pure error alone.  The
+table also carries the two tests against pure error that need no model:
+:attr:`AnovaTable.settings_test` (one mean per setting: do the settings differ at all?
+for one parameter, SciPy's ``f_oneway``) and :attr:`AnovaTable.lack_of_fit` (is the
+model's residual larger than the noise?).
+
 Prediction uses the minimum-norm least-squares solution over the over-parameterised
 indicator design (one column per level and per cell): the fitted values are the same
 as any least-squares solution, and a level or cell never seen in training gets a zero
@@ -52,6 +64,7 @@ __all__ = [
     "AnovaTable",
     "CategoricalAnova",
     "Encoder",
+    "FTest",
     "Factor",
     "Term",
     "TermRow",
@@ -330,8 +343,47 @@ class TermRow:
 
 
 @dataclass(frozen=True)
+class FTest:
+    """One F test against the pure error: ``(ss / df) / (pure-error ss / resid_df)``."""
+
+    name: str
+    df: int
+    sum_sq: float
+    resid_df: int
+    f: float
+    p: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "test": self.name,
+            "df": self.df,
+            "sum_sq": _num(self.sum_sq),
+            "resid_df": self.resid_df,
+            "f": _num(self.f),
+            "p": _num(self.p),
+        }
+
+
+def _f_test(ss: float, df: int, resid_ss: float, resid_df: int) -> tuple[float, float]:
+    """(F, p) of ``ss`` on ``df`` degrees of freedom against a residual; NaN when
+    either has no degree of freedom; a zero residual makes any real effect significant."""
+    if df <= 0 or resid_df <= 0:
+        return math.nan, math.nan
+    ss = max(ss, 0.0)
+    if resid_ss > 0:
+        f = (ss / df) / (resid_ss / resid_df)
+        return f, float(special.fdtrc(df, resid_df, f))
+    return (math.inf, 0.0) if ss > 0 else (math.nan, math.nan)
+
+
+@dataclass(frozen=True)
 class AnovaTable:
-    """An ANOVA table: the terms, the residual, and the fit's in-sample R²."""
+    """An ANOVA table: the terms, the residual, and the fit's in-sample R².
+
+    ``cells`` is the number of distinct settings among the ``n`` rows; with repetitions
+    (``cells < n``) ``pure_error_ss`` on ``pure_error_df = n − cells`` degrees of
+    freedom is the rows' spread around their own setting's mean (NaN and 0 without).
+    """
 
     rows: tuple[TermRow, ...]
     resid_df: int
@@ -339,6 +391,42 @@ class AnovaTable:
     total_ss: float
     n: int
     typ: int
+    cells: int = 0
+    pure_error_ss: float = math.nan
+    pure_error_df: int = 0
+
+    @property
+    def replicated(self) -> bool:
+        """Whether some setting has repetitions: the pure error can be estimated."""
+        return self.pure_error_df > 0
+
+    @property
+    def residual_is_pure_error(self) -> bool:
+        """The model is saturated in the settings: its residual is the pure error alone."""
+        return self.replicated and self.resid_df == self.pure_error_df
+
+    @property
+    def lack_of_fit(self) -> FTest | None:
+        """The model's lack of fit (its residual less the pure error) against the pure
+        error; ``None`` without repetitions or when the model is saturated."""
+        df = self.resid_df - self.pure_error_df
+        if not self.replicated or df <= 0:
+            return None
+        ss = max(self.resid_ss - self.pure_error_ss, 0.0)
+        f, p = _f_test(ss, df, self.pure_error_ss, self.pure_error_df)
+        return FTest("lack of fit", df, ss, self.pure_error_df, f, p)
+
+    @property
+    def settings_test(self) -> FTest | None:
+        """The full model (one mean per setting) against the pure error: whether the
+        settings differ at all (one-way ANOVA over the settings); ``None`` without
+        repetitions or with a single setting."""
+        df = self.cells - 1
+        if not self.replicated or df <= 0:
+            return None
+        ss = max(self.total_ss - self.pure_error_ss, 0.0)
+        f, p = _f_test(ss, df, self.pure_error_ss, self.pure_error_df)
+        return FTest("settings", df, ss, self.pure_error_df, f, p)
 
     @property
     def r2(self) -> float:
@@ -369,15 +457,50 @@ class AnovaTable:
         )
 
     def to_dict(self) -> dict[str, Any]:
+        lof, cells = self.lack_of_fit, self.settings_test
         return {
             "typ": self.typ,
             "n": self.n,
+            "settings": self.cells,
             "terms": [r.to_dict() for r in self.rows],
             "resid_df": self.resid_df,
             "resid_ss": _num(self.resid_ss),
             "total_ss": _num(self.total_ss),
             "r2": _num(self.r2),
+            "pure_error_df": self.pure_error_df,
+            "pure_error_ss": _num(self.pure_error_ss),
+            "residual": self.residual_name,
+            "lack_of_fit": None if lof is None else lof.to_dict(),
+            "settings_test": None if cells is None else cells.to_dict(),
         }
+
+    @property
+    def residual_name(self) -> str:
+        """What the terms are tested against, in words."""
+        if self.resid_df <= 0:
+            return "none"
+        if self.residual_is_pure_error:
+            return "pure error"
+        return "lack of fit + pure error" if self.replicated else "lack of fit"
+
+
+@dataclass(frozen=True)
+class _PureError:
+    cells: int
+    ss: float
+    df: int
+
+
+def _pure_error(codes: IntArray, y: FloatArray) -> _PureError:
+    """The spread of the rows around their own setting's mean (settings: equal codes)."""
+    if len(y) == 0:
+        return _PureError(0, math.nan, 0)
+    _, inv, counts = np.unique(codes, axis=0, return_inverse=True, return_counts=True)
+    inv = inv.reshape(-1)
+    means = np.bincount(inv, weights=y) / counts
+    df = len(y) - len(counts)
+    ss = float(np.sum((y - means[inv]) ** 2)) if df > 0 else math.nan
+    return _PureError(len(counts), ss, df)
 
 
 def _table(
@@ -386,6 +509,7 @@ def _table(
     terms: Sequence[tuple[int, ...]],
     names: Sequence[str],
     typ: int,
+    pure: _PureError | None = None,
 ) -> AnovaTable:
 
     def cols(ts: Iterable[tuple[int, ...]]) -> IntArray:
@@ -395,6 +519,8 @@ def _table(
 
     rss_full, rank_full = gram.rss(cols(terms))
     resid_df = gram.n - rank_full
+    if pure is not None and pure.df > 0 and resid_df == pure.df:
+        rss_full = pure.ss  # saturated: the residual is the pure error (exact, not yy − z'z)
     mse = rss_full / resid_df if resid_df > 0 else math.nan
     rows: list[TermRow] = []
     for k, t in enumerate(terms):
@@ -416,7 +542,11 @@ def _table(
             f, p = math.nan, math.nan
         pct = 100.0 * ss / gram.yy if gram.yy > 0 else math.nan
         rows.append(TermRow(tuple(names[i] for i in t), df, ss, f, p, pct))
-    return AnovaTable(tuple(rows), resid_df, rss_full, gram.yy, gram.n, typ)
+    if pure is None:
+        return AnovaTable(tuple(rows), resid_df, rss_full, gram.yy, gram.n, typ)
+    return AnovaTable(
+        tuple(rows), resid_df, rss_full, gram.yy, gram.n, typ, pure.cells, pure.ss, pure.df
+    )
 
 
 # --------------------------------------------------------------------------- the model
@@ -440,6 +570,10 @@ class CategoricalAnova:
     list of some parameters (e.g. every value of the space), which keeps the encoding
     the same across refits.
 
+    Rows that repeat a setting are its repetitions: the fit is to the rows, and the
+    tables carry the pure error (``pure_error=False`` skips computing it, for fits
+    known to have one row per setting).
+
     >>> X = pd.DataFrame({"a": [1, 1, 2, 2, 3, 3] * 2, "b": ["x", "y"] * 6})
     >>> y = X["a"].map({1: 0.0, 2: 5.0, 3: 6.0}) + np.tile([0.1, -0.1, 0.0, 0.05], 3)
     >>> m = CategoricalAnova().fit(X, y)
@@ -454,6 +588,7 @@ class CategoricalAnova:
     drop_insignificant: bool = True
     typ: Literal[1, 2] = 2
     levels: Mapping[str, Sequence[Any]] | None = None
+    pure_error: bool = True
 
     encoder_: Encoder = field(init=False, repr=False)
     initial_table_: AnovaTable = field(init=False, repr=False)
@@ -490,14 +625,17 @@ class CategoricalAnova:
             float(yc @ yc),
             len(y),
         )
-        self.initial_table_ = _table(gram, design, terms, names, self.typ)
+        pure = _pure_error(codes, y) if self.pure_error else None
+        self.initial_table_ = _table(gram, design, terms, names, self.typ, pure)
         self.insufficient_ = self.initial_table_.resid_df <= 0
         kept = terms
         if self.drop_insignificant and not self.insufficient_:
             sig = set(self.initial_table_.significant(self.alpha))
             kept = [t for t in terms if tuple(names[i] for i in t) in sig]
         self.table_ = (
-            self.initial_table_ if kept == terms else _table(gram, design, kept, names, self.typ)
+            self.initial_table_
+            if kept == terms
+            else _table(gram, design, kept, names, self.typ, pure)
         )
         self.terms_ = tuple(tuple(names[i] for i in t) for t in kept)
         cols = np.concatenate([np.zeros(1, dtype=np.int64)] + [design.block(t) for t in kept])

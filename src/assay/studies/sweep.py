@@ -6,6 +6,12 @@ next and when to stop; :class:`~assay.studies.settings.SettingsRunner` measures 
 setting ``repetitions`` times and commits every trial as it ends.  The loop starts
 from what the store holds, so running the same study again continues it; the steps
 (sampling rate and the validation R² of each split) are recorded in the store.
+
+The design is given one row per trial (:func:`measured_trials`, with ``transform``
+applied to each trial): it averages a setting's repetitions to sample and evaluate,
+and its analysis uses them as replicates (the pure error).  A grid no bigger than the
+first batch is measured whole at once and analysed as a designed experiment
+(:attr:`~assay.designs.sweep.IncrementalSampling.whole_grid`).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from assay.designs.sweep import (
     Summary,
     SystemComparison,
     compare_systems,
+    setting_intervals,
     simulate,
     summarise,
 )
@@ -103,6 +110,24 @@ def measured_settings(
     means = table.groupby(list(params), sort=False, dropna=False)[pi.name].mean().reset_index()
     keep = [setting_key(r) in inside for r in means[list(params)].to_dict("records")]
     return means[keep].reset_index(drop=True)
+
+
+def measured_trials(
+    trials: Sequence[TrialRecord],
+    params: Sequence[str],
+    pi: PISpec,
+    inside: AbstractSet[str],
+) -> pd.DataFrame:
+    """One row per trial of the settings whose :func:`setting_key` is in ``inside``:
+    the parameters and ``pi``'s value (NaN for a failed trial), in the order run.
+
+    Trials of settings outside the space (the space was changed) are left out.
+    """
+    table = trials_table(trials, params, [pi])
+    if table.empty:
+        return pd.DataFrame(columns=[*params, pi.name])
+    keep = [setting_key(r) in inside for r in table[list(params)].to_dict("records")]
+    return table.loc[keep, [*params, pi.name]].reset_index(drop=True)
 
 
 def transformed(frame: pd.DataFrame, metric: str, transform: str) -> pd.DataFrame:
@@ -190,6 +215,9 @@ class SweepResult:
     mismatch_material: Mismatch | None = None  # --from: the mismatch over material terms
     notes: list[str] = field(default_factory=list)  # --from: what was done to the data
     reading: dict[str, Any] | None = None  # --from: how the file was read
+    # one row per measured setting, sorted by setting in the order of the parameters'
+    # values: the PI's mean and its t interval over the repetitions (setting_intervals)
+    settings: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def material(self) -> list[str]:
@@ -211,6 +239,10 @@ class SweepResult:
                 "analysis": None if self.analysis is None else self.analysis.to_dict(),
                 "summary": None if self.summary is None else self.summary.to_dict(),
                 "settings_measured": len(self.measured),
+                "settings": [
+                    {str(k): _json_value(v) for k, v in r.items()}
+                    for r in self.settings.to_dict("records")
+                ],
                 "trials": {
                     "total": self.trials_total,
                     "by_status": self.trials_by_status,
@@ -238,6 +270,12 @@ class SweepResult:
         )
 
 
+def _json_value(v: Any) -> Any:
+    """A value as JSON has it: NumPy scalars as Python ones, NaN and ±inf as ``None``."""
+    v = plain(v)
+    return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
 def stop_reason(step: StepResult | None, threshold: float, timed_out: bool) -> str:
     """The sentence that says why the sweep ended."""
     if step is None:
@@ -246,6 +284,12 @@ def stop_reason(step: StepResult | None, threshold: float, timed_out: bool) -> s
     where = f"{step.n_measured} of {step.n_candidates} settings ({step.sampling_rate:.1%})"
     if step.reason == "r2":
         return f"done: all {len(step.r2)} validation R² ≥ {threshold:g} after {where}"
+    if step.reason == "grid":
+        return (
+            f"done: the whole grid of {step.n_candidates} settings measured at once and "
+            "analysed as a designed experiment (a grid this small has no meaningful "
+            "held-out R²)"
+        )
     if step.reason == "exhausted":
         return f"every setting measured ({where}); {r2} < {threshold:g}"
     if step.reason == "budget":
@@ -322,7 +366,6 @@ class SweepRunner:
         # the steps of earlier sessions too: the report shows the whole sweep
         steps = stored_steps(st.store, st.study_id)
         recorded = [s.to_dict() for s in steps]
-        measured = measured_settings(session.trials, self.params, self.pi, self.keys)
         elapsed = sum(t.duration or 0.0 for t in session.trials)
         budget = math.inf if self.sweep.max_time is None else self.sweep.max_time
         deadline = time.monotonic() + max(0.0, budget - elapsed)
@@ -343,16 +386,16 @@ class SweepRunner:
         for unfinished in [*batches, self._short_of_repetitions(session)]:
             if unfinished and time.monotonic() < deadline:
                 session.measure(unfinished, reps, deadline=deadline, on_progress=progress)
-        measured = measured_settings(session.trials, self.params, self.pi, self.keys)
+        rows = measured_trials(session.trials, self.params, self.pi, self.keys)
         while True:
-            if len(measured):
-                step = self.design.evaluate(self._model_view(measured))
+            if len(rows):
+                step = self.design.evaluate(self._model_view(rows))
                 if not steps or step.to_dict() != recorded[-1]:
                     steps.append(step)
                     recorded.append(step.to_dict())
                     st.store.set_study_value(st.study_id, STEPS_KEY, recorded)
                     self._show(steps)
-            batch = self.design.next_batch(self._model_view(measured))
+            batch = self.design.next_batch(self._model_view(rows))
             if len(batch) == 0:
                 break
             if time.monotonic() >= deadline:
@@ -365,8 +408,8 @@ class SweepRunner:
             batches.append(settings)
             st.store.set_study_value(st.study_id, BATCHES_KEY, batches)
             session.measure(settings, reps, deadline=deadline, on_progress=progress)
-            measured = measured_settings(session.trials, self.params, self.pi, self.keys)
-        return self._result(session.trials, steps, measured, timed_out, st.environment)
+            rows = measured_trials(session.trials, self.params, self.pi, self.keys)
+        return self._result(session.trials, steps, timed_out, st.environment)
 
     def stored(self) -> SweepResult:
         """The sweep as stored: its recorded steps and the analysis of its measured
@@ -375,12 +418,11 @@ class SweepRunner:
         with Store(self.store_path, read_only=True) as store:
             st = open_stored(store, self.spec.study.name)
             steps = stored_steps(store, st.study_id)
-            measured = measured_settings(st.trials, self.params, self.pi, self.keys)
             elapsed = sum(t.duration or 0.0 for t in st.trials)
             limit = self.sweep.max_time
             undecided = not steps or steps[-1].reason == ""
             timed_out = undecided and limit is not None and elapsed >= limit
-            result = self._result(st.trials, steps, measured, timed_out, st.environment)
+            result = self._result(st.trials, steps, timed_out, st.environment)
             result.resumed_trials = st.resumed
             return result
 
@@ -413,21 +455,29 @@ class SweepRunner:
         self,
         trials: list[TrialRecord],
         steps: list[StepResult],
-        measured: pd.DataFrame,
         timed_out: bool,
         environment: dict[str, Any],
     ) -> SweepResult:
         warnings: list[str] = []
         analysis: Analysis | None = None
         summary: Summary | None = None
-        if len(measured):
+        measured = measured_settings(trials, self.params, self.pi, self.keys)
+        rows = measured_trials(trials, self.params, self.pi, self.keys)
+        if len(rows):
             try:
-                analysis = self.design.analysis(self._model_view(measured))
+                analysis = self.design.analysis(self._model_view(rows))
                 summary = summarise(analysis)
             except ValueError as exc:
                 warnings.append(f"no analysis: {exc}")
+        levels = {p.name: list(p.values) for p in self.space.parameters}
         last = steps[-1] if steps else None
-        if last is not None and last.reason != "r2":
+        if last is not None and last.reason == "exhausted":
+            warnings.append(
+                f"the model did not reach R² ≥ {self.sweep.r2:g} on every validation split: "
+                "every setting was measured, so the ANOVA is that of the whole grid, but the "
+                "model does not predict settings it was not fitted to (§3.4)"
+            )
+        elif last is not None and last.reason not in ("r2", "grid"):
             warnings.append(
                 f"the model did not reach R² ≥ {self.sweep.r2:g} on every validation split: "
                 "its significant parameters and important points are not reliable"
@@ -455,7 +505,9 @@ class SweepRunner:
             warnings=warnings,
             resources=resources,
             transform=self.transform,
-            levels={p.name: list(p.values) for p in self.space.parameters},
+            levels=levels,
+            # in the order [sweep.params] lists the values (the space sorts numbers)
+            settings=setting_intervals(rows, self.params, self.pi.name, self.sweep.params),
         )
 
 
@@ -535,6 +587,8 @@ def sweep_from_csv(
             seed=seed,
         )
     measured = sampled_means(data, sim.settings[names], names, metric)
+    levels = {c: list(sim.space[c].unique()) for c in names}
+    sampled = data.merge(sim.settings[names].drop_duplicates(), on=names, how="inner")
     return SweepResult(
         study=f"sweep --from {Path(path).name}",
         store="",
@@ -552,7 +606,7 @@ def sweep_from_csv(
         trials_total=int(measured["trials"].sum()),
         warnings=warnings,
         sources=[path],
-        levels={c: list(sim.space[c].unique()) for c in names},
+        levels=levels,
         transform=transform,
         mismatch=sim.mismatch,
         comparison=comparison,
@@ -560,6 +614,7 @@ def sweep_from_csv(
         mismatch_material=sim.mismatch_material,
         notes=notes,
         reading=reading.as_dict(),
+        settings=setting_intervals(sampled, names, metric, levels),
     )
 
 
