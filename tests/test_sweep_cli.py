@@ -86,7 +86,8 @@ def test_sweep_finds_the_knee_and_stops_early(tmp_path: Path) -> None:
 
 
 def test_a_budget_then_a_larger_one_resumes_without_repeating(tmp_path: Path) -> None:
-    study = _study(tmp_path, "r2 = 0.999999\nsplits = 2")
+    # an R² no model reaches, and no stop for the R² ceiling: the budget ends it
+    study = _study(tmp_path, "r2 = 0.999999\nsplits = 2\nstop_at_ceiling = false")
     first = CliRunner().invoke(
         main, ["sweep", str(study), "-q", "--no-monitor", "--max-settings", "8"]
     )

@@ -391,6 +391,9 @@ class SweepSpec(_Model):
     start: Annotated[float, Field(gt=0, le=1)] = 0.05
     step: Annotated[float, Field(gt=0, le=1)] = 0.05
     r2: Annotated[float, Field(gt=0, le=1)] = 0.9
+    # stop as soon as the noise between repetitions caps R² below r2 (even the upper
+    # bound of the ceiling is lower): no model could reach it
+    stop_at_ceiling: bool = True
     splits: Annotated[int, Field(ge=1)] = 10
     model: Literal["anova", "mlp", "linear"] = "anova"
     max_settings: Annotated[int, Field(ge=1)] | None = None

@@ -33,6 +33,8 @@ Study file (TOML): [study], [benchmark] and [[pi]] as for 'assay run', plus
                   r2 = 0.9  splits = 10  model = "anova" | "mlp" | "linear"
                   max_settings = 500  max_time = 3600  seed = 0  metric = "tps"
                   transform = "none" | "log"  (fit the models to log(metric))
+                  stop_at_ceiling = true  (stop once the noise between repetitions
+                  caps R² below r2: its ceiling is shown at every step)
                   constraints = ["locks < workers", "wh * replicas / cpus <= 25"]
   [sweep.params]  workers = [1, 2, 4, 8, 16]   journal = ["wal", "delete"]
 Each parameter's value fills its {name} placeholder in the benchmark command.

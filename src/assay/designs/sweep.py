@@ -76,6 +76,9 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 Form = Literal["main", "main+2way"]
+#: The confidence of the R² ceiling's interval: a sweep stops for its ceiling only when
+#: even the upper bound is below the target.
+CEILING_CONFIDENCE = 0.95
 #: The form of a whole grid's step: no held-out R², analysed as a designed experiment.
 DESIGNED = "designed"
 #: :func:`analyse`'s form for a designed experiment: main effects, plus the two-way
@@ -101,6 +104,9 @@ class StepResult:
     done: bool
     reason: str
     r2_main: tuple[float, ...] = ()
+    # the R² no model can exceed for the noise between repetitions: the reliability of
+    # the setting means (stats/reliability.py) with its interval; NaN without repetitions
+    ceiling: tuple[float, float, float] = (math.nan, math.nan, math.nan)
 
     @property
     def sampling_rate(self) -> float:
@@ -136,6 +142,7 @@ class StepResult:
             done=bool(d["done"]),
             reason=str(d["reason"]),
             r2_main=r2(d.get("r2_main")),
+            ceiling=_triple(r2(d.get("r2_ceiling"))),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -153,7 +160,13 @@ class StepResult:
             "threshold": self.threshold,
             "done": self.done,
             "reason": self.reason,
+            "r2_ceiling": [_f(x) for x in self.ceiling],
         }
+
+
+def _triple(xs: tuple[float, ...]) -> tuple[float, float, float]:
+    """A stored R² ceiling (estimate, low, high); NaNs for a step stored before it."""
+    return (xs[0], xs[1], xs[2]) if len(xs) == 3 else (math.nan, math.nan, math.nan)
 
 
 def _all_reach(r2: FloatArray, threshold: float) -> bool:
@@ -250,6 +263,9 @@ class IncrementalSampling:
     metric: str = "metric"
     train_fraction: float = 0.8
     alpha: float = 0.05
+    # stop when even the upper bound of the R² ceiling (the noise between repetitions)
+    # is below the target: no model could reach it (step reason "ceiling")
+    stop_at_ceiling: bool = True
     _enc: Encoder = field(init=False, repr=False)
     _key: dict[Any, int] = field(init=False, repr=False)
     _cache: tuple[bytes, StepResult] | None = field(init=False, repr=False, default=None)
@@ -397,12 +413,15 @@ class IncrementalSampling:
             form=form,
         )
         step_no = self._step_of(n_taken)
+        ceiling = self.ceiling(measured)
         if _all_reach(r2, self.threshold):
             done, reason = True, "r2"
         elif n_taken >= self.n_candidates:
             done, reason = True, "exhausted"
         elif n_taken >= self.max_settings:
             done, reason = True, "budget"
+        elif self.stop_at_ceiling and ceiling[2] < self.threshold:
+            done, reason = True, "ceiling"  # even its upper bound is below the target
         else:
             done, reason = False, ""
         res = StepResult(
@@ -417,9 +436,24 @@ class IncrementalSampling:
             done,
             reason,
             tuple(float(v) for v in r2_main),
+            ceiling,
         )
         self._cache = (fp, res)
         return res
+
+    def ceiling(self, measured: pd.DataFrame) -> tuple[float, float, float]:
+        """The R² ceiling of the measured settings (estimate, low, high): the
+        reliability of their means over their repetitions (one row per trial); NaN
+        without repetitions."""
+        from assay.stats.reliability import mean_reliability
+
+        if len(measured) == 0:
+            return (math.nan, math.nan, math.nan)
+        codes = self._enc.codes(measured[self.params])
+        pos = np.array([self._key.get(k, -1) for k in self._keys(codes)], dtype=np.int64)
+        vals = pd.to_numeric(measured[self.metric], errors="coerce").to_numpy(float)
+        got = mean_reliability(pos, vals, CEILING_CONFIDENCE)
+        return (math.nan,) * 3 if got is None else (got.estimate, got.low, got.high)
 
     def _first(self) -> int:
         if self.whole_grid:
@@ -910,22 +944,32 @@ def summarise(analysis: Analysis, max_points: int = 5) -> Summary:
     if pts:
         lines.append("Important points (ranked by turn ratio × % variance):")
         for i, p in enumerate(pts[:max_points], 1):
-            lines.append(f"  {i}. {p.describe()} (turn ratio {p.turn_ratio:.2g})")
+            ratio = f"turn ratio {p.turn_ratio:.2g}"
+            if p.kind == "step":  # a step's ratio is the share of the range it holds
+                ratio += f": {p.turn_ratio:.0%} of the change in one step"
+            lines.append(f"  {i}. {p.describe()} ({ratio})")
         if len(pts) > max_points:
             lines.append(f"  ... and {len(pts) - max_points} more")
     where: list[tuple[str, Any]] = []
+    said: list[str] = []  # how each of where is said: "w = 8", "the block step between 4 and 5"
     for p in sorted(pts, key=lambda q: (q.fixed is not None, pts.index(q))):
         key = (p.param, _jsonable(p.value))
         if key not in where:
             where.append(key)
+            is_step = p.kind == "step" and p.before is not None
+            said.append(
+                f"the {p.param} step between {_fmt(_jsonable(p.before))} and {_fmt(key[1])}"
+                if is_step
+                else f"{p.param} = {_fmt(key[1])}"
+            )
         if len(where) >= max_points:
             break
     if where:
         rec = (
             "Report results on both sides of "
-            + ", ".join(f"{k} = {_fmt(v)}" for k, v in where[:-1])
+            + ", ".join(said[:-1])
             + (" and of " if len(where) > 1 else "")
-            + f"{where[-1][0]} = {_fmt(where[-1][1])}."
+            + f"{said[-1]}."
         )
     elif analysis.significant:
         rec = "No knee or turning point was found: cover each significant parameter's range."

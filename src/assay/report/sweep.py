@@ -27,7 +27,10 @@ def steps_table(steps: list[StepResult], title: str, n_params: int = 2) -> Table
     (a step stored as main+2way with one parameter, before that form was refused for
     one parameter, is shown as what it was: main effects)."""
     table = Table(title=Text(title), title_justify="left", show_edge=False)
-    for name in ("step", "settings", "rate", "R² min", "R² median", "model", "done"):
+    ceilings = any(math.isfinite(s.ceiling[0]) for s in steps)
+    names = ["step", "settings", "rate", "R² min", "R² median"]
+    names += ["R² ceiling"] if ceilings else []  # the noise between repetitions allows
+    for name in (*names, "model", "done"):
         table.add_column(name, justify="left" if name in ("model", "done") else "right")
     for s in steps:
         finite = sorted(v for v in s.r2 if math.isfinite(v))
@@ -39,6 +42,7 @@ def steps_table(steps: list[StepResult], title: str, n_params: int = 2) -> Table
             f"{s.sampling_rate:.1%}",
             _r2(s.r2_min),
             _r2(median),
+            *([_r2(s.ceiling[0])] if ceilings else []),
             f"{s.model} ({form})" if s.model == "anova" else s.model,
             s.reason or "",
         )
@@ -245,6 +249,7 @@ class SweepProgressView(LiveLine):
             parts.append(
                 f"step {s.step} · {s.n_measured}/{p.n_candidates} settings "
                 f"({s.sampling_rate:.1%}) · R² min {_r2(s.r2_min)} (target {s.threshold:g})"
+                + (f", ceiling {_r2(s.ceiling[0])}" if math.isfinite(s.ceiling[0]) else "")
             )
         else:
             parts.append(f"first batch ({p.n_candidates} valid settings in the space)")

@@ -294,6 +294,15 @@ def stop_reason(step: StepResult | None, threshold: float, timed_out: bool) -> s
         return f"every setting measured ({where}); {r2} < {threshold:g}"
     if step.reason == "budget":
         return f"budget spent: {where}; {r2} < {threshold:g}"
+    if step.reason == "ceiling":
+        est, low, high = step.ceiling
+        return (
+            f"stopped after {where}: the repetitions disagree too much for any model to "
+            f"reach R² {threshold:g}: the noise between them caps it at {est:.2f} "
+            f"[{low:.2f}, {high:.2f}] (the share of the setting means' variance that is "
+            "not noise); measure on a quieter machine, with more repetitions, or with a "
+            "lower [sweep] r2"
+        )
     if timed_out:
         return f"time budget spent: {where}; {r2} < {threshold:g}"
     return f"stopped: {where}; {r2}"
@@ -334,6 +343,7 @@ class SweepRunner:
             start=self.sweep.start,
             step=self.sweep.step,
             threshold=self.sweep.r2,
+            stop_at_ceiling=self.sweep.stop_at_ceiling,
             splits=self.sweep.splits,
             model=self.sweep.model,
             budget=self.sweep.max_settings,
@@ -476,6 +486,13 @@ class SweepRunner:
                 f"the model did not reach R² ≥ {self.sweep.r2:g} on every validation split: "
                 "every setting was measured, so the ANOVA is that of the whole grid, but the "
                 "model does not predict settings it was not fitted to (§3.4)"
+            )
+        elif last is not None and last.reason == "ceiling":
+            warnings.append(
+                f"the noise between repetitions caps R² at {last.ceiling[0]:.2f} (upper "
+                f"bound {last.ceiling[2]:.2f}), below the target {self.sweep.r2:g}: the "
+                "significant parameters and important points come from the settings "
+                "measured so far, and are not reliable"
             )
         elif last is not None and last.reason not in ("r2", "grid"):
             warnings.append(
