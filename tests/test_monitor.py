@@ -302,8 +302,11 @@ def test_under_test_validated_with_a_clear_error() -> None:
 def test_runner_warns_and_stores_samples_with_the_trial(write_study, py: str) -> None:  # type: ignore[no-untyped-def]
     spec = load_spec(_study(write_study, py, 'under_test = "disk"'))
     res = Runner(spec, spec.store_path(), measure_overhead=False).run()
+    # (on a busy machine the others' share is named instead: see test_interference.py)
     assert any(
-        w.startswith("bottleneck watch: cpu above 80%") and "(disk)" in w for w in res.warnings
+        w.startswith("bottleneck watch: cpu above 80%")
+        and ("(disk)" in w or "busy with them" in w)
+        for w in res.warnings
     )
     assert res.resources is not None and res.resources["trials"] == res.trials_total
     assert res.as_dict()["resources"]["under_test"] == "disk"

@@ -245,6 +245,9 @@ class ResourceSummary:
     net_bytes_sent: float
     net_bytes_recv: float
     watch_s: float = math.nan  # the watch's start and stop (stores before #17: NaN)
+    # the machine's busy cores on average over the intervals every core's share is
+    # known in (NaN: none, a trial shorter than MIN_CPU_WINDOW of a core's time)
+    busy_cores: float = math.nan
 
     @property
     def monitor_cpu_per_s(self) -> float:
@@ -315,6 +318,9 @@ def summarize(series: Mapping[str, np.ndarray]) -> ResourceSummary:
     interval = series.get(INTERVAL_KEY)
     cpu_s = series.get(MONITOR_CPU_KEY)
     watch_s = series.get(WATCH_COST_KEY)
+    known = np.all(np.isfinite(cpu), axis=1) & np.isfinite(dt) & (dt > 0) if cpu.shape[1] else []
+    covered = float(np.sum(dt[known])) if np.any(known) else 0.0
+    busy = float(np.sum(cpu[known].sum(axis=1) / 100.0 * dt[known])) if covered else math.nan
     return ResourceSummary(
         samples=n,
         interval_s=float(interval[0]) if interval is not None and np.size(interval) else math.nan,
@@ -325,7 +331,48 @@ def summarize(series: Mapping[str, np.ndarray]) -> ResourceSummary:
         net_bytes_sent=float(np.nansum(sent * dt)),
         net_bytes_recv=float(np.nansum(recv * dt)),
         watch_s=float(watch_s[0]) if watch_s is not None and np.size(watch_s) else math.nan,
+        busy_cores=busy / covered if covered else math.nan,
     )
+
+
+#: Another process's use of the CPU, in cores, from which a trial counts as disturbed.
+DISTURBED_CORES = 0.5
+
+
+def others_cores(summary: ResourceSummary, trial_cpu_s: float | None) -> float:
+    """The cores other processes kept busy during a watched trial, on average: the
+    machine's busy cores less the trial's own CPU time over the window and the watch's
+    (clamped at 0: the counters tick every 10 ms); NaN where the machine's share is not
+    known or the trial's CPU time is not.  A server the benchmark talks to, started
+    outside the trial, counts among the others.
+
+    >>> s = ResourceSummary(3, 0.05, 0.2, 0.0, {}, 0.0, 0.0, 0.0, busy_cores=1.5)
+    >>> others_cores(s, 0.1)  # the trial used half a core of the 1.5 busy
+    1.0
+    """
+    if trial_cpu_s is None or not math.isfinite(summary.busy_cores) or summary.duration_s <= 0:
+        return math.nan
+    watch = summary.monitor_cpu_s if math.isfinite(summary.monitor_cpu_s) else 0.0
+    return max(0.0, summary.busy_cores - (trial_cpu_s + watch) / summary.duration_s)
+
+
+def interference_dict(others: Sequence[float]) -> dict[str, Any] | None:
+    """How much other processes used the CPU during the watched trials (JSON
+    ``resources.interference``); None when no trial's could be told.
+
+    >>> interference_dict([0.0, 0.1, 1.2, 0.7])["disturbed"]
+    2
+    """
+    known = [x for x in others if math.isfinite(x)]
+    if not known:
+        return None
+    return {
+        "trials": len(known),
+        "disturbed": sum(1 for x in known if x >= DISTURBED_CORES),
+        "threshold_cores": DISTURBED_CORES,
+        "median_cores": statistics.median(known),
+        "max_cores": max(known),
+    }
 
 
 _WHAT = {
@@ -341,17 +388,37 @@ def bottleneck_warnings(
     under_test: str | None,
     threshold: float = THRESHOLD_PERCENT,
     label: str = "",
+    others: Sequence[float] = (),
 ) -> list[str]:
     """One warning per component, other than ``under_test``, whose p95 utilisation
-    passed ``threshold`` in any trial; it names the component and how often."""
+    passed ``threshold`` in any trial; it names the component and how often.  With
+    ``others`` (each summary's :func:`others_cores`), a CPU saturated in trials where
+    other processes used :data:`DISTURBED_CORES` or more is put down to them."""
     out: list[str] = []
-    monitored = [s for s in summaries if s.samples > 0]
+    pairs = [
+        (s, others[i] if i < len(others) else math.nan)
+        for i, s in enumerate(summaries)
+        if s.samples > 0
+    ]
+    monitored = [s for s, _ in pairs]
     for comp in COMPONENTS:
         if comp == under_test:
             continue
         p95s = [s.utilisation()[comp] for s in monitored]
         over = [p for p in p95s if math.isfinite(p) and p > threshold]
         if not over:
+            continue
+        busy = [o for (s, o) in pairs if s.utilisation()[comp] > threshold and math.isfinite(o)]
+        theirs = [o for o in busy if o >= DISTURBED_CORES]
+        if comp == "cpu" and busy and len(theirs) * 2 > len(busy):
+            out.append(
+                f"{label}bottleneck watch: cpu above {threshold:g}% ({_WHAT[comp]}, p95 up "
+                f"to {max(over):.0f}%) in {len(over)} of {len(monitored)} trials, in "
+                f"{len(theirs)} of them while other processes used {DISTURBED_CORES:g} "
+                f"core or more (median {statistics.median(theirs):.1f}): the machine was "
+                "busy with them, not only with this benchmark; measure on a quieter "
+                "machine, or see the interference line"
+            )
             continue
         if under_test is None:
             hint = (
@@ -409,6 +476,7 @@ def resources_dict(
     under_test: str | None,
     threshold: float = THRESHOLD_PERCENT,
     elapsed_s: float | None = None,
+    others: Sequence[float] = (),
 ) -> dict[str, Any]:
     """The JSON ``resources`` summary: p95 CPU, p95 memory, disk and network totals (as
     in ELECT's artifact-evaluation summaries), over the monitored trials.
@@ -431,6 +499,8 @@ def resources_dict(
         "interval_s": s[-1].interval_s if s else None,
         "monitor_cpu_per_s": cpu_s / duration if duration > 0 else None,
         "watch_share": share,
+        # other processes' use of the CPU during the watched trials (others_cores)
+        "interference": interference_dict(others),
         "under_test": under_test,
         "threshold_percent": threshold,
         "trials_over_threshold": over,

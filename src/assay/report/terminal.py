@@ -251,6 +251,30 @@ def resources_line(r: Mapping[str, Any], label: str = "") -> str:
     )
 
 
+def interference_line(i: Mapping[str, Any] | None, label: str = "") -> str:
+    """Other processes' use of the CPU during the watched trials, or "" if unknown.
+
+    >>> line = interference_line({"trials": 40, "disturbed": 12, "threshold_cores": 0.5,
+    ...                           "median_cores": 0.2, "max_cores": 1.7})
+    >>> line.split(": ")[1].split(" (")[0]
+    'other processes used 0.5 core or more in 12 of 40 watched trials'
+    """
+    if not i or not i.get("trials"):
+        return ""
+    where = f" ({label})" if label else ""
+    n, bad, limit = int(i["trials"]), int(i["disturbed"]), float(i["threshold_cores"])
+    spread = f"median {float(i['median_cores']):.1f}, max {float(i['max_cores']):.1f} cores"
+    if not bad:
+        return (
+            f"interference{where}: other processes used less than {limit:g} core in all "
+            f"{n} watched trials ({spread})"
+        )
+    return (
+        f"interference{where}: other processes used {limit:g} core or more in {bad} of {n} "
+        f"watched trials (disturbed; {spread}): their CPU time is not this benchmark's"
+    )
+
+
 def executor_line(executor: Mapping[str, Any] | None) -> str:
     """``ran on a Dask cluster (tcp://...): 2 workers on hosts a (1), b (1)``; "" here.
 
@@ -323,6 +347,9 @@ def footer_lines(
         lines.append(Text(cluster, style="dim"))
     for label, r in (resources or {}).items():
         lines.append(Text(resources_line(r, label), style="dim"))
+        seen = interference_line(r.get("interference"), label)
+        if seen:
+            lines.append(Text(seen, style="yellow" if "disturbed" in seen else "dim"))
     over = []
     if bookkeeping_s_per_trial is not None:
         mean = format_duration(bookkeeping_s_per_trial)

@@ -28,7 +28,13 @@ from assay.execute.environment import collect_environment
 from assay.execute.executor import Executor, LocalExecutor
 from assay.execute.interrupts import InterruptCheck
 from assay.execute.leftovers import end_running, stop_leftover
-from assay.execute.monitor import ResourceSummary, bottleneck_warnings, resources_dict, summarize
+from assay.execute.monitor import (
+    ResourceSummary,
+    bottleneck_warnings,
+    others_cores,
+    resources_dict,
+    summarize,
+)
 from assay.execute.overhead import LaunchOverhead, measure_launch_overhead
 from assay.execute.trial import Step, TrialJob, TrialRequest
 from assay.rolespec import host_values, measured_role
@@ -274,6 +280,14 @@ def resource_summaries(trials: list[TrialRecord]) -> list[ResourceSummary]:
     return [summarize(t.resources) for t in trials if t.resources]
 
 
+def trial_cpu(t: TrialRecord) -> float | None:
+    """The CPU time of a trial's command (user + system, wait4's: it and the children it
+    reaped); None when not recorded."""
+    if t.cpu_user is None or t.cpu_system is None:
+        return None
+    return t.cpu_user + t.cpu_system
+
+
 def watch_report(
     spec: Spec, trials: list[TrialRecord], label: str = ""
 ) -> tuple[list[str], dict[str, Any] | None]:
@@ -284,11 +298,13 @@ def watch_report(
     under = spec.benchmark.under_test
     # the watch paces itself on the time from trial to trial: the trials and the gaps
     loop_s = sum((t.duration or 0.0) + (t.bookkeeping_s or 0.0) for t in trials)
-    resources = resources_dict(summaries, under, elapsed_s=loop_s)
+    watched = [t for t in trials if t.resources]
+    others = [others_cores(s, trial_cpu(t)) for s, t in zip(summaries, watched, strict=True)]
+    resources = resources_dict(summaries, under, elapsed_s=loop_s, others=others)
     # a paced watch leaves trials unwatched to stay in its budget (ResourceMonitor)
     resources["trials_not_watched"] = len(trials) - len(summaries)
     if not any(t.host_runs for t in trials):
-        return bottleneck_warnings(summaries, under, label=label), resources
+        return bottleneck_warnings(summaries, under, label=label, others=others), resources
     # several hosts: the warnings name the host (the measured one's included)
     from assay.studies.cluster import cluster_report
 
