@@ -224,7 +224,15 @@ def test_report_in_the_browser(
         assert svg.locator("text").count() > 0
     assert opened.errors == [] and opened.requests == [] and opened.dialogs == []
     body = page.inner_text("body")
-    assert f"reported by Assay {__version__}" in body and "Environment" in body
+    assert f"reported by Assay {__version__}" in body
+    # the answer first, in the first screen; the details folded until opened
+    answer = page.locator("#answer")
+    assert answer.count() == 1 and answer.inner_text()
+    box = answer.bounding_box()
+    assert box is not None and box["y"] < 900
+    assert "Environment" not in body
+    page.locator("#what-was-run summary").click()
+    assert "Environment" in page.inner_text("body")
     assert (tmp_path / f"report-{kind}.png").stat().st_size > 10_000
     page.close()
 
@@ -236,6 +244,8 @@ def test_hostile_strings_stay_text_in_the_browser(
     html = _report(stores["hostile"], tmp_path / "hostile.html")
     opened = Opened(browser, html, tmp_path / "report-hostile.png")
     page = opened.page
+    for folded in page.locator("summary").all():  # the details, opened
+        folded.click()
     body = page.inner_text("body")
     for text in HOSTILE:
         assert text in body, text

@@ -303,6 +303,7 @@ def scan_from_run(target: tuple[str, ...], opts: dict[str, Any]) -> NoReturn:
 def _compare(target: tuple[str, ...], opts: dict[str, Any]) -> None:
     if not opts["from_files"]:
         prepare_local_session(opts)
+    from assay.report.answer import answer
     from assay.report.compare import CSV_FIELDS, CompareProgressView, csv_rows, render_comparison
     from assay.report.export import rows_to_csv, to_json
     from assay.report.markdown import compare_markdown
@@ -386,7 +387,11 @@ def _compare(target: tuple[str, ...], opts: dict[str, Any]) -> None:
             "json_out": lambda: to_json(result.as_dict()),
             "csv_out": lambda: rows_to_csv(CSV_FIELDS, csv_rows(result)),
             "markdown_out": lambda: compare_markdown(
-                result.study, result.decision.reason, csv_rows(result), result.gates
+                result.study,
+                result.decision.reason,
+                csv_rows(result),
+                result.gates,
+                answer("compare", result.as_dict()),
             ),
         },
     )

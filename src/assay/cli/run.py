@@ -123,6 +123,7 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
         scan_from_run(target, opts)
     prepare_local_session(opts)
     # heavy imports (NumPy, SciPy, pandas) only once a command runs: --help stays fast
+    from assay.report.answer import answer
     from assay.report.export import to_csv, to_json
     from assay.report.markdown import run_markdown
     from assay.report.terminal import (
@@ -209,7 +210,9 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
         {
             "json_out": lambda: to_json(data),
             "csv_out": lambda: to_csv(result.study, data["pis"]),
-            "markdown_out": lambda: run_markdown(result.study, data["pis"], comparisons),
+            "markdown_out": lambda: run_markdown(
+                result.study, data["pis"], comparisons, answer("run", data)
+            ),
         },
     )
     write_hyperfine_exports(opts, store_path, spec)

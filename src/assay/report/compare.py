@@ -17,6 +17,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from assay.report.answer import answer
 from assay.report.fit import fitted
 from assay.report.format import format_duration, format_estimate, format_percent
 from assay.report.safe import plain
@@ -255,6 +256,9 @@ def render_comparison(res: CompareResult, console: Console) -> None:
         lines.append(Text(_method_line(c), style="dim"))
     if res.scan is not None:
         lines.extend(scan_lines(res.scan))
+    said = answer("compare", res.as_dict())
+    if said:
+        lines.append(Text(plain(f"answer: {said}"), style="bold"))
     by = ", ".join(f"{n} {s}" for s, n in sorted(res.trials_by_status.items()))
     if res.sources:
         lines.append(Text(f"{res.decision.reason} · from {', '.join(res.sources)}"))

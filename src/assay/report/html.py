@@ -18,7 +18,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from assay import __version__
+from assay._version import __version__
 from assay.designs.run_until_ci import WPS_PI
 from assay.report.format import format_estimate
 from assay.stats.intervals import t_interval
@@ -26,7 +26,8 @@ from assay.store import TrialRecord
 from assay.studies.base import StoredStudy
 
 #: The page's sections, in order (the browser tests look for each heading).
-SECTIONS = ("What was run", "Results", "Resource usage", "Warnings", "Failures", "Plots")
+#: The page's sections, in order: the results first, the details (collapsed) last.
+SECTIONS = ("Results", "Plots", "Warnings", "Failures", "What was run", "Resource usage")
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:72em;padding:0 1em;
@@ -41,6 +42,14 @@ word-break:break-word}
 pre{background:#f7f7f7;padding:.5em;border:1px solid #eee}
 figure{margin:1em 0 2em}figure svg{max-width:100%;height:auto}
 figcaption{font-weight:600;margin-bottom:.3em}.muted{color:#666}
+.answer{font-size:1.15em;font-weight:600;border-left:4px solid #2a7;padding:.3em .7em;
+background:#f3faf6}
+summary h2{display:inline;border:none}summary{cursor:pointer;margin-top:2em;
+border-bottom:1px solid #ccc}
+@media (prefers-color-scheme: dark){body{background:#121212;color:#ddd}
+th{background:#222}th,td{border-color:#444}pre{background:#1c1c1c;border-color:#333}
+.muted{color:#999}.answer{background:#16261d}figure svg{background:#fff}}
+@media print{details{display:block}}
 """
 
 
@@ -75,12 +84,14 @@ def html_report(
         f"<h1>{_e(stored.name)}</h1>",
         f'<p class="muted">{_e(stored.kind)} study, reported by Assay {_e(__version__)} '
         "from its store (nothing was run for this report)</p>",
-        _section("What was run", _what_was_run(stored, result, doc)),
+        _answer(stored.kind, doc),
+        # the answer and its evidence first; the details after, collapsed
         _section("Results", _results(stored.kind, doc)),
-        _section("Resource usage", _resources(doc)),
-        _section("Warnings", _warnings(doc, result)),
-        _section("Failures", _failures(doc)),
         _section("Plots", _plots(plots)),
+        _section("Warnings", _warnings(doc, result)),
+        _section("Failures", _failures(doc), collapsed=not doc.get("failures")),
+        _section("What was run", _what_was_run(stored, result, doc), collapsed=True),
+        _section("Resource usage", _resources(doc), collapsed=True),
         "</body></html>",
     ]
     return "\n".join(parts) + "\n"
@@ -104,9 +115,24 @@ def _e(value: Any) -> str:
     return escape(str(value), quote=True)
 
 
-def _section(title: str, body: str) -> str:
+def _section(title: str, body: str, *, collapsed: bool = False) -> str:
+    """A section of the page; ``collapsed``: its body folded under its title (details a
+    reader opens when needed)."""
     anchor = _e(title.lower().replace(" ", "-"))
+    if collapsed:
+        return (
+            f'<section id="{anchor}"><details><summary><h2>{_e(title)}</h2></summary>\n'
+            f"{body}\n</details></section>"
+        )
     return f'<section id="{anchor}"><h2>{_e(title)}</h2>\n{body}\n</section>'
+
+
+def _answer(kind: str, doc: Mapping[str, Any]) -> str:
+    """The study's answer in one sentence (:mod:`assay.report.answer`), first."""
+    from assay.report.answer import answer
+
+    text = answer(kind, doc)
+    return f'<p class="answer" id="answer">{_e(text)}</p>' if text else ""
 
 
 def _dl(rows: Iterable[tuple[str, Any]]) -> str:

@@ -50,6 +50,11 @@ def _text(value: object) -> str:
     )
 
 
+def _answer(answer: str) -> str:
+    """The study's answer (:mod:`assay.report.answer`) as its first paragraph."""
+    return f"**{_text(answer)}**\n\n" if answer else ""
+
+
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """A table of Assay's ``header`` and rows of any values, each shown as text."""
     lines = ["| " + " | ".join(h.replace("|", "\\|") for h in header) + " |"]  # ours
@@ -62,7 +67,9 @@ def _estimate(row: Mapping[str, Any]) -> str:
     return format_estimate(row["mean"], row["half_width"], row.get("unit", ""))
 
 
-def run_markdown(study: str, pis: Sequence[Mapping[str, Any]], baseline: Sequence[Any] = ()) -> str:
+def run_markdown(
+    study: str, pis: Sequence[Mapping[str, Any]], baseline: Sequence[Any] = (), answer: str = ""
+) -> str:
     """``assay run``: one row per PI; with ``--baseline``, a table of each PI against
     the earlier result (:class:`assay.studies.baseline.BaselineComparison`)."""
     rows = [
@@ -77,7 +84,7 @@ def run_markdown(study: str, pis: Sequence[Mapping[str, Any]], baseline: Sequenc
         for p in pis
     ]
     header = ["PI", "mean ± CI half-width", "relative", "confidence", "n", "method"]
-    text = f"### {_cell(study)}\n\n" + markdown_table(header, rows)
+    text = f"### {_cell(study)}\n\n" + _answer(answer) + markdown_table(header, rows)
     if baseline:
         text += "\n" + baseline_markdown(baseline)
     return text
@@ -103,7 +110,11 @@ _MEDIAN = ("median", "median_low", "median_high")
 
 
 def compare_markdown(
-    study: str, reason: str, rows: Sequence[Mapping[str, Any]], gates: Sequence[Any] = ()
+    study: str,
+    reason: str,
+    rows: Sequence[Mapping[str, Any]],
+    gates: Sequence[Any] = (),
+    answer: str = "",
 ) -> str:
     """``assay compare``: one row per variant and PI, best first; with
     ``--fail-if-worse``, the gate's verdicts (:class:`assay.stats.gate.GateVerdict`)."""
@@ -148,7 +159,8 @@ def compare_markdown(
     on_median = any(r.get("statistic") == "median" for r in rows)
     shown = "estimate (CI)" if on_median else "mean ± CI half-width"
     header = ["PI", "rank", "variant", shown, "vs best (CI)", "n", "verdict"]
-    text = f"### {_cell(study)}\n\n{_text(reason)}\n\n" + markdown_table(header, table)
+    text = f"### {_cell(study)}\n\n{_answer(answer)}{_text(reason)}\n\n"
+    text += markdown_table(header, table)
     if gates:
         marks = {"worse": "❌", "not worse": "✅"}
         text += "\n" + "".join(

@@ -15,6 +15,7 @@ from rich.text import Text
 from assay.execute.executor import ExecutorStatus
 from assay.execute.monitor import BUDGET, MIN_CPU_WINDOW
 from assay.execute.overhead import LaunchOverhead
+from assay.report.answer import answer
 from assay.report.fit import fitted
 from assay.report.format import format_duration, format_estimate, format_percent
 from assay.report.safe import plain
@@ -185,6 +186,9 @@ def render_result(res: StudyResult, console: Console) -> None:
     # why a CI rests on round means, moved, or is not met yet: the reader must see it
     lines.extend(Text(plain(f"{r.name}: {r.note}"), "yellow") for r in res.results if r.note)
     by = ", ".join(f"{n} {s}" for s, n in sorted(res.trials_by_status.items()))
+    said = answer("run", res.as_dict())
+    if said:
+        lines.append(Text(plain(f"answer: {said}"), style="bold"))
     lines.append(
         Text(
             f"{res.decision.reason} · {res.trials_total} trials ({by}) · measured "
