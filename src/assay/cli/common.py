@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import hashlib
-import json
 import os
 import shlex
 import sys
@@ -24,6 +22,10 @@ from rich.text import Text
 from assay.cli import exits
 from assay.cli.fractions import SHARE, WIDTH
 from assay.errors import NotAStoreError, SpecError, StoreError, StudyError
+from assay.quick import SHELL_SYNTAX, quick_benchmark, quick_study_data
+from assay.quick import command_words as command_words  # re-exported to the commands
+from assay.quick import quick_name as quick_name
+from assay.quick import quick_store_path as quick_store_path
 from assay.report.safe import SafeConsole, plain
 
 if TYPE_CHECKING:
@@ -289,62 +291,19 @@ def quick_spec(
     from assay.cli.hyperfine import quick_steps
 
     argv = command_words(list(target), shell=bool(opts["shell"]))
-    bench: dict[str, Any] = {"command": argv, "shell": bool(opts["shell"])}
+    bench = quick_benchmark(
+        argv,
+        shell=bool(opts["shell"]),
+        timeout=opts["timeout"],
+        prepare=opts.get("prepare"),
+        ignore_failure=bool(opts.get("ignore_failure")),
+    )
     quick_steps(bench, opts)
-    if opts["timeout"] is not None:
-        bench["timeout"] = opts["timeout"]
-    if opts.get("prepare"):
-        bench["reset"] = ["/bin/sh", "-c", opts["prepare"]]
-    if opts.get("ignore_failure"):
-        bench["ignore_failure"] = True
     name = opts["name"] or quick_name("quick", shlex.join(argv), bench)
-    data: dict[str, Any] = {"study": {"name": name}, "benchmark": bench, "stop": overrides}
-    if opts.get("median"):  # how readings are summed up: the same study, resumed
-        data["pi"] = [{"name": "wall_time", "unit": "s", "statistic": "median"}]
+    data = quick_study_data(name, bench, overrides, median=bool(opts.get("median")))
     from assay.spec import parse_spec_data
 
     return quick_store(parse_spec_data(data, source="command line"), opts)
-
-
-# characters that mean something to /bin/sh but not to Assay's word splitting
-SHELL_SYNTAX = set("|&;<>()$`*?[]{}~!")
-
-
-def command_words(args: list[str], *, shell: bool) -> list[str]:
-    """The argv of one quick-mode command, as typed after ``--``.
-
-    One quoted string (``assay run "sleep 0.01"``, as hyperfine users write it) is
-    split into words; if it holds shell syntax it needs ``--shell``.  A second ``--``
-    means two commands: ``assay compare`` measures those.
-
-    >>> command_words(["sleep 0.01"], shell=False)
-    ['sleep', '0.01']
-    """
-    if args and args[0] == "--":
-        args = args[1:]
-    if not args:
-        raise SpecError("no command given: use 'assay run -- CMD ARGS...' or 'assay run FILE.toml'")
-    if shell:
-        return args
-    if "--" in args:
-        raise SpecError(
-            f"'--' inside the command ({shlex.join(args)}): assay run measures one command; "
-            "to compare commands use 'assay compare -- CMD_A -- CMD_B' (if '--' is an "
-            "argument of your command, add --shell and quote the command)"
-        )
-    if len(args) == 1 and any(c.isspace() for c in args[0]):
-        if SHELL_SYNTAX & set(args[0]):
-            raise SpecError(
-                f"{args[0]!r} is one string with shell syntax: add --shell to run it with "
-                "/bin/sh -c, or give the words after '--' (assay run -- CMD ARGS...)"
-            )
-        try:
-            words = shlex.split(args[0])
-        except ValueError as exc:
-            raise SpecError(f"{args[0]!r}: {exc}") from None
-        if words:
-            return words
-    return args
 
 
 def split_notes(target: tuple[str, ...], opts: dict[str, Any]) -> list[str]:
@@ -360,18 +319,6 @@ def split_notes(target: tuple[str, ...], opts: dict[str, Any]) -> list[str]:
         for a in singles
         if not SHELL_SYNTAX & set(a)
     ]
-
-
-def quick_name(kind: str, command: str, measurement: dict[str, Any]) -> str:
-    """A quick study's name: from what it measures, so the same command line resumes it.
-
-    >>> quick_name("quick", "sleep 0.01", {"command": ["sleep", "0.01"]})
-    'quick sleep-0-01 fefca889'
-    """
-    digest = hashlib.sha256(json.dumps(measurement, sort_keys=True).encode()).hexdigest()
-    from assay.spec import slug
-
-    return f"{kind} {slug(command)[:40]} {digest[:8]}"
 
 
 def quick_resumption(
@@ -407,12 +354,6 @@ def quick_resumption(
 def quick_store(spec: Spec, opts: dict[str, Any]) -> tuple[Spec, Path]:
     spec = spec.model_copy(update={"source_path": None})
     return spec, Path(opts["store"]) if opts["store"] else quick_store_path()
-
-
-def quick_store_path() -> Path:
-    """Where quick-mode studies are stored: ``$XDG_CACHE_HOME/assay/quick.assay.db``."""
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    return cache / "assay" / "quick.assay.db"
 
 
 def cluster_options(f: F) -> F:

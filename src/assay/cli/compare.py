@@ -47,6 +47,7 @@ from assay.cli.hyperfine import (
 from assay.cli.outputs import check_outputs, report_console
 from assay.cli.sections import SectionedCommand
 from assay.errors import SpecError
+from assay.quick import quick_benchmark, quick_study_data
 
 if TYPE_CHECKING:
     from assay.spec import Spec
@@ -145,14 +146,14 @@ def _compare_spec(target: tuple[str, ...], opts: dict[str, Any]) -> tuple[Spec, 
         return spec, store
     axes = scan_axes(opts)
     groups = _split_commands(target, shell=bool(opts["shell"]), scan=bool(axes))
-    bench: dict[str, Any] = {"command": groups[0], "shell": bool(opts["shell"])}
+    bench = quick_benchmark(
+        groups[0],
+        shell=bool(opts["shell"]),
+        timeout=opts["timeout"],
+        prepare=opts["prepare"],
+        ignore_failure=bool(opts["ignore_failure"]),
+    )
     quick_steps(bench, opts)
-    if opts["timeout"] is not None:
-        bench["timeout"] = opts["timeout"]
-    if opts["prepare"]:
-        bench["reset"] = ["/bin/sh", "-c", opts["prepare"]]
-    if opts["ignore_failure"]:
-        bench["ignore_failure"] = True
     if axes:
         if opts["name"]:
             raise SpecError("--name: a scan's variants are named by their commands")
@@ -164,9 +165,7 @@ def _compare_spec(target: tuple[str, ...], opts: dict[str, Any]) -> tuple[Spec, 
     study = opts["study"] or quick_name(
         "compare", " vs ".join(names), {"benchmark": bench, "variants": variants}
     )
-    data = {"study": {"name": study}, "benchmark": bench, "variant": variants, "stop": overrides}
-    if opts["median"]:  # how readings are summed up: the same study, resumed
-        data["pi"] = [{"name": "wall_time", "unit": "s", "statistic": "median"}]
+    data = quick_study_data(study, bench, overrides, variants=variants, median=bool(opts["median"]))
     from assay.spec import parse_spec_data
 
     return quick_store(parse_spec_data(data, source="command line"), opts)

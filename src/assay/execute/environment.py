@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import assay
+from assay._version import __version__
 
 
 def cpu_model() -> str:
@@ -66,7 +66,7 @@ def collect_environment(git_repo: str | Path | None = None) -> dict[str, Any]:
         "kernel": f"{uname.system} {uname.release}",
         "machine": uname.machine,
         "python": platform.python_version(),
-        "assay": assay.__version__,
+        "assay": __version__,
     }
     try:
         import psutil

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from assay import __version__
+from assay._version import __version__
 from assay.execute.command import run_command
 from assay.handover import MARKER
 

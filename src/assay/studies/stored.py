@@ -54,7 +54,7 @@ def fingerprint(db: Store, stored: StoredStudy) -> list[Any]:
     """What a result built from the store depends on besides the study file: its trials
     (how many, the newest's id) and its sessions (the last one's id and whether it
     ended), with Assay's version: equal fingerprints, equal results."""
-    from assay import __version__
+    from assay._version import __version__
 
     count, newest = db.trial_span(stored.study_id)
     last = stored.sessions[-1] if stored.sessions else {}

@@ -1,0 +1,343 @@
+"""pytest plugin: the ``assay_benchmark`` fixture measures a function until its CI is
+as narrow as asked, stores the result and can fail the session on a regression.
+
+::
+
+    def test_sort(assay_benchmark):
+        assay_benchmark(sorted, list(range(1000, 0, -1)))
+
+Each call measures ``fn(*args, **kwargs)`` with :func:`assay.measure` (in process, the
+time per call until the CI's relative half-width is ``--assay-ci-width``, within
+``--assay-max-time`` seconds) and stores the result in ``--assay-store`` (default
+``.assay/pytest.db`` under the rootdir), one study per test (named by its node id), one
+session per pytest run.  At the end a table shows each test's mean ± CI, the samples
+and the ratio to the test's previous stored run.  ``--assay-compare`` holds every test
+against its previous run with Assay's regression gate; with ``--assay-fail-if-worse
+5%`` a test slower by more than 5% with the CI's confidence fails the session (exit
+status 1).  ``--assay-disable`` calls each function once, untimed (a plain test).
+Under pytest-xdist workers nothing is timed: parallel tests disturb each other's
+timings, so such tests are skipped, saying why.
+
+Light on purpose: pytest loads this module in every project where Assay is installed,
+so NumPy and the store are imported only when a benchmark runs.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from assay.designs.run_until_ci import PIResult
+    from assay.stats.gate import GateVerdict
+
+#: where the stored studies come from (the source named in their errors)
+STUDY_KIND = "assay_benchmark"
+#: a round's target length: calls per round are chosen to take about this long
+ROUND_S = 0.05
+
+
+def _share(text: str) -> float:
+    """``5%`` or ``0.05`` -> 0.05 (a share in (0, 1)).
+
+    >>> _share("5%"), _share("0.5")
+    (0.05, 0.5)
+    """
+    raw = text.strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise pytest.UsageError(f"{text!r}: not a share (e.g. 5% or 0.05)") from None
+    if not 0 < value < 1:
+        raise pytest.UsageError(f"{text!r}: must be between 0% and 100%")
+    return value
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("assay", "Assay benchmarks (the assay_benchmark fixture)")
+    group.addoption(
+        "--assay-ci-width",
+        default="5%",
+        metavar="W",
+        help="Target relative CI half-width of each benchmark, e.g. 5%% or 0.05 (default 5%%).",
+    )
+    group.addoption(
+        "--assay-max-time",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="Most seconds each benchmark is measured for (default 10).",
+    )
+    group.addoption(
+        "--assay-store",
+        metavar="PATH",
+        help="Results store (default: .assay/pytest.db under the rootdir).",
+    )
+    group.addoption(
+        "--assay-compare",
+        action="store_true",
+        help="Hold each benchmark against its previous stored run (Assay's regression gate).",
+    )
+    group.addoption(
+        "--assay-fail-if-worse",
+        metavar="PCT",
+        help="With --assay-compare: fail the session (exit 1) when a benchmark is slower "
+        "than its previous run by more than PCT (e.g. 5%%) with the CI's confidence.",
+    )
+    group.addoption(
+        "--assay-disable",
+        action="store_true",
+        help="Call each benchmarked function once, untimed (a plain test).",
+    )
+
+
+@dataclass
+class Measured:
+    """One benchmark of the session: its result, the previous stored run's and the gate."""
+
+    nodeid: str
+    result: PIResult
+    previous: dict[str, Any] | None
+    verdict: GateVerdict | None = None
+
+
+@dataclass
+class AssayBench:
+    """The session's settings and what its benchmarks measured."""
+
+    store: Path
+    ci_width: float
+    max_time: float
+    compare: bool
+    threshold: float | None
+    disabled: bool
+    measured: list[Measured] = field(default_factory=list)
+
+
+_KEY = pytest.StashKey[AssayBench]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    store = config.getoption("assay_store")
+    worse = config.getoption("assay_fail_if_worse")
+    threshold = None if worse is None else _share(worse)
+    compare = bool(config.getoption("assay_compare"))
+    if threshold is not None and not compare:
+        compare = True  # a threshold means nothing without the previous run
+    max_time = float(config.getoption("assay_max_time"))
+    if not max_time > 0:
+        raise pytest.UsageError("--assay-max-time: must be more than 0 seconds")
+    config.stash[_KEY] = AssayBench(
+        store=Path(store) if store else config.rootpath / ".assay" / "pytest.db",
+        ci_width=_share(config.getoption("assay_ci_width")),
+        max_time=max_time,
+        compare=compare,
+        threshold=threshold,
+        disabled=bool(config.getoption("assay_disable")),
+    )
+
+
+class Benchmark:
+    """The ``assay_benchmark`` fixture: call it with the function and its arguments; it
+    returns the function's return value (from one untimed call before the timing);
+    :attr:`result` is the measurement (None when disabled)."""
+
+    def __init__(self, state: AssayBench, nodeid: str) -> None:
+        self._state = state
+        self._nodeid = nodeid
+        self.result: PIResult | None = None
+
+    def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        if self.result is not None:
+            raise RuntimeError("assay_benchmark: one benchmark per test (it names the study)")
+        value = fn(*args, **kwargs)
+        if self._state.disabled:
+            return value
+        if os.environ.get("PYTEST_XDIST_WORKER"):
+            pytest.skip(
+                "assay_benchmark: not timed under pytest-xdist (tests run in parallel "
+                "disturb each other's timings): run the benchmarks with -n 0 or -p no:xdist"
+            )
+        from assay.api import TargetNotMetWarning, measure
+
+        def call() -> object:
+            return fn(*args, **kwargs)
+
+        with warnings.catch_warnings():  # the table says when the target was not met
+            warnings.simplefilter("ignore", TargetNotMetWarning)
+            self.result = measure(
+                call,
+                calls_per_round=_calls_per_round(call),
+                ci_width=self._state.ci_width,
+                max_time=self._state.max_time,
+            )
+        self._state.measured.append(_record(self._state, self._nodeid, self.result))
+        return value
+
+
+@pytest.fixture
+def assay_benchmark(request: pytest.FixtureRequest) -> Benchmark:
+    """Measure ``fn(*args, **kwargs)`` until its CI is as narrow as ``--assay-ci-width``
+    asks: ``assay_benchmark(fn, *args, **kwargs)``."""
+    return Benchmark(request.config.stash[_KEY], request.node.nodeid)
+
+
+def _calls_per_round(call: Callable[[], object]) -> int:
+    """Calls per round so that a round takes about :data:`ROUND_S` (1 to 1000)."""
+    calls, started = 0, time.perf_counter()
+    while calls < 1000 and time.perf_counter() - started < ROUND_S / 5:
+        call()
+        calls += 1
+    per_call = (time.perf_counter() - started) / calls
+    return max(1, min(1000, int(ROUND_S / max(per_call, 1e-9))))
+
+
+def _record(state: AssayBench, nodeid: str, result: PIResult) -> Measured:
+    """Store ``result`` as a new session of the test's study, read the previous one
+    and, with ``--assay-compare``, gate it."""
+    from assay.store import Store
+
+    spec = _study_spec(nodeid)
+    with Store(state.store) as store:
+        study_id = store.open_study(nodeid, spec.measurement_hash(), spec.model_dump(mode="json"))
+        done = [s for s in store.study_sessions(study_id) if isinstance(s["result"], dict)]
+        previous = done[-1]["result"] if done else None
+        session = store.start_session(study_id, {"pytest": nodeid})
+        store.end_session(session, result.as_dict())
+    measured = Measured(nodeid, result, previous)
+    if state.compare and previous is not None:
+        measured.verdict = _gate(result, previous, state.threshold or 0.0)
+    return measured
+
+
+def _study_spec(nodeid: str) -> Any:
+    """What the store keeps as the test's study: a valid study (``assay ls`` and ``assay
+    show`` read it) of the test's mean time per call; its command says where it ran."""
+    from assay.spec import parse_spec_data
+
+    data = {
+        "study": {"name": nodeid},
+        "benchmark": {"command": ["pytest", nodeid]},
+        "pi": [{"name": "time_per_call", "unit": "s", "direction": "lower"}],
+    }
+    return parse_spec_data(data, source=f"{STUDY_KIND} {nodeid}")
+
+
+def _gate(result: PIResult, previous: dict[str, Any], threshold: float) -> GateVerdict:
+    """This run against the previous one with :func:`assay.stats.gate.regression_gate`
+    (Welch's test of the two means, from their intervals)."""
+    from assay.stats.compare import analyze_variant, summary_from_ci
+    from assay.stats.gate import gate_verdict, regression_gate
+
+    conf = result.confidence
+    try:
+        now = summary_from_ci(result.mean, result.half_width, result.n_samples, conf)
+        then = summary_from_ci(
+            float(previous["mean"]),
+            float(previous["half_width"]),
+            int(previous["n_samples"]),
+            float(previous.get("confidence", conf)),
+        )
+    except (KeyError, TypeError, ValueError):  # too few samples for an interval
+        nan = math.nan
+        return gate_verdict(
+            "this run",
+            "the previous run",
+            relative=nan,
+            low=nan,
+            high=nan,
+            direction="lower",
+            threshold=threshold,
+        )
+    return regression_gate(
+        "this run",
+        analyze_variant(now, conf),
+        "the previous run",
+        analyze_variant(then, conf),
+        direction="lower",
+        threshold=threshold,
+        confidence=conf,
+    )
+
+
+def _seconds(x: float) -> str:
+    if not math.isfinite(x):
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if abs(x) >= scale:
+            return f"{x / scale:.4g} {unit}"
+    return f"{x / 1e-9:.4g} ns"
+
+
+def table_rows(measured: list[Measured]) -> list[list[str]]:
+    """The summary table: test, mean ± CI, samples, ratio to the previous run (and the
+    gate's verdict when there is one).
+
+    >>> from types import SimpleNamespace as NS
+    >>> r = NS(mean=0.002, half_width=0.0001, relative_half_width=0.05, n_samples=30, met=True)
+    >>> table_rows([Measured("t.py::test_a", r, {"mean": 0.001})])  # doctest: +NORMALIZE_WHITESPACE
+    [['test', 'mean ± CI', 'n', 'vs previous'],
+     ['t.py::test_a', '2 ms ± 5.0%', '30', '2.00x']]
+    """
+    rows = [["test", "mean ± CI", "n", "vs previous"]]
+    for m in measured:
+        r = m.result
+        estimate = f"{_seconds(r.mean)} ± {r.relative_half_width:.1%}"
+        if not r.met:
+            estimate += " (target not met)"
+        ratio = "-"
+        before = m.previous.get("mean") if m.previous else None
+        if isinstance(before, int | float) and before > 0 and math.isfinite(r.mean):
+            ratio = f"{r.mean / before:.2f}x"
+        if m.verdict is not None:
+            ratio += f" ({m.verdict.verdict})"
+        rows.append([m.nodeid, estimate, str(r.n_samples), ratio])
+    return rows
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    state = session.config.stash.get(_KEY, None)
+    if state is None or state.threshold is None:
+        return
+    if _regressed(state) and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _regressed(state: AssayBench) -> bool:
+    """Whether the gate found a benchmark worse than its previous run."""
+    return any(m.verdict is not None and m.verdict.verdict == "worse" for m in state.measured)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    state = config.stash.get(_KEY, None)
+    if state is None or not state.measured:
+        return
+    tr = terminalreporter
+    tr.write_sep("-", f"assay benchmarks (stored in {state.store})")
+    rows = table_rows(state.measured)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        tr.write_line("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)))
+    for m in state.measured:
+        if m.verdict is not None and (
+            state.threshold is not None or m.verdict.verdict != "undecided"
+        ):
+            worse = m.verdict.verdict == "worse" and state.threshold is not None
+            tr.write_line(f"{m.nodeid}: {m.verdict.text()}", red=worse, bold=worse)
+    if state.compare and not any(m.previous for m in state.measured):
+        tr.write_line("--assay-compare: no previous run stored to compare with")
+    if state.threshold is not None and _regressed(state):
+        tr.write_line(
+            f"assay: a benchmark is slower than its previous run by more than "
+            f"{state.threshold:.0%}: the session fails",
+            red=True,
+            bold=True,
+        )

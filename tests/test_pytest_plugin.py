@@ -1,0 +1,138 @@
+"""The pytest plugin (issue #39): ``assay_benchmark`` measures, stores one study per test,
+prints a table, and with ``--assay-compare --assay-fail-if-worse`` fails the session on
+a regression.  The benchmarked functions sleep a set time (1 ms, or 3 ms slowed down):
+the verdicts do not rest on timing luck, and no test asserts a duration."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from assay.store import Store
+
+pytest_plugins = ["pytester"]
+
+PROJECT = """
+import os
+import time
+
+SLOWDOWN = float(os.environ.get("ASSAY_TEST_SLOWDOWN", "1"))
+
+
+def busy(ms):
+    time.sleep(ms / 1000 * SLOWDOWN)  # a sleep: steadier than a busy loop on a busy machine
+    return ms
+
+
+def test_first(assay_benchmark):
+    assert assay_benchmark(busy, 1.0) == 1.0
+
+
+def test_second(assay_benchmark):
+    assert assay_benchmark(busy, ms=1.0) == 1.0
+"""
+
+#: small budgets: each benchmark stops within 2 s whether or not the CI is narrow
+FAST = ("--assay-max-time", "2", "--assay-ci-width", "5%", "-p", "no:cacheprovider")
+GATE = ("--assay-compare", "--assay-fail-if-worse", "50%")
+
+
+def _studies(pytester: pytest.Pytester) -> dict[str, int]:
+    with Store(pytester.path / ".assay" / "pytest.db", read_only=True) as store:
+        return {o.name: len(store.study_sessions(o.id)) for o in store.overview()}
+
+
+def test_a_regression_fails_the_session_and_an_unchanged_run_passes(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_bench=PROJECT)
+    monkeypatch.setenv("ASSAY_TEST_SLOWDOWN", "1")
+    saved = pytester.runpytest_subprocess(*FAST)
+    saved.assert_outcomes(passed=2)
+    assert saved.ret == 0
+    saved.stdout.fnmatch_lines(["*assay benchmarks*", "test *mean ± CI*n*vs previous*"])
+    saved.stdout.fnmatch_lines(["test_bench.py::test_first *ms ±*"])
+    assert _studies(pytester) == {
+        "test_bench.py::test_first": 1,
+        "test_bench.py::test_second": 1,
+    }
+
+    unchanged = pytester.runpytest_subprocess(*FAST, *GATE)
+    unchanged.assert_outcomes(passed=2)
+    assert unchanged.ret == 0, unchanged.stdout.str()
+    assert "the session fails" not in unchanged.stdout.str()
+
+    monkeypatch.setenv("ASSAY_TEST_SLOWDOWN", "3")
+    slowed = pytester.runpytest_subprocess(*FAST, *GATE)
+    slowed.assert_outcomes(passed=2)  # the tests pass; the session fails on the gate
+    assert slowed.ret == 1, slowed.stdout.str()
+    slowed.stdout.fnmatch_lines(
+        ["*this run is worse than the previous run*beyond 50%*", "*the session fails*"]
+    )
+    assert "(worse)" in slowed.stdout.str()
+    assert _studies(pytester) == {
+        "test_bench.py::test_first": 3,
+        "test_bench.py::test_second": 3,
+    }
+
+
+def test_without_a_threshold_a_regression_is_reported_not_failed(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_bench=PROJECT)
+    store = pytester.path / "elsewhere.db"
+    monkeypatch.setenv("ASSAY_TEST_SLOWDOWN", "1")
+    first = pytester.runpytest_subprocess(*FAST, "--assay-store", str(store), "-k", "first")
+    assert first.ret == 0
+    assert store.exists() and not (pytester.path / ".assay").exists()
+    monkeypatch.setenv("ASSAY_TEST_SLOWDOWN", "3")
+    second = pytester.runpytest_subprocess(*FAST, "--assay-store", str(store), "-k", "first")
+    assert second.ret == 0
+    second.stdout.fnmatch_lines(["test_bench.py::test_first *ms ±*x*"])  # the ratio
+
+
+def test_disabled_benchmarks_run_once_untimed(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_bench=PROJECT)
+    result = pytester.runpytest_subprocess("--assay-disable", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    assert "assay benchmarks" not in result.stdout.str()
+    assert not (pytester.path / ".assay").exists()
+
+
+def test_xdist_workers_skip_the_timing(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_bench=PROJECT)
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
+    result = pytester.runpytest_subprocess("-rs", "-p", "no:cacheprovider")
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(["*not timed under pytest-xdist*"])
+    assert not (pytester.path / ".assay").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--assay-ci-width", "wide"), "not a share"),
+        (("--assay-fail-if-worse", "150%"), "between 0% and 100%"),
+        (("--assay-max-time", "0"), "more than 0 seconds"),
+    ],
+)
+def test_bad_options_are_usage_errors(
+    pytester: pytest.Pytester, args: tuple[str, ...], message: str
+) -> None:
+    pytester.makepyfile(test_bench=PROJECT)
+    result = pytester.runpytest_subprocess(*args, "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in result.stderr.str()
+
+
+def test_the_plugin_imports_no_numpy_nor_pydantic(pytester: pytest.Pytester) -> None:
+    code = (
+        "import sys, assay.pytest_plugin\n"
+        "print(sorted(m for m in ('numpy', 'pydantic', 'pandas', 'assay.store')"
+        " if m in sys.modules))\n"
+    )
+    result = pytester.run(sys.executable, "-c", code)
+    assert result.ret == 0 and result.stdout.lines[-1] == "[]"
