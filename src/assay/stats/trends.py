@@ -11,6 +11,29 @@ correlation is ±1) the *knee point* is located with the Kneedle algorithm (the
 (the point belongs to both sides), and the points are ranked by
 ``turn_ratio × % variance explained``.
 
+Issue #37 (a PostgreSQL curve flat up to block 4, ~40% lower from block 5 on, was
+reported as "knee at 0 (turn ratio nan)"): Kneedle is not asked about a *step*, and
+what it says is kept only inside the range.  The rules, checked in this order on the
+sorted curve:
+
+* a parameter with fewer than three levels has no point (two levels make one
+  difference, which the ANOVA already tests; there is no bend to place);
+* a **step** between adjacent levels p_j and p_(j+1) is one difference that holds at
+  least :data:`STEP_SHARE` of the curve's range while the effects on either side of
+  it scatter (standard deviation) by at most :data:`STEP_FLAT` of that difference (a
+  knee's side climbs towards it: on 1, 2, 4, 8 ↦ 1, 2, 4, 8 the side 1, 2, 4 scatters
+  by 0.31 of the last difference); it is reported as
+  ``kind="step"`` with ``value = p_(j+1)`` (where the new level starts, so that "both
+  sides of it" are the two sides of the step) and ``before = p_j``;
+* a knee or a turning point is always strictly inside the range (Kneedle's answer at
+  an end, which it gives on a step-like difference curve, is not a knee), so both of
+  its sides have two points or more and its turn ratio is defined; a slope before the
+  point flatter than :data:`FLAT_SLOPE` of the curve's mean slope (range of the
+  effects / range of the values) counts as that much, so that a point after a flat
+  start has a large but finite ratio (the paper's ratio divides by zero there);
+* a step's ``turn_ratio`` is the share of the curve's range it holds (0.5 to 1): the
+  slopes either side of a step are both flat, so their ratio would rank noise.
+
 Choices the paper leaves open: Kneedle's curve shape (concave or convex) is taken from
 which side of the chord between the end points the effects lie on (the direction from
 the sign of Spearman's correlation); a segment with fewer than two points has no
@@ -46,14 +69,23 @@ __all__ = [
     "near_monotone",
     "rank_points",
     "spearman",
+    "step_of",
 ]
 
 FloatArray = npt.NDArray[np.float64]
-Kind = Literal["knee", "turning"]
+Kind = Literal["knee", "turning", "step"]
 
 #: Terms below this share of the variance are not analysed (Algorithm 2, line 1).
 MIN_PCT_VAR = 10.0
 _EPS = 1e-9
+#: A step holds at least this share of its curve's range in one adjacent difference...
+STEP_SHARE = 0.5
+#: ...and the effects on each side of it scatter (standard deviation) by at most this
+#: share of that difference.
+STEP_FLAT = 0.2
+#: A slope before a point flatter than this share of the curve's mean slope counts as
+#: this share in the turn ratio's denominator (a finite ratio after a flat start).
+FLAT_SLOPE = 0.01
 
 
 def spearman(x: npt.ArrayLike, y: npt.ArrayLike) -> float:
@@ -75,7 +107,11 @@ def spearman(x: npt.ArrayLike, y: npt.ArrayLike) -> float:
 
 @dataclass(frozen=True)
 class ImportantPoint:
-    """A knee or turning point of one term's effects over one parameter."""
+    """A knee, turning point or step of one term's effects over one parameter.
+
+    For a step, ``value`` is the first level after it and ``before`` the last level
+    before it (None for the other kinds).
+    """
 
     term: Term
     param: str
@@ -84,6 +120,7 @@ class ImportantPoint:
     turn_ratio: float
     pct_var: float
     fixed: tuple[str, Any] | None = None
+    before: float | None = None
 
     @property
     def score(self) -> float:
@@ -95,8 +132,11 @@ class ImportantPoint:
         return (self.term, self.param, self.fixed, self.kind, float(self.value))
 
     def describe(self) -> str:
-        """``"workers: knee at 16"`` or ``"workers (warehouses = 8): turning point at 4"``."""
+        """``"workers: knee at 16"``, ``"workers (warehouses = 8): turning point at 4"``
+        or ``"block: step between 4 and 5"``."""
         where = f" ({self.fixed[0]} = {_fmt(self.fixed[1])})" if self.fixed else ""
+        if self.kind == "step" and self.before is not None:
+            return f"{self.param}{where}: step between {_fmt(self.before)} and {_fmt(self.value)}"
         what = "knee" if self.kind == "knee" else "turning point"
         return f"{self.param}{where}: {what} at {_fmt(self.value)}"
 
@@ -107,6 +147,7 @@ class ImportantPoint:
             "fixed": None if self.fixed is None else [self.fixed[0], _jsonable(self.fixed[1])],
             "kind": self.kind,
             "value": _jsonable(self.value),
+            "before": None if self.before is None else _jsonable(self.before),
             "turn_ratio": _finite(self.turn_ratio),
             "pct_var": _finite(self.pct_var),
             "score": _finite(self.score),
@@ -121,13 +162,23 @@ def _slope(x: FloatArray, y: FloatArray) -> float:
 
 
 def _turn_ratio(p: FloatArray, c: FloatArray, val: float) -> float:
-    left, right = p <= val, p >= val
-    ka, kb = _slope(p[left], c[left]), _slope(p[right], c[right])
+    """``|(k_b - k_a) / k_a|`` with the point on both sides; ``|k_a|`` is at least
+    :data:`FLAT_SLOPE` × the curve's mean slope.  NaN only where a side has fewer than
+    two values (a point at an end, which :func:`find_important_point` never reports).
+    Computed with the values divided by their range and the effects scaled to [0, 1]
+    (the ratio does not change), so that neither huge nor tiny numbers overflow it."""
+    width = p[-1] - p[0]
+    x = p / width  # not shifted: values a hair apart stay apart
+    lo, hi = float(np.min(c)), float(np.max(c))
+    if hi == lo:  # a constant curve: no turn
+        return 0.0
+    y = (c - lo) / (hi - lo)
+    at = val / width
+    left, right = x <= at, x >= at
+    ka, kb = _slope(x[left], y[left]), _slope(x[right], y[right])
     if not (math.isfinite(ka) and math.isfinite(kb)):
         return math.nan
-    if ka == 0:
-        return math.inf if kb != 0 else 0.0
-    return abs((kb - ka) / ka)
+    return abs(kb - ka) / max(abs(ka), FLAT_SLOPE)
 
 
 #: A curve whose departures from a monotone one stay within this share of its range is
@@ -167,6 +218,10 @@ def near_monotone(
 
 
 def _knee(p: FloatArray, c: FloatArray, rho: float) -> float | None:
+    """Kneedle's knee strictly inside the range, or None.  Kneedle can answer with the
+    first (or last) value (issue #37: on a step its difference curve starts below zero
+    and it named the first value): that is no knee; then the interior knee among all it
+    found with the largest difference is taken, if any."""
     from kneed import KneeLocator
 
     chord = c[0] + (c[-1] - c[0]) * (p - p[0]) / (p[-1] - p[0])
@@ -174,8 +229,36 @@ def _knee(p: FloatArray, c: FloatArray, rho: float) -> float | None:
     direction = "increasing" if rho > 0 else "decreasing"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        knee = KneeLocator(p, c, curve=curve, direction=direction).knee
-    return None if knee is None else float(knee)
+        loc = KneeLocator(p, c, curve=curve, direction=direction)
+    lo, hi = float(p[0]), float(p[-1])
+
+    def inside(v: Any) -> bool:
+        return v is not None and lo < float(v) < hi
+
+    if inside(loc.knee):
+        return float(loc.knee)
+    others = sorted(float(v) for v in loc.all_knees if inside(v))
+    if not others:
+        return None
+    diff = np.asarray(loc.y_difference, dtype=float)  # one value per value of p
+    return max(others, key=lambda v: float(diff[int(np.searchsorted(p, v))]))
+
+
+def _step(p: FloatArray, c: FloatArray) -> tuple[int, float] | None:
+    """``(j, share)`` when the curve is a step between ``p[j]`` and ``p[j + 1]``: that
+    difference holds ``share`` ≥ :data:`STEP_SHARE` of the range, and the effects on
+    each side scatter by at most :data:`STEP_FLAT` of it; None otherwise."""
+    span = float(np.ptp(c))
+    if span <= 0:
+        return None
+    d = np.diff(c)
+    j = int(np.argmax(np.abs(d)))
+    jump = float(abs(d[j]))
+    if jump < STEP_SHARE * span:
+        return None
+    if max(float(np.std(c[: j + 1])), float(np.std(c[j + 1 :]))) > STEP_FLAT * jump:
+        return None
+    return j, jump / span
 
 
 def find_important_point(
@@ -183,39 +266,95 @@ def find_important_point(
 ) -> tuple[Kind, float, float] | None:
     """Algorithm 3 on one curve: ``(kind, value, turn_ratio)``, or None when there is none.
 
-    ``values`` are a parameter's (numeric) values, ``coefs`` the effects at them.  As
+    ``values`` are a parameter's (numeric) values, ``coefs`` the effects at them (a
+    value given twice counts with the mean of its effects).  A curve that is a step
+    (:func:`step_of`) is ``("step", first value after it, share of the range)``.  As
     published, Kneedle runs only on a strictly monotone curve (Spearman ±1); here also
     on one monotone within :data:`MONOTONE_TOLERANCE` of its range (:func:`near_monotone`),
-    so that noise on a plateau does not make a saturating curve a turning point.
+    so that noise on a plateau does not make a saturating curve a turning point.  A knee
+    or turning point is strictly inside the range and its turn ratio is finite.
 
     >>> find_important_point([1, 2, 4, 8, 16, 32], [1, 2, 4, 8, 8.2, 8.3])[:2]
     ('knee', 8.0)
     >>> find_important_point([1, 2, 3, 4, 5, 6, 7], [1, 2, 3, 5, 3, 2, 1])[:2]
     ('turning', 4.0)
+    >>> find_important_point([0, 1, 2, 3, 4, 5, 6, 7], [95, 96, 94, 95, 95, 57, 58, 56])
+    ('step', 5.0, 0.95)
+    >>> find_important_point([0, 1], [95, 57]) is None  # two levels: no point
+    True
     """
+    found = _important_point(values, coefs)
+    return None if found is None else (found[0], found[1], found[2])
+
+
+def step_of(values: npt.ArrayLike, coefs: npt.ArrayLike) -> tuple[float, float, float] | None:
+    """``(before, after, share)`` when the curve is a step between the adjacent values
+    ``before`` and ``after``: their difference holds ``share`` ≥ :data:`STEP_SHARE` of the
+    curve's range and the effects on each side scatter (standard deviation) by at most
+    :data:`STEP_FLAT` of it.
+
+    >>> step_of([0, 1, 2, 3, 4, 5, 6], [95, 95, 95, 95, 95, 57, 57])
+    (4.0, 5.0, 1.0)
+    >>> step_of([1, 2, 4, 8, 16], [1, 2, 4, 8, 8.1]) is None  # a knee, not a step
+    True
+    """
+    prepared = _prepare(values, coefs)
+    if prepared is None:
+        return None
+    p, c = prepared
+    st = _step(p, c)
+    return None if st is None else (float(p[st[0]]), float(p[st[0] + 1]), st[1])
+
+
+def _prepare(values: npt.ArrayLike, coefs: npt.ArrayLike) -> tuple[FloatArray, FloatArray] | None:
+    """The curve sorted by value, a repeated value's effects averaged; None when it has
+    fewer than three values or a non-finite number."""
     p = np.asarray(values, dtype=float)
     c = np.asarray(coefs, dtype=float)
     if p.shape != c.shape or p.ndim != 1:
         raise ValueError("values and coefs must be 1-D arrays of the same length")
-    order = np.argsort(p, kind="stable")
-    p, c = p[order], c[order]
-    n = len(p)
-    if n < 3 or not np.all(np.isfinite(c)):
+    with np.errstate(over="ignore"):
+        spans = np.ptp(p) if p.size else 0.0, np.ptp(c) if c.size else 0.0
+    if not (np.all(np.isfinite(p)) and np.all(np.isfinite(c)) and np.all(np.isfinite(spans))):
+        return None  # a non-finite number, or one so large that the range overflows
+    uniq, inverse = np.unique(p, return_inverse=True)
+    if len(uniq) < 3:
         return None
+    if len(uniq) < len(p):
+        c = np.bincount(inverse, weights=c) / np.bincount(inverse)
+    else:
+        c = c[np.argsort(p, kind="stable")]
+    return uniq.astype(float), np.asarray(c, dtype=float)
+
+
+def _important_point(
+    values: npt.ArrayLike, coefs: npt.ArrayLike
+) -> tuple[Kind, float, float, float | None] | None:
+    """``(kind, value, turn_ratio, before)``: :func:`find_important_point` with the
+    value before a step (None for a knee or a turning point)."""
+    prepared = _prepare(values, coefs)
+    if prepared is None:
+        return None
+    p, c = prepared
+    n = len(p)
     rho = spearman(p, c)
     if not math.isfinite(rho):
         return None
+    st = _step(p, c)
+    if st is not None:
+        j, share = st
+        return "step", float(p[j + 1]), share, float(p[j])
     if abs(rho) >= 1 - _EPS:
         val = _knee(p, c, rho)
         if val is None:
             return None
-        return "knee", val, _turn_ratio(p, c, val)
+        return _finite_point("knee", val, _turn_ratio(p, c, val))
     monotone = near_monotone(p, c)
     if monotone is not None:  # monotone within noise: the knee of its monotone fit
         direction, fit = monotone
         val = _knee(p, fit, direction)
         if val is not None:
-            return "knee", val, _turn_ratio(p, c, val)
+            return _finite_point("knee", val, _turn_ratio(p, c, val))
     delta = np.full(n, math.nan)
     for i in range(1, n - 1):
         delta[i] = spearman(p[:i], c[:i]) - spearman(p[i + 1 :], c[i + 1 :])
@@ -226,8 +365,14 @@ def find_important_point(
     tied = np.flatnonzero(mag >= best - _EPS)
     # ties: the peak (rise then fall) or the valley (fall then rise)
     j = int(tied[np.argmax(c[tied])] if delta[tied[0]] > 0 else tied[np.argmin(c[tied])])
-    val = float(p[j])
-    return "turning", val, _turn_ratio(p, c, val)
+    val = float(p[j])  # 1 <= j <= n - 2: strictly inside
+    return _finite_point("turning", val, _turn_ratio(p, c, val))
+
+
+def _finite_point(kind: Kind, val: float, ratio: float) -> tuple[Kind, float, float, None] | None:
+    """The point, unless its turn ratio is not finite: inside the range both sides have
+    two values, so only values too close for floating point to tell apart get here."""
+    return (kind, val, ratio, None) if math.isfinite(ratio) else None
 
 
 @dataclass(frozen=True)
@@ -251,11 +396,11 @@ def _ordered(index: pd.Index) -> bool:
 def _points_on(
     t: TermEffects, param: str, idx: pd.Index, c: FloatArray, fixed: tuple[str, Any] | None
 ) -> ImportantPoint | None:
-    found = find_important_point(idx.to_numpy(dtype=float), c)
+    found = _important_point(idx.to_numpy(dtype=float), c)
     if found is None:
         return None
-    kind, val, ratio = found
-    return ImportantPoint(t.term, param, kind, val, ratio, t.pct_var, fixed)
+    kind, val, ratio, before = found
+    return ImportantPoint(t.term, param, kind, val, ratio, t.pct_var, fixed, before)
 
 
 def important_points(
