@@ -11,13 +11,18 @@ Truth: the expectation of the process for stationary shapes (for the two-mode ro
 the mixture's mean); for a step or a drift, the mean of the true means of the rounds
 the study ran (what a reader takes "the mean" to be).
 
-Run: python bench/bench_shapes.py [--reps 200] [--only 1,3]
+Run: python bench/bench_shapes.py [--reps 200] [--only 1,3] [--by-round]
+
+Rows after the default ones (issue #37: readings AR(1) 0.5 and 0.8 and i.i.d. at a
+±20% target, where some studies stop at the first rounds allowed) run only when
+``--only`` names them; ``--by-round`` adds each case's coverage by stopping round.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import itertools
 import math
 import os
 import platform
@@ -106,6 +111,16 @@ def readings_ar05(rng: np.random.Generator, k: int, s: float):  # type: ignore[n
     return MU + float(x[0]), s, MU
 
 
+def readings_ar(phi: float, sd: float) -> RoundFn:
+    """Readings MU + AR(1) phi noise of stationary std ``sd``."""
+
+    def fn(rng: np.random.Generator, k: int, s: float):  # type: ignore[no-untyped-def]
+        x, s = ar1(rng, 1, phi, s, sd=sd)
+        return MU + float(x[0]), s, MU
+
+    return fn
+
+
 def readings_warmup(rng: np.random.Generator, k: int, s: float):  # type: ignore[no-untyped-def]
     # the first rounds slower (a cold cache filling): +30%, decaying by half a round
     level = MU * (1 + 0.3 * 0.5**k)
@@ -141,6 +156,20 @@ CASES = [
         True,
     ),
 ]
+
+
+# Run only when --only names them (issue #37), so the default table stays as it was.
+EXTRA_CASES = [
+    Case("readings AR(1) 0.5, CV 30%, ±20%", readings_ar(0.5, 3.0), 0.20, MU, True),
+    Case("readings AR(1) 0.8, CV 30%, ±20%", readings_ar(0.8, 3.0), 0.20, MU, True),
+    Case("readings i.i.d. CV 30%, ±20%", readings_ar(0.0, 3.0), 0.20, MU, True),
+    Case("readings AR(1) 0.5, CV 15%, ±20%", readings_ar(0.5, 1.5), 0.20, MU, True),
+    Case("readings AR(1) 0.8, CV 15%, ±20%", readings_ar(0.8, 1.5), 0.20, MU, True),
+    Case("readings i.i.d. CV 15%, ±20%", readings_ar(0.0, 1.5), 0.20, MU, True),
+]
+
+# Stopping-round bins of --by-round (first round of each bin).
+ROUND_BINS = (1, 11, 15, 20, 30, 50, 100, 200)
 
 
 @dataclass
@@ -229,6 +258,10 @@ def main() -> None:
     ap.add_argument(
         "--every-round", action="store_true", help="analyse after every round (before #17)"
     )
+    ap.add_argument(
+        "--by-round", action="store_true", help="also coverage by stopping round, per case"
+    )
+    ap.add_argument("--seed", type=int, default=20261124, help="base seed (row i: seed + i)")
     args = ap.parse_args()
     warmup: int | str = args.warmup if args.warmup == "auto" else int(args.warmup)
     only = {int(i) for i in args.only.split(",") if i}
@@ -243,10 +276,11 @@ def main() -> None:
         "rounds (median) | readings used (median) |"
     )
     print("|---|---|---|---|---|---|")
-    for i, case in enumerate(CASES, start=1):
-        if only and i not in only:
+    by_round: list[tuple[str, list[Outcome]]] = []
+    for i, case in enumerate(CASES + EXTRA_CASES, start=1):
+        if (only and i not in only) or (not only and i > len(CASES)):
             continue
-        rng = np.random.default_rng(20261124 + i)
+        rng = np.random.default_rng(args.seed + i)
         outs = [
             one_study(rng, case, args.max_rounds, warmup, args.every_round)
             for _ in range(args.reps)
@@ -265,6 +299,36 @@ def main() -> None:
             f"{np.median([o.raw for o in outs]):.0f} |",
             flush=True,
         )
+        by_round.append((case.name, outs))
+    if args.by_round:
+        print_by_round(by_round, args.max_rounds)
+
+
+def print_by_round(cases: list[tuple[str, list[Outcome]]], max_rounds: int) -> None:
+    """Coverage of the finite CIs by the round the study stopped at."""
+    edges = [b for b in ROUND_BINS if b < max_rounds] + [max_rounds, max_rounds + 1]
+    labels = [
+        f"{lo}–{hi - 1}" if hi - 1 > lo else f"{lo}" for lo, hi in itertools.pairwise(edges[:-1])
+    ] + [f"{max_rounds} (budget)"]
+    for name, outs in cases:
+        print()
+        print(f"{name}: by stopping round")
+        print()
+        print("| stopped at round | studies | CI covers truth (of finite CIs) | no valid CI |")
+        print("|---|---|---|---|")
+        for k, label in enumerate(labels):
+            lo, hi = edges[k], edges[k + 1]
+            sel = [o for o in outs if lo <= o.rounds < hi]
+            if not sel:
+                continue
+            finite = [o for o in sel if not o.no_ci]
+            c = sum(o.covered for o in finite)
+            if finite:
+                b = stats.binomtest(c, len(finite)).proportion_ci(0.95)
+                cov = f"{c}/{len(finite)} = {c / len(finite):.1%} [{b.low:.1%}, {b.high:.1%}]"
+            else:
+                cov = "—"
+            print(f"| {label} | {len(sel)} | {cov} | {len(sel) - len(finite)} |", flush=True)
 
 
 if __name__ == "__main__":

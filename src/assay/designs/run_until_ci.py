@@ -94,6 +94,17 @@ INDEPENDENCE_ALPHA = 0.05
 # Once readings are merged, the residual correction takes phi at its one-sided upper
 # bound at this level (stats.autocorr.subsession_interval; #21).
 MERGED_BOUND_ALPHA = 0.05
+# Samples that need no merging take phi at that bound too while fewer than
+# UNMERGED_BOUND_BELOW, and both bounds and the widening use small-sample corrections
+# (issue #37: a few AR(1) readings pass Pilot's |r1| <= 0.1 often, 27% of 12 AR(1) 0.5
+# readings, and a study stopped on them: 71% coverage at 11-14 rounds). Beyond 50,
+# AR(1) 0.5 readings pass in under 1%, and the bound would cost i.i.d. ones rounds.
+UNMERGED_BOUND_ALPHA = 0.05
+UNMERGED_BOUND_BELOW = 50
+# Fewer unmerged samples than this take phi at least at 0.9 (#37): those that look
+# independent under AR(1) 0.8 need a t-interval ~5x as wide (13% of 11 such readings
+# pass Pilot's test, 0.2% of 30), which no bound that i.i.d. ones can live with gives.
+UNMERGED_FLOOR_BELOW = 30
 # Level of the preliminary test for a between-round variance component (#21).
 ROUND_EFFECT_ALPHA = 0.25
 # Level of the test for a change of level at each look that would meet the target (#21):
@@ -334,6 +345,10 @@ def analyze_samples(
             # a study stop on readings that only look independent (bench/RESULTS.md, #21:
             # AR(1) 0.5 readings 89.3% -> 92.6%, i.i.d. readings 93.6% -> 95.0%)
             merged_bound_alpha=MERGED_BOUND_ALPHA,
+            unmerged_bound_alpha=UNMERGED_BOUND_ALPHA,
+            unmerged_bound_below=UNMERGED_BOUND_BELOW,
+            unmerged_floor_below=UNMERGED_FLOOR_BELOW,
+            small_sample=True,
             subsession=None if known is None else known[0],
         )
     if got is None:

@@ -337,6 +337,18 @@ def _subsession(a: FloatArray, q: int) -> Subsession:
     return Subsession(size=q, means=means, autocorrelation=_acf(means, 1))
 
 
+#: With ``small_sample``, the bound on phi takes ``z (1 + SMALL_SAMPLE_Z_SLOPE / sqrt(n))``
+#: for ``z``: Bartlett's standard error and Marriott & Pope's bias are first-order, and
+#: the 5% quantile of r1 under AR(1) 0.8 (simulated) bounds phi at 0.52 / 0.67 / 0.77
+#: with z 1.645 itself at n = 12 / 20 / 50, at 0.80 / 0.82 / 0.82 with this (issue #37).
+SMALL_SAMPLE_Z_SLOPE = 2.0
+
+#: With ``unmerged_floor_below``, the phi of fewer unmerged samples: conditional on
+#: passing ``|r1| <= 0.1``, 11 to 25 AR(1) 0.8 samples need a t-interval 4.9 to 5.5 times
+#: as wide (simulated), which :func:`ar1_small_sample_factor` gives at 0.9 (4.9 at m = 12).
+UNMERGED_PHI_FLOOR = 0.9
+
+
 def subsession_interval(
     x: ArrayLike,
     confidence: float = 0.95,
@@ -347,6 +359,10 @@ def subsession_interval(
     independence_alpha: float | None = None,
     merged_bound_alpha: float | None = None,
     subsession: Subsession | None = None,
+    unmerged_bound_alpha: float | None = None,
+    unmerged_bound_below: int | None = None,
+    unmerged_floor_below: int | None = None,
+    small_sample: bool = False,
 ) -> tuple[MeanCI, Subsession] | None:
     """Confidence interval of the mean after subsession analysis.
 
@@ -398,6 +414,27 @@ def subsession_interval(
         What :func:`optimal_subsession` gave on ``x`` with these arguments, when the
         caller searched already (not with ``harmonic``, which searches ``1/x``): the
         search is not made again.
+    unmerged_bound_alpha : float or None, default None
+        With ``correct_residual``, samples that need no merging (q = 1) take phi at its
+        one-sided upper ``1 - unmerged_bound_alpha`` bound too, when there are fewer
+        than ``unmerged_bound_below`` of them (``None``: at any n). Pilot's
+        ``|r1| <= max_autocorrelation`` passes 27% of 12 AR(1) 0.5 readings and 11% of
+        12 AR(1) 0.8 ones, and a study that may stop at any round stops on those
+        (issue #37: 71% coverage at 11-14 rounds).
+    unmerged_bound_below : int or None, default None
+        See ``unmerged_bound_alpha``.
+    unmerged_floor_below : int or None, default None
+        With ``correct_residual``, fewer unmerged samples than this take phi at least at
+        :data:`UNMERGED_PHI_FLOOR`: below ~30 samples, a bound that i.i.d. samples can
+        live with does not cover the AR(1) 0.8 ones that pass the test, and a
+        sequential study stops on just those. Such an interval is wide (4.9 times the
+        t-interval at 12), not refused: quiet enough samples still meet a target.
+    small_sample : bool, default False
+        With ``correct_residual``: the bounds on phi take a larger ``z`` at small n
+        (:data:`SMALL_SAMPLE_Z_SLOPE`), and the interval widens by
+        :func:`ar1_small_sample_factor` at the number of merged samples rather than
+        by the large-sample :func:`~assay.stats.intervals.residual_autocorrelation_factor`
+        (the sample variance of few autocorrelated samples is biased low).
 
     Returns
     -------
@@ -442,10 +479,21 @@ def subsession_interval(
         bound = independence_alpha  # not significant is not independent
         if bound is None and merged.size > 1:
             bound = merged_bound_alpha
+        elif bound is None and (unmerged_bound_below is None or raw.size < unmerged_bound_below):
+            bound = unmerged_bound_alpha  # looking independent at small n is not being so
         if bound is not None:
-            phi = lag1_upper_bound(phi, raw.size, NormalDist().inv_cdf(1.0 - bound))
+            z = NormalDist().inv_cdf(1.0 - bound)
+            if small_sample:
+                z *= 1.0 + SMALL_SAMPLE_Z_SLOPE / math.sqrt(max(raw.size, 1))
+            phi = lag1_upper_bound(phi, raw.size, z)
+        few = unmerged_floor_below is not None and raw.size < unmerged_floor_below
+        if merged.size == 1 and few:
+            phi = max(phi, UNMERGED_PHI_FLOOR)
         r = max(merged.autocorrelation, ar1_batch_autocorrelation(phi, merged.size))
-        ci = widen(ci, residual_autocorrelation_factor(r))
+        if small_sample:
+            ci = widen(ci, ar1_small_sample_factor(r, merged.means.size))
+        else:
+            ci = widen(ci, residual_autocorrelation_factor(r))
     return ci, merged
 
 
@@ -507,3 +555,28 @@ def ar1_batch_autocorrelation(phi: float, q: int) -> float:
     p = min(phi, 0.999)
     pq = p**q
     return p * (1 - pq) ** 2 / (q * (1 - p * p) - 2 * p * (1 - pq))
+
+
+def ar1_small_sample_factor(phi: float, m: int) -> float:
+    """How much the t-interval of ``m`` samples of an AR(1) process with lag-1
+    autocorrelation ``phi`` must widen to cover its mean, at this ``m``.
+
+    The variance of the mean is ``f sigma**2 / m`` with ``f = (1 + phi) / (1 - phi) -
+    2 phi (1 - phi**m) / (m (1 - phi)**2)``, and the sample variance is biased low,
+    ``E[s**2] = sigma**2 (m - f) / (m - 1)``: the factor is ``sqrt(f (m - 1) / (m -
+    f))`` (``m - f`` at least 1), which tends to
+    :func:`~assay.stats.intervals.residual_autocorrelation_factor`'s ``sqrt((1 + phi) /
+    (1 - phi))`` as m grows; 1 for phi <= 0.
+
+    >>> round(ar1_small_sample_factor(0.5, 12), 2), round(ar1_small_sample_factor(0.5, 10**6), 2)
+    (1.77, 1.73)
+    >>> round(ar1_small_sample_factor(0.8, 12), 2)
+    3.26
+    >>> ar1_small_sample_factor(-0.2, 12)
+    1.0
+    """
+    if not math.isfinite(phi) or phi <= 0.0 or m < 2:
+        return 1.0
+    p = min(phi, 0.99)
+    f = (1.0 + p) / (1.0 - p) - 2.0 * p * (1.0 - p**m) / (m * (1.0 - p) ** 2)
+    return math.sqrt(f * (m - 1) / max(m - f, 1.0))
