@@ -2,8 +2,10 @@
 # Install the programs behind Assay's server and storage targets (Debian/Ubuntu):
 #   postgresql (initdb, pg_ctl, postgres, pgbench), redis-server, redis-tools
 #   (redis-benchmark, redis-cli), fio, and openssh-server (sshd: the SSH-cluster tests
-#   start a private one on a free loopback port), and chromium (the HTML report's
-#   browser tests drive it through Playwright). SQLite needs nothing: it is in Python.
+#   start a private one on a free loopback port), chromium (the HTML report's
+#   browser tests drive it through Playwright), and jq (the README's examples pipe
+#   JSON through it; tests/test_readme.py runs them). SQLite needs nothing: it is in
+#   Python.
 #
 # Idempotent: when every program is already there it does nothing (no apt-get at all).
 # Needs root (or passwordless sudo) only when something is missing.
@@ -23,9 +25,10 @@ command -v redis-benchmark >/dev/null 2>&1 || missing+=(redis-tools)
 command -v fio >/dev/null 2>&1 || missing+=(fio)
 [[ -x /usr/sbin/sshd ]] || missing+=(openssh-server)
 [[ -x /usr/bin/chromium ]] || missing+=(chromium)
+command -v jq >/dev/null 2>&1 || missing+=(jq)
 
 if [[ ${#missing[@]} -eq 0 ]]; then
-    echo "install-targets: postgresql, redis, fio, sshd and chromium are installed; nothing to do"
+    echo "install-targets: postgresql, redis, fio, sshd, chromium and jq are installed; nothing to do"
     exit 0
 fi
 

@@ -246,8 +246,9 @@ def test_max_rss_is_the_commands_own(py: str) -> None:
     big = run_command([py, "-c", f"x = b'x' * ({size_mib} << 20)"], timeout=60)
     small = run_command(["true"], timeout=10)
     assert big.status == small.status == "ok"
-    assert big.max_rss_kib > (size_mib - 50) * 1024
-    assert 0 < small.max_rss_kib < big.max_rss_kib - 100 * 1024
+    assert big.max_rss_kib is not None and big.max_rss_kib > (size_mib - 50) * 1024
+    # a command smaller than Assay: unknown (NULL), never Assay's own size (#35)
+    assert small.max_rss_kib is None
 
 
 def test_the_program_is_found_on_the_commands_path(

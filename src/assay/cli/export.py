@@ -72,7 +72,7 @@ def _need_pyarrow() -> str | None:
     except ImportError:
         return (
             "--format parquet needs pyarrow, which is not installed: pip install pyarrow "
-            "(or pip install 'assay[export]'), or use --format csv"
+            "(in Assay's folder: pip install -e '.[export]'), or use --format csv"
         )
     return None
 

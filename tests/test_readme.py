@@ -1,0 +1,716 @@
+"""README.md's commands, checked (issue #44: "the README lies in small ways").
+
+Every shell command in README.md's fenced code blocks is found: each line of a ```sh
+block (a trailing ``\\`` joins the next line; ``# …`` comments dropped) and each
+``$ …`` line of a plain ``` block (whose following lines, up to the next ``$`` line, are
+its output). A command line may hold several commands (``|``, ``&&``, ``;``, ``&``);
+each that is ``assay …`` (after ``NAME=value`` assignments and ``setsid``/``nohup``/
+``env``/``time``) is an Assay invocation.
+
+For EVERY Assay invocation:
+
+- it parses: the subcommand exists and click accepts its options and arguments
+  (``make_context`` with ``resilient_parsing=False``), including Assay's own checks of
+  quick-mode command lines (an Assay option after ``--``, options hyperfine's way after
+  commands given as one string);
+- every file it names from the repository (``examples/…``, ``tests/…``, ``bench/…``,
+  ``scripts/…``) exists; a store ``examples/X.assay.db`` is the one ``X.toml`` writes,
+  so ``X.toml`` must exist;
+- it is classified, in this file, as one of: ``RUN`` (runs in seconds on the embedded
+  default: run for real by default), ``SLOW`` (runs here, but takes longer: run with
+  ``-m slow``) or ``NOT_RUN`` (needs something other than the embedded default — a
+  cluster, PostgreSQL, the reader's own program — each with its reason). A command
+  added to the README fails ``test_every_readme_command_is_classified`` until it is
+  given a class, and a class entry whose command left the README fails too.
+
+The commands that are run, run through ``bash -o pipefail -c`` in a fresh temporary
+directory holding a copy of ``examples/`` (and the repository files the README names
+under ``tests/data`` and ``bench/data``), with ``HOME`` and ``XDG_CACHE_HOME`` inside it
+(the user's quick-mode store and launch-overhead cache are never touched),
+``COLUMNS=200`` (a table too wide for the width drops columns, and whether it is too
+wide depends on the numbers measured; at 200 the README's tables keep all theirs) and
+a few fixtures standing for what the README assumes exists: ``study.assay.db``
+holding one study named ``my study``, the quick-mode store holding ``assay run "sleep
+0.01"``'s study, ``big.txt``, and the result files ``compare --from`` reads. Each run
+checks the exit status the README states (0 unless the entry says otherwise), the
+files the command writes, and, for a ``jq`` pipeline, that the printed value is not
+``null`` (skipped when ``jq`` is not installed: ``apt-get install jq``).
+
+Where the README shows the command's output right after it (its ``$`` line's
+following lines, or a plain block right after a one-command ```sh block), the output
+is compared in shape, numbers masked. The rule:
+
+- both texts are masked: a duration (``674 ms``, ``2 min 25 s``) becomes ``<t>``, a
+  byte size (``144.0 KiB``) ``<b>``, any other number (``0.017``, ``1.3e-06``, ``∞``)
+  ``<n>``; runs of a table's rule characters (``━━━``) become one; then each text is
+  cut into whitespace-separated words, so line wrapping at another width does not
+  matter;
+- a README line that is only ``...`` or ``…`` marks lines left out; so does ``…`` or
+  ``...`` inside a line (what stands either side must still be there, in order);
+- every other README line (its parts, cut at an inline ``…``) must appear in the real
+  output (stdout, then stderr) as consecutive words, in the README's order. Lines the
+  README leaves out altogether are allowed (the README says "(trimmed)" where it
+  trims), so a README output is a trimmed, in-order picture of the real one;
+- the README's outputs are of runs that reached their target (exit 0); a run that
+  ended with another status its entry allows (5 on a busy machine) is not compared;
+- for the ``SLOW`` studies only, README lines that depend on what the measurements
+  turned out to be (which terms are significant and in which order, which warnings
+  fire) are listed in the entry's ``volatile`` with the reason, and not compared.
+
+No test asserts a duration or a measured number.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+import pytest
+
+from assay.cli import main
+from assay.cli.common import hoist_options, refuse_unknown_option
+
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+
+#: A path from the repository: checked to exist, and copied into the sandbox.
+REPO_PATH = re.compile(r"^(examples|tests|bench|scripts)/\S+$")
+#: Repository folders the sandbox holds (the README's commands read from them).
+SANDBOX_COPIES = ("examples", "tests/data", "bench/data")
+WRAPPERS = {"setsid", "nohup", "env", "time", "exec"}
+SEPARATORS = {"|", "||", "&&", ";", "&"}
+REDIRECTIONS = {">", ">>", "<", "<<", ">&", "&>", ">|"}
+ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+#: The width the commands run at: wide enough that no README table drops a column
+#: (a table too wide for the terminal leaves out its least important columns, and
+#: whether it is too wide depends on the widths of the numbers measured).
+COLUMNS = "200"
+
+
+# -- the README's commands ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command line of the README, as written (comment dropped, continuations
+    joined, whitespace collapsed), with the output the README shows right after it."""
+
+    line: int
+    text: str
+    output: tuple[str, ...] | None = None
+
+
+def _clean(text: str) -> str:
+    """A command line without its trailing ``# comment``, whitespace collapsed."""
+    out: list[str] = []
+    quote = ""
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or text[i - 1].isspace()):
+            break
+        out.append(ch)
+    return " ".join("".join(out).split())
+
+
+def _lexer(text: str) -> Iterator[str]:
+    lex = shlex.shlex(text, posix=True, punctuation_chars=True)
+    lex.whitespace_split = True
+    return iter(lex)
+
+
+def readme_commands(text: str | None = None) -> list[Command]:
+    """Every command line of the README's fenced ```sh blocks and ``$`` lines."""
+    lines = (README.read_text(encoding="utf-8") if text is None else text).splitlines()
+    found: list[Command] = []
+    i = 0
+    while i < len(lines):
+        fence = lines[i].strip()
+        if not fence.startswith("```"):
+            i += 1
+            continue
+        lang = fence[3:].strip()
+        start = i + 1
+        end = next(j for j in range(start, len(lines)) if lines[j].strip() == "```")
+        body = lines[start:end]
+        if lang in ("sh", "bash", "shell"):
+            block: list[Command] = []
+            pending = ""
+            first = 0
+            for k, raw in enumerate(body):
+                if not pending:
+                    first = start + k + 1
+                if raw.rstrip().endswith("\\"):
+                    pending += raw.rstrip()[:-1] + " "
+                    continue
+                joined = _clean(pending + raw)
+                pending = ""
+                if joined:
+                    block.append(Command(first, joined))
+            # a plain block right after a one-command sh block is that command's output
+            nxt = end + 1
+            while nxt < len(lines) and not lines[nxt].strip():
+                nxt += 1
+            if len(block) == 1 and nxt < len(lines) and lines[nxt].strip() == "```":
+                out_end = next(j for j in range(nxt + 1, len(lines)) if lines[j].strip() == "```")
+                block[0] = Command(block[0].line, block[0].text, tuple(lines[nxt + 1 : out_end]))
+            found += block
+        elif lang == "":
+            current: Command | None = None
+            output: list[str] = []
+            for k, raw in enumerate(body):
+                if raw.startswith("$ "):
+                    if current is not None:
+                        found.append(Command(current.line, current.text, tuple(output)))
+                    current = Command(start + k + 1, _clean(raw[2:]))
+                    output = []
+                elif current is not None:
+                    output.append(raw)
+            if current is not None:
+                found.append(Command(current.line, current.text, tuple(output)))
+        i = end + 1
+    return found
+
+
+def simple_commands(text: str) -> list[list[str]]:
+    """The simple commands of a command line: words, without redirections."""
+    text = re.sub(r"(?<=\s)\d?>&\d\b", " ", text)  # 2>&1
+    commands: list[list[str]] = [[]]
+    skip = False
+    for word in _lexer(text):
+        if skip:
+            skip = False
+        elif word in SEPARATORS:
+            commands.append([])
+        elif word in REDIRECTIONS:
+            skip = True
+        else:
+            commands[-1].append(word)
+    return [c for c in commands if c]
+
+
+def program_words(words: list[str]) -> list[str]:
+    """A simple command's words from its program on (assignments and wrappers dropped)."""
+    i = 0
+    while i < len(words) and (ASSIGNMENT.match(words[i]) or words[i] in WRAPPERS):
+        i += 1
+    return words[i:]
+
+
+def assay_argvs(text: str) -> list[list[str]]:
+    """The argv (after ``assay``) of every Assay invocation in a command line."""
+    out = []
+    for words in simple_commands(text):
+        prog = program_words(words)
+        if prog and prog[0] == "assay":
+            out.append(prog[1:])
+    return out
+
+
+COMMANDS = readme_commands()
+ASSAY_COMMANDS = [c for c in COMMANDS if assay_argvs(c.text)]
+
+
+# -- what is run, and what is not -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Run:
+    """How a README command is run: the exit statuses that are right (the README's),
+    the files it must write, and, for SLOW studies, the README output lines that depend
+    on the measurements (regular expressions over the README's own lines)."""
+
+    status: frozenset[int] = frozenset({0})
+    setup: tuple[str, ...] = ()
+    creates: tuple[str, ...] = ()
+    volatile: tuple[str, ...] = ()
+    why: str = ""
+
+
+def needs_pyarrow() -> Run:
+    """``export -o trials.parquet``: written when pyarrow is installed; otherwise exit 2
+    with the install hint the README gives."""
+    try:
+        import pyarrow  # type: ignore[import-not-found, import-untyped, unused-ignore]  # noqa: F401
+    except ImportError:
+        return Run(status=frozenset({2}), why="pyarrow is not installed: exit 2, naming it")
+    return Run(creates=("trials.parquet", "trials.units.parquet"))
+
+
+NOISY = (
+    "(5: a few-ms CPU-bound command on a shared 2-core machine can drift until its 1,000 "
+    "rounds are spent, 'no valid CI'; the line shows the command line, not a verdict)"
+)
+
+BUSY = (
+    "(5: on a busy machine, at load 4-6, the study's max_time budget ends before its "
+    "target; the README says it takes longer there, and 5 is the README's status for it)"
+)
+
+#: Commands run for real by default: each takes seconds on the embedded default.
+RUN: dict[str, Run] = {
+    'assay run "sleep 0.01"': Run(),
+    "assay run -P t 1 4 -- sleep 0.0{t}": Run(),
+    "assay run --shell -- 'sort big.txt | uniq'": Run(status=frozenset({0, 5}), why=NOISY),
+    "assay run --json - -- true | jq '.pis[0].mean'": Run(status=frozenset({0, 5}), why=NOISY),
+    "assay compare -- 'sleep 0.01' -- 'sleep 0.012' --report r.html": Run(creates=("r.html",)),
+    "assay show study.assay.db": Run(),
+    'assay show ~/.cache/assay/quick.assay.db "quick sleep-0-01 039fcda1" --json - | jq .pis': (
+        Run()
+    ),
+    "assay show study.assay.db --summary": Run(),
+    "assay report study.assay.db -o report.html": Run(creates=("report.html",)),
+    'assay report study.assay.db "my study" -o report.html --plots plots/': Run(
+        creates=("report.html",)
+    ),
+    "assay ls": Run(),
+    "assay ls examples/run-sqlite-insert.assay.db --all --json": Run(
+        # the store run-sqlite-insert.toml writes; 2 rounds: exit 5, budget spent
+        setup=(
+            "assay run -q --no-monitor --no-overhead -r 2 examples/run-sqlite-insert.toml "
+            "|| test $? -eq 5",
+        )
+    ),
+    "assay export study.assay.db -o trials.csv": Run(creates=("trials.csv", "trials.units.csv")),
+    "assay export study.assay.db \"my study\" --format json -o - | jq '.trials[0]'": Run(),
+    "assay export study.assay.db -o trials.parquet": needs_pyarrow(),
+    'assay rm "quick sleep-0-01 039fcda1"': Run(),
+    "assay gc --older-than 30d --dry-run": Run(),
+    "assay compare --from hyperfine.json pyperf.json assay-result.json": Run(),
+    # base.json is `sleep 0.02`'s result, head.json `sleep 0.01`'s: head is not worse
+    "assay compare --from base.json head.json --fail-if-worse 5%": Run(),
+    "assay order --from tests/data/order_trials.csv --unit s": Run(),
+    "assay sweep --from bench/data/sqlite-sweep-grid.csv --params "
+    "journal_mode,synchronous,batch,value_size --metric throughput --unit ops/s --log": Run(),
+    "assay ls study.assay.db": Run(),
+}
+
+#: A sweep's outcome is what it measures: when (and whether) the R² target is reached,
+#: which terms are significant, in which order, and the knee. Its header (parameters,
+#: grid, table columns), the log note and the store are compared.
+SWEEP_VOLATILE = (
+    r"^\s+\d+ │ ",  # the steps
+    r"^Measured |^interactions\.$",
+    r"^Significant parameters|^  \S.*%\s+p [<=] ",
+    r"^Important points|^  \d+\. |^Report results",
+    r"^Significant and explaining|significant but below",
+    r"^done: ",
+)
+#: A run's notes, warnings, and resource and overhead clauses depend on the readings
+#: (skewness; whether the rounds differ more than their unit readings explain, which
+#: makes the method line's "t-interval of round means"; how the watch paced itself).
+RUN_VOLATILE = (
+    r"^method: |^MSER warm-up removal",
+    r"^(insert_rate|batch_time): |^explain \(F test|^is corrected|^readings \(statistic",
+    r"^warning: |^this benchmark measures",
+    # "(N more not watched …)" when the watch paced itself; "typical (median), N on
+    # average with one-time costs …" when the mean is over twice the median
+    r"^resources, p95 per trial|^overhead: |^analysis's imports",
+)
+
+
+#: Commands run for real with ``-m slow`` (or ``ASSAY_SLOW=1``): seconds to minutes.
+SLOW: dict[str, Run] = {
+    # decided in 2-7 s on a quiet machine, but a minute at load 2-3: Python's start-up
+    # (fsyncs, for sync-full) is noisy on this shared machine, and noise needs cycles
+    'assay compare -- python3 -c "import time; time.sleep(0.02)" -- python3 -c "import time; '
+    'time.sleep(0.03)"': Run(status=frozenset({0, 5}), why=NOISY),
+    "assay compare examples/compare-sqlite-sync.toml --json result.json": Run(
+        creates=("result.json",)
+    ),
+    "assay sweep examples/sqlite-sweep.toml --plot sqlite-tiles.png": Run(
+        status=frozenset({0, 5}), why=BUSY, creates=("sqlite-tiles.png",), volatile=SWEEP_VOLATILE
+    ),
+    "assay run examples/run-sqlite-insert.toml": Run(
+        status=frozenset({0, 5}), why=BUSY, volatile=RUN_VOLATILE
+    ),
+    'assay run -- python3 -c "sum(range(10**6))"': Run(
+        status=frozenset({0, 5}),
+        why="a CPU-bound loop on a shared 2-core machine can drift until its 1,000 rounds "
+        "are spent (exit 5, 'no valid CI')",
+    ),
+    "assay order examples/order-file-cache.toml --plot order.png --trials-csv trials.csv": Run(
+        creates=("order.png", "trials.csv"),
+        volatile=(
+            # which test's order matters, and by how much, is what the study measures
+            r"^ (backup|scan|cpu) ",
+            r"^order matters|^pooled trials",
+        ),
+    ),
+    "assay sweep examples/sqlite-sweep.toml --workers 2": Run(
+        status=frozenset({0, 5}), why=BUSY, volatile=(*SWEEP_VOLATILE, r"^ran on a Dask cluster")
+    ),
+}
+
+#: Commands that are only parse-checked, each with why it is not run here.
+NOT_RUN: dict[str, str] = {
+    "assay compare --name old --name new -- ./old --rows 1000 -- ./new --rows 1000": (
+        "./old and ./new stand for the reader's own programs"
+    ),
+    "assay compare --fail-if-worse 5% -- ./bench-base -- ./bench-head": (
+        "./bench-base and ./bench-head stand for the reader's own builds"
+    ),
+    "assay compare --name base --name head --fail-if-worse 5% --markdown summary.md -- "
+    "../base/bench -- ./bench": "../base/bench and ./bench: the reader's two checkouts",
+    "assay run --json today.json --baseline main.json --fail-if-worse 5% -- ./bench": (
+        "./bench and main.json: the reader's program and an earlier job's result"
+    ),
+    'assay history results.assay.db "my study"': (
+        "needs a run study measured at several commits ([benchmark] git_repo); "
+        "tests/test_history.py builds one"
+    ),
+    "assay history --run-commits v1.0..main -- study.toml": (
+        "needs a git repository with a tag v1.0 and the reader's study file"
+    ),
+    "assay compare examples/multihost/redis-replica-compare.toml --json r.json": (
+        "a cluster: three loopback SSH hosts (ssh-loopback-hosts.sh) running Redis"
+    ),
+    "assay show examples/multihost/redis-replica-compare.assay.db --summary": (
+        "the store the multi-host comparison (a cluster) writes"
+    ),
+    "setsid nohup assay compare study.toml -q --json r.json > study.log 2>&1 < /dev/null &": (
+        "study.toml is the reader's days-long study, detached from the terminal"
+    ),
+    "assay knobs examples/postgres-knobs.toml --plot importance.png": (
+        "PostgreSQL (scripts/install-targets.sh); 8 minutes"
+    ),
+    "assay compare examples/postgres-pgbench-compare.toml": (
+        "PostgreSQL (scripts/install-targets.sh); 2.5 minutes"
+    ),
+}
+
+
+def classified(text: str) -> str | None:
+    for name, table in (("RUN", RUN), ("SLOW", SLOW), ("NOT_RUN", NOT_RUN)):
+        if text in table:
+            return name
+    return None
+
+
+def _cid(c: Command) -> str:
+    return f"L{c.line}:{c.text[:70]}"
+
+
+def _ids(value: object) -> str:
+    """Test ids: a command's README line and start; other parameters add nothing."""
+    return _cid(value) if isinstance(value, Command) else "-"
+
+
+# -- every command parses and names files that exist --------------------------------------
+
+
+def test_the_readme_has_commands() -> None:
+    """The extraction finds the README's commands (a broken fence would hide them)."""
+    assert len(ASSAY_COMMANDS) >= 30, [c.text for c in ASSAY_COMMANDS]
+    texts = {c.text for c in ASSAY_COMMANDS}
+    assert "assay run examples/run-sqlite-insert.toml" in texts
+    assert any(c.output for c in ASSAY_COMMANDS)
+
+
+def test_every_readme_command_is_classified() -> None:
+    texts = {c.text for c in ASSAY_COMMANDS}
+    unclassified = sorted(t for t in texts if classified(t) is None)
+    assert not unclassified, (
+        "README commands in none of RUN, SLOW, NOT_RUN (give each a class): "
+        + "; ".join(unclassified)
+    )
+    twice = sorted(t for t in texts if sum(t in table for table in (RUN, SLOW, NOT_RUN)) > 1)
+    assert not twice, twice
+    stale = sorted(t for table in (RUN, SLOW, NOT_RUN) for t in table if t not in texts)
+    assert not stale, "classified commands that are no longer in README.md: " + "; ".join(stale)
+
+
+@pytest.mark.parametrize(
+    ("command", "argv"),
+    [(c, a) for c in ASSAY_COMMANDS for a in assay_argvs(c.text)],
+    ids=_ids,
+)
+def test_the_command_parses(command: Command, argv: list[str]) -> None:
+    assert argv, f"README line {command.line}: 'assay' alone"
+    group = main.make_context("assay", list(argv), resilient_parsing=False)
+    name = argv[0]
+    sub = main.get_command(group, name)
+    assert sub is not None, f"README line {command.line}: no subcommand {name!r}"
+    try:
+        ctx = sub.make_context(name, list(argv[1:]), parent=group, resilient_parsing=False)
+        with ctx:
+            target = ctx.params.get("target")
+            if name in ("run", "compare") and target is not None:
+                refuse_unknown_option(target)
+                hoist_options(target, dict(ctx.params))
+    except click.UsageError as exc:
+        pytest.fail(f"README line {command.line}: {command.text}\n  {exc.format_message()}")
+
+
+def _repo_paths(words: list[str]) -> list[str]:
+    return [w.rstrip("/") for w in words if REPO_PATH.match(w)]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=_cid)
+def test_the_files_it_names_exist(command: Command) -> None:
+    """A repository path an Assay command or a script run by ``sh``/``bash`` names
+    exists (a store: the study file that writes it)."""
+    missing = []
+    for words in simple_commands(command.text):
+        prog = program_words(words)
+        if not prog or prog[0] not in ("assay", "sh", "bash"):
+            continue
+        args = prog[1:] if prog[0] == "assay" else prog[1:2]
+        for path in _repo_paths(args):
+            p = REPO / path
+            if p.name.endswith(".assay.db"):
+                p = p.with_name(p.name.removesuffix(".assay.db") + ".toml")
+            if not p.exists():
+                missing.append(str(p.relative_to(REPO)))
+    assert not missing, f"README line {command.line}: {command.text}: no {missing}"
+
+
+def test_every_pip_install_line_works_in_a_clone() -> None:
+    """``pip install`` lines install the clone (``-e '.[extra]'``), with extras that
+    exist: the README is read in a clone, not on PyPI."""
+    text = README.read_text(encoding="utf-8")
+    extras = set(
+        tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+            "optional-dependencies"
+        ]
+    )
+    found = re.findall(r"pip install\s+(-e\s+)?('[^']*'|\S+)", text)
+    assert found
+    for editable, word in found:
+        target = word.strip("'\"")
+        if not target.startswith((".", "assay")):
+            continue  # another package (pip install pyarrow)
+        line = f"pip install {editable}{word}"
+        assert editable, f"{line!r}: a clone installs itself with -e '.[…]'"
+        m = re.fullmatch(r"\.(?:\[([\w,-]+)\])?", target)
+        assert m, f"{line!r}: install the clone ('.[extra]'), not {target!r}"
+        assert set((m.group(1) or "test").split(",")) <= extras, line
+
+
+def test_tools_the_commands_use_are_named_in_install() -> None:
+    """A program the examples pipe through (``jq``) is named in the Install section."""
+    text = README.read_text(encoding="utf-8")
+    install = text.split("## Install", 1)[1].split("\n## ", 1)[0]
+    used = {w for c in COMMANDS for s in simple_commands(c.text) for w in program_words(s)[:1]}
+    for tool in sorted(used & {"jq"}):
+        assert f"`{tool}`" in install, f"{tool} is used by README commands: name it in Install"
+
+
+# -- output shapes ----------------------------------------------------------------------
+
+_NUM = r"[-+−]?(?:\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?|∞)"
+_DURATION = re.compile(rf"{_NUM}\s?(?:ns|µs|us|ms|s|min|h)\b(?:\s+{_NUM}\s?(?:ms|s|min|h)\b)*")
+_BYTES = re.compile(rf"{_NUM}\s?(?:B|KiB|MiB|GiB|TiB)\b")
+_NUMBER = re.compile(_NUM)
+_RULE = re.compile(r"([━─═])\1+")
+_GAP = re.compile(r"\.\.\.|…")
+
+
+def mask(text: str) -> list[str]:
+    """A text's words with numbers masked (see the module's docstring)."""
+    text = _DURATION.sub("<t>", text)
+    text = _BYTES.sub("<b>", text)
+    text = _NUMBER.sub("<n>", text)
+    text = _GAP.sub(" … ", text)  # a gap is a word of its own, in both texts
+    return _RULE.sub(r"\1", text).split()
+
+
+def _find(words: list[str], part: list[str], start: int) -> int:
+    """Where ``part`` next occurs as consecutive words from ``start`` (its end), or -1."""
+    n = len(part)
+    for i in range(start, len(words) - n + 1):
+        if words[i : i + n] == part:
+            return i + n
+    return -1
+
+
+def shape_mismatch(readme: tuple[str, ...], real: str, volatile: tuple[str, ...] = ()) -> str:
+    """'' when the README's output is an in-order, trimmed picture of ``real`` (numbers
+    masked); else the first README line that is not found, with what was expected."""
+    words = mask(real)
+    at = 0
+    for line in readme:
+        if any(re.search(v, line) for v in volatile):
+            continue
+        parts: list[list[str]] = [[]]
+        for w in mask(line):
+            if w == "…":
+                parts.append([])
+            else:
+                parts[-1].append(w)
+        for part in parts:
+            if not part:
+                continue
+            end = _find(words, part, at)
+            if end < 0:
+                return (
+                    f"README line not in the output (in order, numbers masked):\n  {line}\n"
+                    f"  masked: {' '.join(part)}\n  after: {' '.join(words[at : at + 40])} …"
+                )
+            at = end
+    return ""
+
+
+def test_the_shape_rule() -> None:
+    real = (
+        "sqlite-sync\n 1 │ sync-off  │ 274133 rows/s ± 23971 rows/s │ 6 × 1\n"
+        "decided in 6 cycles · measured 1.2 s\nstore: x.assay.db\n"
+    )
+    readme = (
+        "sqlite-sync",
+        " 1 │ sync-off │ 31947 rows/s ± 2739 rows/s │  12 × 1",
+        "  ...",
+        "decided in 13 cycles · measured 885 ms",
+    )
+    assert shape_mismatch(readme, real) == ""
+    assert shape_mismatch(("store: x.assay.db", "sqlite-sync"), real) != ""  # order
+    assert shape_mismatch(("decided in … · measured 2 min 5 s",), real) == ""
+    assert shape_mismatch(("1 │ sync-off│",), real) != ""  # words, not characters
+    assert shape_mismatch(("a (5 values: A, …), b",), "a (5 values: A, B, …), b") == ""
+    assert "sync-on" in shape_mismatch((" 1 │ sync-on │",), real)
+    assert shape_mismatch(("warning: cpu",), real, volatile=("^warning",)) == ""
+
+
+# -- running the commands ---------------------------------------------------------------
+
+
+def _env(home: Path, bindir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "LINES"}
+    path = os.pathsep.join([str(bindir), str(Path(sys.executable).parent), env.get("PATH", "")])
+    env.update(HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"), PATH=path, COLUMNS=COLUMNS)
+    env.pop("XDG_RUNTIME_DIR", None)
+    return env
+
+
+def _sh(
+    text: str, cwd: Path, env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", "-o", "pipefail", "-c", text],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+#: Quick settings for the fixtures' own studies (not README commands).
+_FAST = "-q --no-monitor --ci-width 50%"
+
+#: How the template sandbox is made: commands run in it once per module.
+FIXTURES = (
+    # the quick-mode store holds `assay run "sleep 0.01"`'s study (show, rm); this one
+    # also keeps the launch-overhead probe in the sandbox's cache for the runs to come
+    f'assay run {_FAST} "sleep 0.01"',
+    # study.assay.db with one study, "my study" (show, report, export, ls)
+    f'assay run {_FAST} --no-overhead --store study.assay.db --name "my study" -- sleep 0.01',
+    # results for compare --from: hyperfine's, pyperf's (wall time in s) and Assay's
+    "cp tests/data/hyperfine_sqlite_sync.json hyperfine.json",
+    "cp tests/data/pyperf_sort.json pyperf.json",
+    f"assay run {_FAST} --no-overhead --store fx.assay.db --json assay-result.json -- true",
+    # the gate's base and head: head (sleep 0.01) is not worse than base (sleep 0.02)
+    f"assay run {_FAST} --no-overhead --store fx.assay.db --json base.json -- sleep 0.02",
+    f"assay run {_FAST} --no-overhead --store fx.assay.db --json head.json -- sleep 0.01",
+    # big.txt for `sort big.txt | uniq`
+    "seq 2000 | sed 's/$/ line/' > big.txt",
+)
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A sandbox with the copies and fixtures every run starts from."""
+    root = tmp_path_factory.mktemp("readme")
+    box = root / "box"
+    box.mkdir()
+    for rel in SANDBOX_COPIES:
+        shutil.copytree(
+            REPO / rel, box / rel, ignore=shutil.ignore_patterns("*.assay.db*", "__pycache__")
+        )
+    bindir = root / "bin"
+    bindir.mkdir()
+    shim = bindir / "assay"
+    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m assay "$@"\n')
+    shim.chmod(0o755)
+    env = _env(box, bindir)
+    for step in FIXTURES:
+        res = _sh(step, box, env, timeout=300)
+        assert res.returncode == 0, f"fixture {step!r}: {res.returncode}\n{res.stderr[-2000:]}"
+    return root
+
+
+def _sandbox(template: Path, tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    box = tmp_path / "box"
+    shutil.copytree(template / "box", box, symlinks=True)
+    return box, _env(box, template / "bin")
+
+
+def _check_run(command: Command, run: Run, template: Path, tmp_path: Path, timeout: float) -> None:
+    uses_jq = any(program_words(s)[:1] == ["jq"] for s in simple_commands(command.text))
+    if uses_jq and shutil.which("jq") is None:
+        pytest.skip("jq is not installed (apt-get install jq)")
+    box, env = _sandbox(template, tmp_path)
+    for step in run.setup:
+        done = _sh(step, box, env, timeout=timeout)
+        assert done.returncode == 0, f"setup {step!r}: {done.returncode}\n{done.stderr[-2000:]}"
+    res = _sh(command.text, box, env, timeout=timeout)
+    said = (
+        f"README line {command.line}: {command.text}\n"
+        f"stdout:\n{res.stdout[-3000:]}\nstderr:\n{res.stderr[-3000:]}"
+    )
+    assert res.returncode in run.status, (
+        f"exit {res.returncode}, README: {sorted(run.status)} {run.why}\n{said}"
+    )
+    for path in run.creates:
+        assert (box / path).exists(), f"{path} not written\n{said}"
+    if uses_jq:
+        value = res.stdout.strip()
+        assert value and value != "null", f"jq printed {value!r}\n{said}"
+    if command.output is not None and res.returncode == 0:  # what the README shows
+        problem = shape_mismatch(command.output, res.stdout + "\n" + res.stderr, run.volatile)
+        assert not problem, f"{problem}\n{said}"
+
+
+def _occurrences(table: dict[str, Run]) -> list[tuple[Command, Run]]:
+    """Each classified command once (a command shown twice runs once), with its output
+    where one of its occurrences shows it."""
+    chosen: dict[str, Command] = {}
+    for c in ASSAY_COMMANDS:
+        if c.text in table and (c.text not in chosen or (c.output and not chosen[c.text].output)):
+            chosen[c.text] = c
+    return [(c, table[c.text]) for c in chosen.values()]
+
+
+@pytest.mark.parametrize(("command", "run"), _occurrences(RUN), ids=_ids)
+def test_the_command_runs(command: Command, run: Run, template: Path, tmp_path: Path) -> None:
+    _check_run(command, run, template, tmp_path, timeout=120)
+
+
+def slow_selected(config: pytest.Config) -> bool:
+    """Slow tests run with ``-m slow`` (or a marker expression naming it positively) or
+    ``ASSAY_SLOW=1``; the default run skips them (as tests/test_kill_safety.py's)."""
+    expr = str(config.getoption("markexpr", "") or "")
+    return os.environ.get("ASSAY_SLOW") == "1" or ("slow" in expr and "not slow" not in expr)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("command", "run"), _occurrences(SLOW), ids=_ids)
+def test_the_slow_command_runs(
+    command: Command, run: Run, template: Path, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if not slow_selected(request.config):
+        pytest.skip("minutes on the embedded default: -m slow or ASSAY_SLOW=1")
+    _check_run(command, run, template, tmp_path, timeout=900)
