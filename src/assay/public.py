@@ -541,21 +541,9 @@ def _resumption(
     it finished, and resumed when interrupted with its files unchanged."""
     if from_file:
         return fresh, None
-    from assay.studies.fingerprint import fingerprint, read_stored, resumption
+    from assay.studies.fingerprint import quick_resumption_of
 
-    b = spec.benchmark
-    commands = [b.command, *(v.command for v in spec.variants if v.command)]
-    now = fingerprint(commands, shell=b.shell, cwd=os.getcwd())
-    stored, found = read_stored(path, spec.study.name)
-    decided = resumption(
-        stored,
-        now,
-        last_started=None if found is None else found.last_trial,
-        last_ended=None if found is None else found.last_ended,
-        trials=0 if found is None else sum(found.trials_by_status.values()),
-        fresh=fresh,
-        resume=False,
-    )
+    decided, now = quick_resumption_of(spec, path, fresh=fresh, resume=False)
     return decided.fresh, now
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import os
 import shlex
 import sys
 from collections.abc import Callable, Iterator
@@ -331,20 +330,10 @@ def quick_resumption(
         return bool(opts["fresh"]), None
     if opts["fresh"] and opts.get("resume"):
         fail(err, "--fresh starts the study again, --resume goes on with it: give one")
-    from assay.studies.fingerprint import fingerprint, read_stored, resumption
+    from assay.studies.fingerprint import quick_resumption_of
 
-    b = spec.benchmark
-    commands = [b.command, *(v.command for v in spec.variants if v.command)]
-    now = fingerprint(commands, shell=b.shell, cwd=os.getcwd())
-    stored, found = read_stored(store_path, spec.study.name)
-    decided = resumption(
-        stored,
-        now,
-        last_started=None if found is None else found.last_trial,
-        last_ended=None if found is None else found.last_ended,
-        trials=0 if found is None else sum(found.trials_by_status.values()),
-        fresh=bool(opts["fresh"]),
-        resume=bool(opts.get("resume")),
+    decided, now = quick_resumption_of(
+        spec, store_path, fresh=bool(opts["fresh"]), resume=bool(opts.get("resume"))
     )
     if decided.note is not None:
         err.print(Text.assemble(("note:", "cyan"), f" {decided.note}"))

@@ -171,3 +171,25 @@ def read_stored(store_path: Path, name: str) -> tuple[dict[str, Any] | None, Any
             return store.study_value(found.id, FINGERPRINT_KEY), found
     except StoreError:
         return None, None  # the study's own opening says what is wrong with the store
+
+
+def quick_resumption_of(
+    spec: Any, store_path: Path, *, fresh: bool, resume: bool
+) -> tuple[Resumption, dict[str, Any]]:
+    """Whether the quick study ``spec`` (a :class:`~assay.spec.Spec`) starts afresh in
+    ``store_path``, as the CLI and :mod:`assay.public` decide it, with the fingerprint
+    of what it measures now (its commands, their files, this working directory)."""
+    b = spec.benchmark
+    commands = [b.command, *(v.command for v in spec.variants if v.command)]
+    now = fingerprint(commands, shell=b.shell, cwd=os.getcwd())
+    stored, found = read_stored(store_path, spec.study.name)
+    decided = resumption(
+        stored,
+        now,
+        last_started=None if found is None else found.last_trial,
+        last_ended=None if found is None else found.last_ended,
+        trials=0 if found is None else sum(found.trials_by_status.values()),
+        fresh=fresh,
+        resume=resume,
+    )
+    return decided, now
