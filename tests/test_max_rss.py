@@ -13,7 +13,14 @@ import pytest
 
 from assay.execute.command import run_command
 
-BIG = "b = b'x' * (400 * 2**20); print(len(b))"  # 400 MiB written, so resident
+
+def _big() -> str:
+    """A command 300 MiB above this process's own peak (in a long test session that
+    peak passes 400 MiB), written so that it is resident."""
+    import resource
+
+    own_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    return f"b = b'x' * ({own_mib + 300} * 2**20); print(len(b))"
 
 
 def test_a_small_command_reads_unknown_not_assays_size() -> None:
@@ -26,10 +33,11 @@ def test_a_small_command_reads_unknown_not_assays_size() -> None:
     not shutil.which("time") and not shutil.which("/usr/bin/time"), reason="no /usr/bin/time"
 )
 def test_a_large_command_reads_its_own_peak_as_usr_bin_time_does() -> None:
-    res = run_command([sys.executable, "-c", BIG], timeout=120)
+    big = _big()
+    res = run_command([sys.executable, "-c", big], timeout=120)
     assert res.status == "ok" and res.max_rss_kib is not None
     timed = subprocess.run(
-        ["/usr/bin/time", "-v", sys.executable, "-c", BIG],
+        ["/usr/bin/time", "-v", sys.executable, "-c", big],
         capture_output=True, text=True, check=True, timeout=120,
     )  # fmt: skip
     found = re.search(r"Maximum resident set size \(kbytes\): (\d+)", timed.stderr)
