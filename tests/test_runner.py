@@ -268,7 +268,7 @@ ci_width = 0.0001
     ("args", "unknown", "suggested"),
     [
         (["run", "--max-round", "3", "--", "true"], "--max-round", "--max-rounds"),
-        (["run", "--plot", "x.png", "--", "true"], "--plot", None),
+        (["run", "--plott", "x.png", "--", "true"], "--plott", "--plot"),
         (
             ["compare", "--export-md", "x.md", "--", "true", "--", "true"],
             "--export-md",

@@ -294,3 +294,27 @@ def test_a_study_file_whose_variants_differ_in_values_gets_the_scan_view(
     res = _invoke("compare", str(study), "--no-overhead", "--no-monitor", "-q", "--json", "-")
     scan: dict[str, Any] = json.loads(res.stdout)["scan"]
     assert [r["variant"] for r in scan["rows"]] == ["one", "two"]
+
+
+def test_a_scan_is_plotted_and_a_plot_without_a_scan_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    png, svg = tmp_path / "s.png", tmp_path / "s.svg"
+    res = _invoke(
+        "run", "-P", "t", "1", "3", "--runs", "3", "--no-overhead", "--no-monitor", "-q",
+        "--plot", str(png), "--", sys.executable, "-c", "pass", "{t}",
+    )  # fmt: skip
+    assert res.exit_code in (0, 5), res.output
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    res = _invoke(
+        "compare", "-L", "m", "a,b", "--runs", "3", "--no-overhead", "--no-monitor", "-q",
+        "--plot", str(svg), "--", "echo", "{m}",
+    )  # fmt: skip
+    assert res.exit_code in (0, 5), res.output
+    text = svg.read_text()
+    assert "<svg" in text and "scan: wall_time by m" in text  # labels as text
+    refused = _invoke("run", "--plot", str(png), "--", "true")
+    assert refused.exit_code == 2 and "--plot: a scan's plot" in refused.output
+    odd = _invoke("run", "-P", "t", "1", "2", "--plot", str(tmp_path / "p.jpg"), "--", "e", "{t}")
+    assert odd.exit_code == 2 and ".png or .svg" in odd.output

@@ -312,7 +312,7 @@ def _compare(target: tuple[str, ...], opts: dict[str, Any]) -> None:
     console = report_console(opts, 130)
     err = err_console()
     try:
-        check_outputs(opts)
+        check_outputs(opts, plot_suffixes=(".png", ".svg"))
     except SpecError as exc:
         fail(err, exc)
     result: CompareResult
@@ -394,6 +394,17 @@ def _compare(target: tuple[str, ...], opts: dict[str, Any]) -> None:
             ),
         },
     )
+    if opts.get("plot"):
+        if result.scan is None:
+            err.print(
+                "--plot: not written: the variants are not a scan (they differ in more "
+                "than parameter values)",
+                style="yellow",
+            )
+        else:
+            from assay.report.compare import scan_plot
+
+            err.print(f"scan plot written to {scan_plot(result.scan, opts['plot'])}", style="dim")
     if not opts["from_files"]:
         write_hyperfine_exports(opts, store_path, spec)
         write_study_report(opts, store_path, spec.study.name, err)

@@ -46,6 +46,13 @@ def hyperfine_options(f: F) -> F:
             help="Scan a parameter over a list of values (several -L: every combination).",
         ),
         click.option(
+            "--plot",
+            "plot",
+            metavar="PATH",
+            help="A scan (-P/-L, or variants that differ only in parameter values): "
+            "each value's mean and CI against the parameter, with the trend (PNG or SVG).",
+        ),
+        click.option(
             "--export-json",
             "hyperfine_json",
             metavar="PATH",

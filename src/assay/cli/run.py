@@ -137,7 +137,11 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
     console = report_console(opts, 110)
     err = err_console()
     try:
-        check_outputs(opts)
+        check_outputs(opts, plot_suffixes=(".png", ".svg"))
+        if opts["plot"]:
+            raise SpecError(
+                "--plot: a scan's plot; give -P or -L (assay run -P t 1 4 --plot p.png -- CMD)"
+            )
         refuse_quick_only(target, opts)
         spec, store_path = spec_from_target(target, opts)
         if spec.variants:

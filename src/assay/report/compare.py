@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group, RenderableType
@@ -326,6 +327,42 @@ def scan_lines(scan: ScanSummary) -> list[RenderableType]:
             lines.append(Text(f"{t.knee[0]} at {scan.trend_parameter} = {t.knee[1]:g}"))
     lines.extend(Text(note, style="dim") for note in scan.notes)
     return lines
+
+
+def scan_plot(scan: ScanSummary, path: str | Path) -> Path:
+    """``--plot`` of a scan: each value's mean with its CI against the parameter (its
+    values in scan order, evenly spaced when they are not numbers, or for a grid), and
+    the fitted trend when there is one; PNG or SVG by the file's suffix."""
+    from matplotlib.figure import Figure
+
+    from assay.report.tile import _LITERAL
+
+    out = Path(path)
+    rows = [r for r in scan.rows if r.mean is not None and r.low is not None and r.high is not None]
+    numeric = scan.trend_parameter is not None
+    labels = [", ".join(f"{n}={r.params[n]}" for n in scan.parameters) for r in rows]
+    xs = [float(r.params[scan.parameters[0]]) if numeric else float(i) for i, r in enumerate(rows)]
+    means = [float(r.mean or 0.0) for r in rows]
+    below = [m - float(r.low or m) for m, r in zip(means, rows, strict=True)]
+    above = [float(r.high or m) - m for m, r in zip(means, rows, strict=True)]
+    fig = Figure(figsize=(6.4, 4.0))
+    ax = fig.add_subplot()
+    ax.errorbar(xs, means, yerr=[below, above], fmt="o", capsize=3, label="mean and CI")
+    t = scan.trend
+    if t is not None and len(xs) >= 2:
+        grid = [min(xs) + (max(xs) - min(xs)) * i / 100 for i in range(101)]
+        fx = [math.log(x) if t.model == "log" else x for x in grid]
+        ax.plot(grid, [t.intercept + t.slope * f for f in fx], "--", label=f"trend ({t.model})")
+        ax.legend(frameon=False)
+    if not numeric:
+        ax.set_xticks(xs, labels, rotation=30, ha="right", **_LITERAL)
+    ax.set_xlabel(", ".join(scan.parameters), **_LITERAL)
+    ax.set_ylabel(f"{scan.pi} ({scan.unit})" if scan.unit else scan.pi, **_LITERAL)
+    ax.set_title(f"scan: {scan.pi} by {', '.join(scan.parameters)}", **_LITERAL)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, format=out.suffix.lower().lstrip("."), dpi=120)
+    return out
 
 
 class CompareProgressView(LiveLine):
