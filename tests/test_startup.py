@@ -313,13 +313,14 @@ def test_probing_needs_a_launch() -> None:
         probe_launch_overhead(repetitions=0)
 
 
-def test_version_help_and_completion_import_no_subcommand() -> None:
-    """Issue #35: ``assay --version`` took 0.9-1.0 s, every completion Tab too: the group
-    imported every subcommand and so pydantic, NumPy and SciPy."""
+def _heavy_after(calls: list[list[str]]) -> str:
+    """The output of ``assay ARGS`` for each of ``calls`` in a fresh interpreter, then
+    ``HEAVY [...]``: which of pydantic, NumPy, SciPy, pandas and the study-file models
+    those calls imported."""
     code = (
         "import sys\n"
         "from assay.cli import main\n"
-        "for args in (['--version'], ['--help']):\n"
+        f"for args in {calls!r}:\n"
         "    try:\n"
         "        main(args)\n"
         "    except SystemExit:\n"
@@ -328,9 +329,15 @@ def test_version_help_and_completion_import_no_subcommand() -> None:
         " if m in sys.modules)\n"
         "print('HEAVY', heavy)\n"
     )
-    out = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     ).stdout
+
+
+def test_version_help_and_completion_import_no_subcommand() -> None:
+    """Issue #35: ``assay --version`` took 0.9-1.0 s, every completion Tab too: the group
+    imported every subcommand and so pydantic, NumPy and SciPy."""
+    out = _heavy_after([["--version"], ["--help"]])
     assert "HEAVY []" in out, out
     assert "gc " in out and "Remove old studies" in out  # the listing, from COMMANDS
 
@@ -369,19 +376,6 @@ def test_every_listed_command_loads_and_is_what_its_line_says() -> None:
 def test_a_subcommands_help_imports_neither_pydantic_nor_numpy(command: str) -> None:
     """Issue #35: ``assay run --help`` took 263 ms: cli/common imported the study-file
     models (pydantic) and the store (NumPy) to catch their errors."""
-    code = (
-        "import sys\n"
-        "from assay.cli import main\n"
-        "try:\n"
-        f"    main([{command!r}, '--help'])\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "heavy = sorted(m for m in ('pydantic', 'numpy', 'scipy', 'pandas', 'assay.spec')"
-        " if m in sys.modules)\n"
-        "print('HEAVY', heavy)\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
-    ).stdout
+    out = _heavy_after([[command, "--help"]])
     assert "HEAVY []" in out, out
     assert "Usage: " in out

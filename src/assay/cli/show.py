@@ -119,14 +119,14 @@ def remember_shown(path: Path, study: str, widths: Iterable[int] = ()) -> None:
     from assay.errors import StudyError
     from assay.report.export import to_json
     from assay.store import Store, StoreError
-    from assay.studies.stored import fingerprint, read_stored, stored_runner_result
+    from assay.studies.stored import read_stored, stored_mark, stored_runner_result
 
     if not path.is_file():
         return
     try:
         with Store(path) as db:
             stored, _, config = read_stored(db, study)
-            mark = fingerprint(db, stored)
+            mark = stored_mark(db, stored)
             result = stored_runner_result(stored, path, config)
             texts = {
                 str(w): _rendered(stored.kind, result, w) for w in {_width(stored.kind), *widths}
@@ -151,14 +151,14 @@ def recall_shown(path: Path, study: str | None) -> dict[str, Any] | None:
     :func:`~assay.studies.stored.stored_result` does for a missing store or study."""
     from assay.store import Store
     from assay.studies.base import find_stored
-    from assay.studies.stored import fingerprint, study_name
+    from assay.studies.stored import stored_mark, study_name
 
     with Store(path, read_only=True) as db:
         stored = find_stored(db, study_name(db, study))
         kept = db.study_value(stored.study_id, SHOWN_KEY)
         if not isinstance(kept, dict) or kept.get("format") != _SHOWN_FORMAT:
             return None
-        if [kept.get("fingerprint"), kept.get("kind")] != [fingerprint(db, stored), stored.kind]:
+        if [kept.get("fingerprint"), kept.get("kind")] != [stored_mark(db, stored), stored.kind]:
             return None
     texts, status, note = kept.get("texts"), kept.get("status"), kept.get("note")
     fine = isinstance(texts, dict) and isinstance(kept.get("json"), str)

@@ -50,7 +50,7 @@ def study_name(db: Store, study: str | None) -> str:
     return study
 
 
-def fingerprint(db: Store, stored: StoredStudy) -> list[Any]:
+def stored_mark(db: Store, stored: StoredStudy) -> list[Any]:
     """What a result built from the store depends on besides the study file: its trials
     (how many, the newest's id) and its sessions (the last one's id and whether it
     ended), with Assay's version: equal fingerprints, equal results."""
