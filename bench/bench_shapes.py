@@ -166,6 +166,12 @@ EXTRA_CASES = [
     Case("readings AR(1) 0.5, CV 15%, ±20%", readings_ar(0.5, 1.5), 0.20, MU, True),
     Case("readings AR(1) 0.8, CV 15%, ±20%", readings_ar(0.8, 1.5), 0.20, MU, True),
     Case("readings i.i.d. CV 15%, ±20%", readings_ar(0.0, 1.5), 0.20, MU, True),
+    # a level that moved by less than the width asked (#36, a busy CI runner): the range
+    # of block means answers; the same shapes at ±1% above still get no valid CI
+    Case("step +3% after round 4, AR 0.5, ±20%", step_after_4, 0.20, None, False),
+    Case("slow drift +0.1%/round, AR 0.5, ±5%", slow_drift, 0.05, None, False),
+    Case("readings strong drift +0.2%/round, ±20%", readings_strong_drift, 0.20, None, False),
+    Case("readings strong drift +0.2%/round, ±5%", readings_strong_drift, 0.05, None, False),
 ]
 
 # Stopping-round bins of --by-round (first round of each bin).

@@ -8,12 +8,14 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy import stats
 
 from assay.designs.run_until_ci import RoundData, analyze_pi, decide
 from assay.spec import PISpec, StopSpec
 from assay.stats.autocorr import optimal_subsession
-from assay.stats.validity import level_shift, round_effect
+from assay.stats.validity import block_range, level_shift, round_effect
 
 PI = PISpec(name="t", unit="s")
 
@@ -151,7 +153,7 @@ def test_a_level_shift_gives_no_interval_and_stops_the_study() -> None:
         RoundData(reading=float(10.0 + (0.1 if k >= 40 else 0.0) + rng.normal(0, 0.1)))
         for k in range(80)
     ]
-    stop = StopSpec(ci_width=0.05)
+    stop = StopSpec(ci_width=0.005)  # narrower than the step (1%)
     res = analyze_pi(PI, rounds, stop)
     assert not res.met and math.isinf(res.half_width)
     assert res.note.startswith("no valid CI: the mean moved")
@@ -159,6 +161,34 @@ def test_a_level_shift_gives_no_interval_and_stops_the_study() -> None:
     assert found and abs(int(found.group(1)) - 41) <= 3
     d = decide([res], [PI], stop, rounds_done=80, rounds_failed=0, elapsed=1.0)
     assert d.done and d.reason.startswith("stopped early: the mean moved")
+
+
+def _stepped(seed: int, step: float) -> list[RoundData]:
+    rng = np.random.default_rng(seed)
+    return [
+        RoundData(reading=float(10.0 + (step if k >= 40 else 0.0) + rng.normal(0, 0.1)))
+        for k in range(80)
+    ]
+
+
+@pytest.mark.parametrize(("seed", "step"), [(4, 0.1), (0, 0.15)])
+def test_a_level_that_moved_less_than_the_width_asked_is_bounded_by_its_range(
+    seed: int, step: float
+) -> None:
+    # #36: a busy runner moved `sleep 0.01` by 3.5%, and a ±50% question got no answer
+    # after 1000 rounds; the range of 10 block means holds the mean over the study
+    rounds = _stepped(seed, step)
+    stop = StopSpec(ci_width=0.05)
+    res = analyze_pi(PI, rounds, stop)
+    x = np.array([r.reading for r in rounds], dtype=float)
+    truth = 10.0 + step / 2
+    assert res.met and res.low <= truth <= res.high
+    blocks = [b.mean() for b in np.array_split(x[res.warmup_removed :], 10)]
+    assert (res.low, res.high) == pytest.approx((min(blocks), max(blocks)))
+    assert res.extra["range_blocks"] == 10 and "shift_round" not in res.extra
+    assert "range of 10 block means" in res.method and "level moved" in res.note
+    d = decide([res], [PI], stop, rounds_done=80, rounds_failed=0, elapsed=1.0)
+    assert d.target_met
 
 
 def test_a_stationary_study_is_not_flagged() -> None:
@@ -193,13 +223,13 @@ def test_a_drifting_pi_says_where_its_level_changed_most() -> None:
         RoundData(reading=float(10.0 + (0.15 if k >= 40 else 0.0) + rng.normal(0, 0.1)))
         for k in range(80)
     ]
-    res = analyze_pi(PI, rounds, StopSpec(ci_width=0.05))
+    res = analyze_pi(PI, rounds, StopSpec(ci_width=0.005))
     assert "does not fall to" in res.note
     found = re.search(r"the largest change of level is at round (\d+) of 80", res.note)
     assert found and abs(int(found.group(1)) - 41) <= 3
     # a loop's analysis between trials leaves the note out (issue #17: half of an
     # analysis), and nothing else changes
-    quick = analyze_pi(PI, rounds, StopSpec(ci_width=0.05), locate=False)
+    quick = analyze_pi(PI, rounds, StopSpec(ci_width=0.005), locate=False)
     assert "largest change" not in quick.note and quick.note in res.note
     assert replace(quick, note=res.note) == res
 
@@ -239,8 +269,8 @@ def test_median_with_a_harmonic_mean_is_refused() -> None:
 
 
 def test_a_level_shift_between_rounds_of_unit_readings_is_named_by_round() -> None:
-    levels = [10.0] * 20 + [10.4] * 20
-    res = analyze_pi(PI, _unit_rounds(levels, seed=2), StopSpec(ci_width=0.05))
+    levels = [10.0] * 20 + [10.4] * 20  # a 4% step: a ±5% question is answered
+    res = analyze_pi(PI, _unit_rounds(levels, seed=2), StopSpec(ci_width=0.01))
     assert math.isinf(res.half_width) and not res.met
     assert "at round 21 of 40" in res.note
 
@@ -261,3 +291,27 @@ def test_the_statistic_leaves_the_measurement_hash_alone() -> None:
         return parse_spec_data(data, source="t").measurement_hash()
 
     assert spec({"name": "t"}) == spec({"name": "t", "statistic": "median"})
+
+
+# --- block_range: the bound of a PI whose level moved ------------------------------
+
+
+@given(
+    st.lists(st.floats(0.001, 1e6), min_size=20, max_size=200),
+    st.integers(1, 10),
+    st.booleans(),
+)
+def test_block_range_holds_the_mean_of_all(x: list[float], blocks: int, harmonic: bool) -> None:
+    got = block_range(x, blocks, harmonic=harmonic)
+    assert got is not None
+    low, mean, high = got
+    ref = stats.hmean(x) if harmonic else float(np.mean(x))
+    assert mean == pytest.approx(ref, rel=1e-9)
+    assert low <= mean * (1 + 1e-12) and mean <= high * (1 + 1e-12)
+
+
+def test_block_range_is_the_lowest_and_highest_block_mean() -> None:
+    x = np.arange(1.0, 31.0)  # blocks of 10: means 5.5, 15.5, 25.5
+    assert block_range(x, 3) == pytest.approx((5.5, 15.5, 25.5))
+    assert block_range(x, 16) is None  # fewer than two samples per block
+    assert block_range([1.0, -1.0, 2.0, 3.0], 2, harmonic=True) is None

@@ -36,6 +36,7 @@ FloatArray = npt.NDArray[np.float64]
 
 __all__ = [
     "LevelShift",
+    "block_range",
     "largest_step",
     "level_shift",
     "round_effect",
@@ -65,6 +66,41 @@ def round_effect(round_means: npt.ArrayLike, variance_of_mean: float, df_within:
     between = float(np.var(m, ddof=1)) / r
     f = between / variance_of_mean
     return float(stats.f.sf(f, r - 1, max(float(df_within), 1.0)))
+
+
+def block_range(
+    samples: npt.ArrayLike, blocks: int = 10, harmonic: bool = False
+) -> tuple[float, float, float] | None:
+    """The lowest and the highest mean of ``blocks`` consecutive, (near) equal blocks of
+    ``samples``, with the mean of all: a bound on the mean over a series whose level
+    moved, which no t-interval describes (None: fewer than two samples per block).
+
+    The mean over the series is the average of the blocks' true means, so it lies between
+    the lowest and the highest of them; the observed block means scatter around those,
+    and all of them fall on one side of the mean over the series only when the noise
+    pushes every block that way: for a stationary series, with probability
+    ``2 * 0.5**blocks`` (0.2% for 10). The bound is wide (it holds the whole drift);
+    it answers a target wider than the drift (a ±50% question on a series that moved
+    3%), not a narrow one. ``harmonic``: the samples are rates over equal work, and the
+    means are harmonic.
+
+    >>> block_range([1.0, 1.2, 1.0, 1.2, 2.0, 2.2, 2.0, 2.2], blocks=4)
+    (1.1, 1.6, 2.1)
+    >>> block_range([1.0, 2.0], blocks=2) is None
+    True
+    """
+    z = finite_1d(samples)
+    if blocks < 1 or z.size < 2 * blocks:
+        return None
+    if harmonic:
+        if not bool(np.all(z > 0)):
+            return None
+        z = 1.0 / z
+    means = np.array([float(b.mean()) for b in np.array_split(z, blocks)])
+    mean = float(z.mean())
+    if harmonic:
+        means, mean = 1.0 / means, 1.0 / mean
+    return float(means.min()), mean, float(means.max())
 
 
 def _prepared(samples: npt.ArrayLike, max_samples: int) -> tuple[FloatArray, int, float]:
