@@ -63,6 +63,7 @@ def test_roles_give_the_hosts_and_placeholders() -> None:
         ("", "[benchmark.roles.db]\nsetup = ['x']", "benchmark.roles.db: not a role"),
         ("", "[benchmark.roles.server]\nsetup = ['x', '{nope}']", "placeholder '{nope}'"),
         ("", "[benchmark.roles.server]\nstart = ['x']", "benchmark.roles.server.start"),
+        ("", "conclude = ['x']", "benchmark.conclude: not with [cluster.roles]"),
     ],
 )
 def test_bad_roles_name_the_file_the_field_and_what_was_expected(

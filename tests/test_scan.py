@@ -255,6 +255,51 @@ def test_setup_and_cleanup_run_once_around_the_trials(
     assert log.read_text().split() == ["setup", "trial", "trial", "trial", "cleanup"]
 
 
+def test_conclude_runs_after_every_trial_and_its_failure_keeps_the_trial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    log = tmp_path / "log"
+    res = _invoke(
+        "run", "--runs", "3", "--no-overhead", "--no-monitor", "-q",
+        "--conclude", f"echo conclude >> {log}", "--", "sh", "-c", f"echo trial >> {log}",
+    )  # fmt: skip
+    assert res.exit_code in (0, 5), res.output
+    assert log.read_text().split() == ["trial", "conclude"] * 3
+    store = tmp_path / "s.assay.db"
+    res = _invoke(
+        "run", "--runs", "3", "--no-overhead", "--no-monitor", "-q", "--store", str(store),
+        "--conclude", "exit 3", "--", "true",
+    )  # fmt: skip
+    assert res.exit_code == 3 and "the conclude command" in res.output
+    from assay.store import Store
+
+    with Store(store) as st:
+        (name,) = st.study_names()
+        found = st.find_study(name)
+        assert found is not None
+        assert len(st.trials(found[0])) == 1  # measured before its conclude failed
+
+
+def test_time_unit_shows_every_time_in_that_unit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from assay.report.format import set_time_unit
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    try:
+        res = _invoke(
+            "run", "--runs", "3", "--no-overhead", "--no-monitor", "-u", "microsecond",
+            "--", "sleep", "0.001",
+        )  # fmt: skip
+    finally:
+        set_time_unit(None)
+    assert res.exit_code in (0, 5), res.output
+    assert "µs ±" in res.stdout and " ms ±" not in res.stdout
+    bad = CliRunner().invoke(main, ["run", "--time-unit", "minute", "--", "true"])
+    assert bad.exit_code == 2 and "'minute' is not one of" in bad.output
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -158,6 +158,7 @@ class BenchmarkSpec(_Model):
     cwd: str | None = None
     setup: list[str] | None = None
     reset: list[str] | None = None
+    conclude: list[str] | None = None  # after every trial (hyperfine's --conclude)
     teardown: list[str] | None = None
     # at most ~31 years: a timer of 1e308 s is beyond what the platform's clock holds
     timeout: Annotated[float, Field(gt=0, le=MAX_TIMEOUT)] = 600.0
@@ -175,7 +176,7 @@ class BenchmarkSpec(_Model):
     # [benchmark.roles.<role>]: steps on every host of a [cluster.roles] role
     roles: dict[str, RoleStepsSpec] = Field(default_factory=dict)
 
-    @field_validator("command", "setup", "reset", "teardown", "build")
+    @field_validator("command", "setup", "reset", "conclude", "teardown", "build")
     @classmethod
     def _no_empty_argv0(cls, v: list[str] | None) -> list[str] | None:
         if v is not None and (not v or not v[0].strip()):
@@ -524,7 +525,12 @@ class Spec(_Model):
         known = set(self.params) | cluster_placeholders(roles)
         for where, argv in check_role_steps(self.benchmark.roles, roles):
             _check_placeholders(where, argv, known)  # rendered with [params] and the hosts
-        for step in ("setup", "reset", "teardown"):
+        if self.benchmark.conclude and roles:
+            raise ValueError(
+                "benchmark.conclude: not with [cluster.roles]; end what a trial started in "
+                "the next trial's [benchmark.roles.<role>] reset"
+            )
+        for step in ("setup", "reset", "conclude", "teardown"):
             # rendered with [params] alone, once per study (a KeyError when it started)
             _check_placeholders(f"benchmark.{step}", getattr(self.benchmark, step) or [], known)
         if self.benchmark.work is not None:

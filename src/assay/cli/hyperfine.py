@@ -1,6 +1,6 @@
 """hyperfine's options on ``assay run`` and ``assay compare``, where its users put them:
 parameter scans (``-P``/``-D``/``-L``), its export formats, ``--runs``, ``--setup`` and
-``--cleanup``, ``-N``.
+``--cleanup``, ``--conclude``, ``--time-unit``, ``-N``.
 """
 
 from __future__ import annotations
@@ -14,6 +14,17 @@ import click
 from assay.errors import SpecError
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+# --time-unit's names (report.format.TIME_UNITS, kept here: --help imports no report)
+_TIME_UNIT_NAMES = ("second", "millisecond", "microsecond", "nanosecond", "s", "ms", "us", "ns")
+
+
+def _set_time_unit(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        from assay.report.format import set_time_unit
+
+        set_time_unit(value)
 
 
 def hyperfine_options(f: F) -> F:
@@ -77,10 +88,25 @@ def hyperfine_options(f: F) -> F:
             help="Quick mode: a shell command run once before the first trial (unmeasured).",
         ),
         click.option(
+            "--conclude",
+            "conclude_cmd",
+            metavar="CMD",
+            help="Quick mode: a shell command run after every trial (unmeasured; e.g. to "
+            "stop what the trial started).",
+        ),
+        click.option(
             "--cleanup",
             "cleanup_cmd",
             metavar="CMD",
             help="Quick mode: a shell command run once after the last trial (unmeasured).",
+        ),
+        click.option(
+            "-u",
+            "--time-unit",
+            type=click.Choice(_TIME_UNIT_NAMES),
+            callback=_set_time_unit,
+            expose_value=False,
+            help="Show times in this unit (default: the one that suits each value).",
         ),
         click.option(
             "-N",
@@ -140,6 +166,8 @@ def quick_steps(bench: dict[str, Any], opts: dict[str, Any]) -> None:
         bench["setup"] = ["/bin/sh", "-c", opts["setup_cmd"]]
     if opts.get("cleanup_cmd"):
         bench["teardown"] = ["/bin/sh", "-c", opts["cleanup_cmd"]]
+    if opts.get("conclude_cmd"):
+        bench["conclude"] = ["/bin/sh", "-c", opts["conclude_cmd"]]
 
 
 def refuse_in_study_file(opts: dict[str, Any]) -> None:
@@ -151,13 +179,14 @@ def refuse_in_study_file(opts: dict[str, Any]) -> None:
             ("scan_lists", "-L"),
             ("setup_cmd", "--setup"),
             ("cleanup_cmd", "--cleanup"),
+            ("conclude_cmd", "--conclude"),
         )
         if opts.get(key)
     ]
     if given:
         raise SpecError(
             f"{', '.join(given)}: quick mode only; in a study file use [[variant]] params "
-            "(a scan) and [benchmark] setup / teardown"
+            "(a scan) and [benchmark] setup / conclude / teardown"
         )
 
 

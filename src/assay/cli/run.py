@@ -37,7 +37,7 @@ STUDY_FILE_HELP = """
 Study file (TOML):
   [study]      name = "..."  store = "x.assay.db" (default: beside the file)
   [benchmark]  command = ["prog", "--rows", "{rows}"]  shell = false
-               setup / reset / teardown = [argv]  timeout = 600  env = {K = "{p}"}
+               setup / reset / conclude / teardown = [argv]  timeout = 600  env = {K = "{p}"}
                ignore_failure = false  (true: a non-zero exit is measured too)
                work = {min = 1000, max = 100000}  (adjustable work: {work} placeholder,
                enables the work-per-second regression)

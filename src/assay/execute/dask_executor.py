@@ -56,17 +56,20 @@ class BlockResult:
 
 
 def run_block(job: TrialJob, requests: Sequence[TrialRequest], monitor: bool) -> BlockResult:
-    """Run trials in order on this worker (each after the job's reset).  A failed
-    reset ends the block; the trials before it are kept."""
+    """Run trials in order on this worker (each after the job's reset, and before its
+    conclude).  A failed reset or conclude ends the block; the trials before it (and
+    the one a conclude followed) are kept."""
     watch = _worker_monitor() if monitor else None
     records: list[TrialRecord] = []
     for request in requests:
         try:
             if job.reset is not None:
                 run_step(job, job.reset)
+            records.append(run_trial(job, request, watch))
+            if job.conclude is not None:
+                run_step(job, job.conclude)
         except StudyError as exc:
             return BlockResult(records, f"{platform.node()}: {exc}")
-        records.append(run_trial(job, request, watch))
     return BlockResult(records)
 
 

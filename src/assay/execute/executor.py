@@ -28,6 +28,7 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from assay.errors import StudyError
 from assay.execute.monitor import ResourceMonitor
 from assay.execute.trial import Step, TrialJob, TrialRequest, run_step, run_trial
 from assay.store import HostRun, TrialRecord
@@ -137,4 +138,11 @@ class LocalExecutor(Executor):
             start = record.spawned if record.spawned is not None else before
             record.bookkeeping_s = None if prev is None else max(start - prev - reset_s, 0.0)
             self._prev_end = record.reaped if record.reaped is not None else time.perf_counter()
+            if job.conclude is not None:
+                try:
+                    run_step(job, job.conclude)
+                except StudyError:
+                    yield record  # measured before its conclude failed: kept
+                    raise
+                self._prev_end = time.perf_counter()  # not Assay's own cost either
             yield record

@@ -50,6 +50,7 @@ class TrialJob:
     shell: bool = False
     cwd: str | None = None
     reset: Step | None = None  # run before every trial
+    conclude: Step | None = None  # run after every trial
     # where the session's running benchmarks are noted (a killed session's leftover is
     # stopped); the study removes it at the session's end (leftovers.end_running)
     running_file: Path | None = None

@@ -12,11 +12,45 @@ the uncertainty supports.
 from __future__ import annotations
 
 import math
+from contextvars import ContextVar
 
 _TIME_SCALES = [(1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")]
 
+#: The names ``--time-unit`` takes (hyperfine's, and the short ones), and their scale.
+TIME_UNITS = {
+    "second": (1.0, "s"),
+    "s": (1.0, "s"),
+    "millisecond": (1e-3, "ms"),
+    "ms": (1e-3, "ms"),
+    "microsecond": (1e-6, "µs"),
+    "us": (1e-6, "µs"),
+    "µs": (1e-6, "µs"),
+    "nanosecond": (1e-9, "ns"),
+    "ns": (1e-9, "ns"),
+}
+
+# the unit every time is shown in (--time-unit); None: the one that suits each value
+_FIXED_TIME: ContextVar[tuple[float, str] | None] = ContextVar("time_unit", default=None)
+
+
+def set_time_unit(name: str | None) -> None:
+    """Show every time in one unit (a name of :data:`TIME_UNITS`), or again in the one
+    that suits each value (None); what ``--time-unit`` sets for the whole command.
+
+    >>> set_time_unit("ms"); format_estimate(1.5, 0.01, "s")
+    '1500 ms ± 10 ms'
+    >>> set_time_unit(None); format_estimate(1.5, 0.01, "s")
+    '1.500 s ± 0.010 s'
+    """
+    if name is not None and name not in TIME_UNITS:
+        raise ValueError(f"unknown time unit {name!r}; expected one of {', '.join(TIME_UNITS)}")
+    _FIXED_TIME.set(None if name is None else TIME_UNITS[name])
+
 
 def _scale_time(mean: float) -> tuple[float, str]:
+    fixed = _FIXED_TIME.get()
+    if fixed is not None:
+        return fixed
     a = abs(mean)
     for factor, name in _TIME_SCALES:
         if a >= factor:

@@ -449,6 +449,7 @@ class Study:
             shell=b.shell,
             cwd=self.cwd,
             reset=self._step(b.reset, "reset"),
+            conclude=self._step(b.conclude, "conclude"),
             running_file=self.running_file,
             ignore_failure=b.ignore_failure,
         )
