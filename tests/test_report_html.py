@@ -33,6 +33,7 @@ needs_browser = pytest.mark.skipif(
 PLOTS = {
     "run": ["readings", "ci-narrowing"],
     "compare": ["ranking"],
+    "scan": ["ranking", "scan"],  # a compare whose variants differ only in a parameter
     "order": ["order"],
     "sweep": ["r2-per-step", "terms", "tiles"],
     "knobs": ["importance", "top-k-r2"],
@@ -76,6 +77,9 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             "sleep", "0.01")  # fmt: skip
     _invoke("compare", "--store", str(out["compare"]), "-r", "4", "--no-overhead", "-q",
             "--", "sleep", "0.01", "--", "sleep", "0.03")  # fmt: skip
+    out["scan"] = d / "scan.assay.db"
+    _invoke("compare", "--store", str(out["scan"]), "-r", "4", "--no-overhead", "-q",
+            "-P", "t", "1", "3", "--", "sleep", "0.0{t}")  # fmt: skip
     for kind, text, args in (
         ("order", ORDER, ["--no-overhead", "--no-monitor"]),
         ("sweep", SWEEP, ["--no-monitor"]),

@@ -382,6 +382,13 @@ def study_plots(
     elif kind == "compare":
         makers = [("ranking", "Ranking with confidence intervals",
                    lambda p: _ranking(result, trials, p))]  # fmt: skip
+        scan = getattr(result, "scan", None)
+        if scan is not None:  # variants that differ only in parameter values
+            from assay.report.compare import scan_plot
+
+            makers.append(("scan", f"Scan: {scan.pi} by {', '.join(scan.parameters)}, "
+                           "each value's mean and CI, with the trend",
+                           lambda p: scan_plot(scan, p)))  # fmt: skip
     elif kind == "order":
         makers = [("order", "Medians with CIs, fixed vs random order", lambda p: _order(result, p))]
     elif kind == "sweep":
