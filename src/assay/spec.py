@@ -451,6 +451,9 @@ class StopSpec(_Model):
     residual_correction: bool = True
     confirm_rounds: Annotated[int, Field(ge=1)] = 2
     max_failures: Annotated[float, Field(gt=0, le=1)] = 0.5
+    # other processes on the CPU: "warn" reports them (the interference line); "wait"
+    # also holds each trial until they have left (assay.execute.interference)
+    interference: Literal["warn", "wait"] = "warn"
     # comparisons (assay compare): Welch's threshold, and Pilot's optional third
     # condition (every variant's CI within ci_width as well as the ranking decided)
     alpha: Annotated[float, Field(gt=0, lt=1)] = 0.01

@@ -148,6 +148,13 @@ def stop_options(f: F) -> F:
             help="Stop after this many seconds of measured time.",
         ),
         click.option(
+            "--interference",
+            type=click.Choice(["warn", "wait"]),
+            help="Other processes on the CPU: 'warn' (the default) reports them; 'wait' "
+            "also holds each trial until they have used under half a core for 0.3 s "
+            "(at most 30 s a trial).",
+        ),
+        click.option(
             "--min-samples",
             type=click.IntRange(min=2),
             help="Samples (after subsession merging) needed before stopping (default 10).",
@@ -258,6 +265,7 @@ def stop_overrides(opts: dict[str, Any]) -> dict[str, Any]:
         "require_ci_width": "require_ci_width",
         "fail_if_worse": "fail_if_worse",
         "baseline": "baseline",
+        "interference": "interference",
     }
     return {field: opts[o] for o, field in keys.items() if opts.get(o) is not None}
 

@@ -70,6 +70,7 @@ SECTION_OF = {
             "min_rounds",
             "alpha",
             "runs",
+            "interference",
             "require_ci_width",
             "start",
             "step",

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from assay.errors import StudyError
 from assay.execute.executor import Executor, ExecutorStatus
+from assay.execute.interference import QuietGate
 from assay.execute.monitor import ResourceMonitor
 from assay.execute.trial import Step, TrialJob, TrialRequest, run_step, run_trial
 from assay.store import TrialRecord
@@ -37,6 +38,14 @@ RESOURCE = "bench"
 _CHECK_S = 2.0
 
 _MONITOR: ResourceMonitor | None = None  # the worker process's bottleneck watch
+_GATE: QuietGate | None = None  # the worker's interference = "wait"
+
+
+def _worker_gate() -> QuietGate:
+    global _GATE
+    if _GATE is None:
+        _GATE = QuietGate()
+    return _GATE
 
 
 def _worker_monitor() -> ResourceMonitor:
@@ -65,6 +74,8 @@ def run_block(job: TrialJob, requests: Sequence[TrialRequest], monitor: bool) ->
         try:
             if job.reset is not None:
                 run_step(job, job.reset)
+            if job.quiet_wait:
+                _worker_gate().before_trial()
             records.append(run_trial(job, request, watch))
             if job.conclude is not None:
                 run_step(job, job.conclude)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import StudyError
+from assay.execute.interference import QuietGate
 from assay.execute.monitor import ResourceMonitor
 from assay.execute.trial import Step, TrialJob, TrialRequest, run_step, run_trial
 from assay.store import HostRun, TrialRecord
@@ -78,6 +79,11 @@ class Executor(ABC):
         (a multi-host executor's; none here)."""
         return []
 
+    def quiet_waits(self) -> dict[str, float] | None:
+        """What ``interference = "wait"`` did this session (see
+        :meth:`~assay.execute.interference.QuietGate.summary`); None: it never waited."""
+        return None
+
     @abstractmethod
     def start(self) -> None:
         """A study session begins: calibrate what needs it, restart the clocks."""
@@ -113,6 +119,7 @@ class LocalExecutor(Executor):
         self.monitor = monitor
         self._monitor: ResourceMonitor | None = None
         self._prev_end: float | None = None  # the previous trial's command's reap
+        self._gate: QuietGate | None = None  # interference = "wait"
 
     def start(self) -> None:
         self._prev_end = None
@@ -123,6 +130,9 @@ class LocalExecutor(Executor):
     def run_step(self, job: TrialJob, step: Step) -> None:
         run_step(job, step)
 
+    def quiet_waits(self) -> dict[str, float] | None:
+        return None if self._gate is None else self._gate.summary()
+
     def run_trials(
         self, job: TrialJob, requests: Sequence[TrialRequest]
     ) -> Generator[TrialRecord, None, None]:
@@ -132,6 +142,10 @@ class LocalExecutor(Executor):
                 r0 = time.perf_counter()
                 run_step(job, job.reset)
                 reset_s = time.perf_counter() - r0
+            if job.quiet_wait:
+                if self._gate is None:
+                    self._gate = QuietGate()
+                reset_s += self._gate.before_trial()  # not Assay's own cost
             before = time.perf_counter()
             prev = self._prev_end
             record = run_trial(job, request, self._monitor)

@@ -263,19 +263,31 @@ def interference_line(i: Mapping[str, Any] | None, label: str = "") -> str:
     >>> line.split(": ")[1].split(" (")[0]
     'other processes used 0.5 core or more in 12 of 40 watched trials'
     """
-    if not i or not i.get("trials"):
-        return ""
     where = f" ({label})" if label else ""
+    waits = (i or {}).get("waits")
+    held = ""
+    if waits:
+        held = (
+            f'; interference = "wait" held {int(waits["waits"])} '
+            f"trial{'s' if int(waits['waits']) != 1 else ''} until others "
+            f"used < {float(waits['threshold_cores']):g} core "
+            f"({float(waits['waited_s']):.1f} s in all"
+            + (f", gave up {int(waits['gave_up'])} times" if waits.get("gave_up") else "")
+            + ")"
+        )
+    if not i or not i.get("trials"):
+        return f"interference{where}: {held[2:]}" if held else ""
     n, bad, limit = int(i["trials"]), int(i["disturbed"]), float(i["threshold_cores"])
     spread = f"median {float(i['median_cores']):.1f}, max {float(i['max_cores']):.1f} cores"
     if not bad:
         return (
             f"interference{where}: other processes used less than {limit:g} core in all "
-            f"{n} watched trials ({spread})"
+            f"{n} watched trials ({spread}){held}"
         )
     return (
         f"interference{where}: other processes used {limit:g} core or more in {bad} of {n} "
         f"watched trials (disturbed; {spread}): their CPU time is not this benchmark's"
+        f"{held}"
     )
 
 

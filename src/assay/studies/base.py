@@ -312,6 +312,18 @@ def watch_report(
     return warnings, resources
 
 
+def with_quiet_waits(
+    resources: dict[str, Any] | None, waits: dict[str, float] | None
+) -> dict[str, Any] | None:
+    """The watch's summary with what ``interference = "wait"`` did, under
+    ``interference.waits`` (with the watch off, the waits are not reported)."""
+    if waits is None or resources is None:
+        return resources
+    out = dict(resources)
+    out["interference"] = {**(out.get("interference") or {}), "waits": waits}
+    return out
+
+
 class StudyOptions(TypedDict, total=False):
     """How a study of any kind runs (the keyword arguments of :class:`Study`)."""
 
@@ -450,6 +462,7 @@ class Study:
             cwd=self.cwd,
             reset=self._step(b.reset, "reset"),
             conclude=self._step(b.conclude, "conclude"),
+            quiet_wait=self.spec.stop.interference == "wait",
             running_file=self.running_file,
             ignore_failure=b.ignore_failure,
         )

@@ -44,6 +44,7 @@ from assay.studies.base import (
     open_stored,
     stderr_warning,
     watch_report,
+    with_quiet_waits,
 )
 
 __all__ = [
@@ -376,6 +377,7 @@ class Runner(Study):
         warnings.extend(stderr_warning(st.trials))
         watch, resources = watch_report(self.spec, st.trials)
         warnings.extend(watch)
+        resources = with_quiet_waits(resources, self.executor.quiet_waits())
         return StudyResult(
             study=self.spec.study.name,
             store=str(self.store_path),
