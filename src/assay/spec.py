@@ -840,12 +840,17 @@ def _friendly(err: dict[str, Any], data: dict[str, Any]) -> str:
     return f"{where}: {msg}" if where else msg
 
 
+def invalid_fields(exc: ValidationError, data: dict[str, Any]) -> list[str]:
+    """One readable line per field a validation refused (``where: what (got ...)``)."""
+    return [_friendly(dict(e), data) for e in exc.errors()]
+
+
 def parse_spec_data(data: dict[str, Any], source: str = "<study>") -> Spec:
     """Validate an already-parsed study mapping; raise SpecError with readable messages."""
     try:
         spec = Spec.model_validate({**data, "source_path": source})
     except ValidationError as exc:
-        lines = [_friendly(dict(e), data) for e in exc.errors()]
+        lines = invalid_fields(exc, data)
         raise SpecError(f"{source}: invalid study file:\n  " + "\n  ".join(lines)) from None
     return spec
 

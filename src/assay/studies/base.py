@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypedDict, TypeVar
 
-from assay.errors import StudyError
+from assay.errors import StoreError, StudyError
 from assay.execute.command import render_argv
 from assay.execute.environment import collect_environment
 from assay.execute.executor import Executor, LocalExecutor
@@ -38,7 +38,7 @@ from assay.execute.monitor import (
 from assay.execute.overhead import LaunchOverhead, measure_launch_overhead
 from assay.execute.trial import Step, TrialJob, TrialRequest
 from assay.rolespec import host_values, measured_role
-from assay.spec import Spec
+from assay.spec import Spec, invalid_fields
 from assay.store import Store, TrialRecord, study_file
 from assay.template import render
 
@@ -644,10 +644,19 @@ def stored_spec(data: dict[str, Any], name: str) -> Spec:
     analyses the default wall time only when the file named it (see
     :func:`assay.studies.run.analyse`).
     """
+    from pydantic import ValidationError
+
     default = Spec.model_fields["pis"].get_default(call_default_factory=True)
     if data.get("pis") == [p.model_dump(mode="json") for p in default]:
         data = {k: v for k, v in data.items() if k != "pis"}
-    spec = Spec.model_validate(data)
+    try:
+        spec = Spec.model_validate(data)
+    except ValidationError as exc:
+        raise StoreError(
+            f"study {name!r}: the study file stored with it is not one this version of "
+            f"Assay reads ({'; '.join(invalid_fields(exc, data)[:3])}): another version "
+            "stored it; read it with that one, or measure it again (--fresh)"
+        ) from None
     return spec.model_copy(update={"study": spec.study.model_copy(update={"name": name})})
 
 
