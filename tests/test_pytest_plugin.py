@@ -101,6 +101,20 @@ def test_without_a_threshold_a_regression_is_reported_not_failed(
     second.stdout.fnmatch_lines(["test_bench.py::test_first *ms ±*x*"])  # the ratio
 
 
+def test_assay_show_prints_what_the_plugin_stored(pytester: pytest.Pytester) -> None:
+    # the plugin measures in process: its studies hold session results, not trials
+    from click.testing import CliRunner
+
+    from assay.cli import main
+
+    pytester.makepyfile(test_bench=PROJECT)
+    assert pytester.runpytest_subprocess(*FAST, "-k", "first").ret == 0
+    shown = CliRunner().invoke(main, ["show", str(pytester.path / ".assay" / "pytest.db")])
+    assert shown.exit_code in (0, 5), shown.output  # met, or not within 2 s: never "failed"
+    assert "time_per_call" in shown.output and " ms ± " in shown.output
+    assert "measured in process" in shown.output and "0 trials" not in shown.output
+
+
 def test_disabled_benchmarks_run_once_untimed(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_bench=PROJECT)
     result = pytester.runpytest_subprocess("--assay-disable", "-p", "no:cacheprovider")

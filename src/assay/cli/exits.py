@@ -40,8 +40,10 @@ def _ok_trials(by_status: Mapping[str, int]) -> int:
 
 def run_status(result: Any) -> int:
     """``assay run``: every CI within its width, or why not."""
-    if _ok_trials(result.trials_by_status) == 0 or result.decision.reason.startswith(
-        "stopped early"
+    # a result measured in process (studies.run.in_process_result) stores no trials
+    in_process = result.decision.reason.startswith("measured in process")
+    if (_ok_trials(result.trials_by_status) == 0 and not in_process) or (
+        result.decision.reason.startswith("stopped early")
     ):
         return NO_RESULT
     if not any(math.isfinite(r.mean) for r in result.results):

@@ -189,10 +189,14 @@ def render_result(res: StudyResult, console: Console) -> None:
     said = answer("run", res.as_dict())
     if said:
         lines.append(Text(plain(f"answer: {said}"), style="bold"))
+    ran = (
+        f" · {res.trials_total} trials ({by}) · measured {format_duration(res.elapsed_s)}"
+        if res.trials_total
+        else ""  # measured in process: no trials stored
+    )
     lines.append(
         Text(
-            f"{res.decision.reason} · {res.trials_total} trials ({by}) · measured "
-            f"{format_duration(res.elapsed_s)}"
+            f"{res.decision.reason}{ran}"
             + (f" · {res.resumed_trials} resumed from the store" if res.resumed_trials else "")
         )
     )

@@ -12,6 +12,8 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from dataclasses import fields as dataclass_fields
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +148,28 @@ def round_data(
             )
         rounds.append(got)
     return rounds
+
+
+def in_process_result(store: Store, st: OpenStudy) -> tuple[PIResult, Decision] | None:
+    """The result a study measured in process stored (the pytest plugin's: one
+    :class:`PIResult` per session, no trials), with a decision saying so; None for a
+    study with trials, or whose last session stored another kind of result."""
+    if st.trials:
+        return None
+    sessions = store.study_sessions(st.study_id)
+    ended = [s for s in sessions if s["ended"] is not None and isinstance(s["result"], dict)]
+    if not ended:
+        return None
+    last = ended[-1]["result"]
+    fields = {f.name for f in dataclass_fields(PIResult)}
+    if not {"name", "mean", "low", "high", "met"} <= set(last) or not set(last) <= fields:
+        return None
+    res = PIResult(**last)
+    when = datetime.fromtimestamp(float(ended[-1]["ended"]), UTC).strftime("%Y-%m-%d %H:%M UTC")
+    how = "target reached" if res.met else "target not met"
+    # cli.exits.run_status reads the reason's start: no trials is no failure here
+    reason = f"measured in process (assay.measure, the pytest plugin) on {when}: {how}"
+    return res, Decision(True, reason, 0, res.met)
 
 
 def analyse(
@@ -352,6 +376,9 @@ class Runner(Study):
         :meth:`run`, without running anything or writing to the store."""
         with Store(self.store_path, read_only=True) as store:
             st = open_stored(store, self.spec.study.name)
+            measured = in_process_result(store, st)
+            if measured is not None:  # assay.measure / the pytest plugin: no trials
+                return self._result(st, [measured[0]], measured[1])
             results = analyse(self.spec, st.trials)
             return self._result(st, results, stored_decision(self.spec, st.trials, results))
 
