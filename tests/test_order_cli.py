@@ -433,7 +433,7 @@ BAD_CSVS = [
     ("test,order,run,position,value\na,sorted,1,0,1.0\n", "line 2: column 'order': expected"),
     ("test,order,run,position,value\na,fixed,1,-1,1.0\n", "line 2: column 'position'"),
     ("test,order,run,position,value\na,fixed,1,0,1.0\na,random,1,1,1.0\n", "run '1' is fixed"),
-    ("test,order,run,position,value\na,fixed,1,0,1.0\nb,fixed,1,0,1.0\n", "already has a trial"),
+    ("test,order,run,position,value\na,fixed,1,0,1.0\na,fixed,1,0,2.0\n", "already has a trial"),
     ("test,order,run,position,value\na,fixed,1,0,1.0\n", "no random-order trials"),
     ("test,order,run,position,value\na,fixed,1,0\n", "line 2: expected 5 fields"),
     ("", "empty file"),
@@ -506,4 +506,4 @@ def test_reader_either_reads_or_raises_one_clear_error(tmp_path_factory, text: s
     assert set(table["order"]) == {"fixed", "random"}
     assert (table["position"] >= 0).all()
     assert table["value"].map(lambda v: v == v and abs(v) != float("inf")).all()
-    assert not table.duplicated(["run", "position"]).any()
+    assert not table.duplicated(["run", "position", "test"]).any()

@@ -40,7 +40,11 @@ Study file: as for 'assay run' (see 'assay run --help'), plus two or more tests:
 --from CSV: columns test, order (fixed or random), run, position, value
   (optionally host); or OrderSage's results file as it is (run_num,
   exp_command, order_number, order_type, completion_status, result,
-  hostname): runs keyed by host, kind and run_num, failed trials counted
+  hostname): runs keyed by host, kind and run_num, failed trials counted;
+  a quoted result "1.2,3.4,5.6,7.8" is split into metrics (named by
+  --metrics, else value[1]..value[k]), each analysed as a test; rows of
+  different tests may share a position; long format: a 'metric' column,
+  or value columns (value_copy, ...) also give one test per metric
 """
 
 
@@ -73,6 +77,12 @@ Study file: as for 'assay run' (see 'assay run --help'), plus two or more tests:
 )
 @click.option("--pi", help="The PI analysed (default: the study's first).")
 @click.option("--unit", help="--from: the unit of the values (e.g. s, ms, MB/s).")
+@click.option(
+    "--metrics",
+    metavar="NAMES",
+    help="--from: names of the values of a multi-valued result, comma-separated (e.g. "
+    "copy,scale,add,triad; default value[1]...value[k]); each metric is analysed as a test.",
+)
 @click.option("--json", "json_out", metavar="PATH", help="Write the result as JSON ('-' = stdout).")
 @click.option("--csv", "csv_out", metavar="PATH", help="Write one CSV row per test ('-' = stdout).")
 @click.option(
@@ -133,8 +143,22 @@ def order(target: str, **opts: Any) -> None:
                 raise SpecError(
                     f"{', '.join(given)}: not used with --from (the trials are read from {target})"
                 )
-            result = order_from_csv(target, alpha=opts["alpha"] or 0.05, unit=opts["unit"] or "")
+            metrics = None
+            if opts["metrics"] is not None:
+                from assay.importers.columns import metric_names
+
+                try:
+                    metrics = metric_names(opts["metrics"])
+                except ValueError as exc:
+                    raise SpecError(f"--metrics: {exc}") from None
+            result = order_from_csv(
+                target, alpha=opts["alpha"] or 0.05, unit=opts["unit"] or "", metrics=metrics
+            )
         else:
+            if opts["metrics"] is not None:
+                raise SpecError(
+                    "--metrics: only with --from (it names the values of a results file)"
+                )
             from assay.spec import load_spec
 
             spec = load_spec(target)

@@ -20,7 +20,10 @@ import pandas as pd
 
 __all__ = [
     "OneHotGroup",
+    "default_metric_names",
+    "metric_columns",
     "metric_like",
+    "metric_names",
     "name_tokens",
     "one_hot_groups",
     "repetition_columns",
@@ -225,3 +228,55 @@ def sentinel_value(values: np.ndarray, min_share: float = 0.05) -> tuple[float, 
     if count < max(3, min_share * a.size) or count < 5 * second:
         return None
     return float(uniq[order[0]]), count
+
+
+def default_metric_names(k: int) -> tuple[str, ...]:
+    """The names of the values of a multi-valued result when none are given:
+    ``value[1]`` ... ``value[k]``.
+
+    >>> default_metric_names(3)
+    ('value[1]', 'value[2]', 'value[3]')
+    """
+    return tuple(f"value[{i}]" for i in range(1, k + 1))
+
+
+def metric_names(text: str) -> tuple[str, ...]:
+    """The metric names of a comma-separated list (``--metrics copy,scale,add,triad``),
+    stripped; ``ValueError`` saying why for an empty name or a name given twice.
+
+    >>> metric_names(" copy, scale ,add,triad")
+    ('copy', 'scale', 'add', 'triad')
+    """
+    names = tuple(n.strip() for n in text.split(","))
+    if not names or any(not n for n in names):
+        raise ValueError(f"expected comma-separated non-empty names, got {text!r}")
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"{dup[0]!r} is named twice; each metric needs its own name")
+    return names
+
+
+_METRIC_COLUMN = r"[ _.:\-/]?(?:\[(?P<br>[^\]]+)\]|(?P<name>[A-Za-z0-9].*))"
+
+
+def metric_columns(columns: Sequence[str], base: str = "value") -> list[tuple[str, str]]:
+    """The columns holding one metric each of a value named ``base`` (compared without
+    case): ``value_copy``, ``value.scale``, ``value[add]``, ``value1`` -- each with its
+    metric's name (``copy``, ``scale``, ``add``, ``1``), in column order.  Empty when
+    there are none.
+
+    >>> metric_columns(["test", "value_copy", "value_triad", "values", "host"])
+    [('value_copy', 'copy'), ('value_triad', 'triad')]
+    >>> metric_columns(["value[1]", "value[2]"])
+    [('value[1]', '1'), ('value[2]', '2')]
+    """
+    rx = re.compile(re.escape(base) + _METRIC_COLUMN, re.IGNORECASE)
+    out: list[tuple[str, str]] = []
+    for c in columns:
+        m = rx.fullmatch(c.strip())
+        if m is None:
+            continue
+        name = (m.group("br") or m.group("name") or "").strip()
+        if name and (m.group("br") or c.strip()[len(base)] in " _.:-/" or name[0].isdigit()):
+            out.append((c, name))
+    return out

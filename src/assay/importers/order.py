@@ -13,6 +13,21 @@ Two formats, told apart by the header:
   0, and each host its own, so a run is keyed by (host, kind of order, ``run_num``).  A
   row whose ``completion_status`` is not ``Success`` is a failed trial: counted, not
   analysed (its ``result`` is whatever the benchmark left, often not a number).
+
+A trial may report several metrics (a memory-bandwidth benchmark's four kernels):
+
+* a ``result`` (or ``value``) holding several comma-separated values, quoted
+  (``"33888.15,33794.10,38016.58,38157.31"``), is split into one metric per value,
+  named by ``--metrics copy,scale,add,triad`` or ``value[1]`` ... ``value[k]``; every
+  successful row must then hold the same number of values;
+* the long format's ``metric`` column, or several value columns (``value_copy,
+  value_scale``, or the columns ``--metrics`` names), give one metric per row or column;
+* rows of different tests may share a position of a run (the same data already split
+  into one row per metric, ``CMD -- copy``, ``CMD -- add``); the same test twice at one
+  position is an error.
+
+Each metric of a test is analysed as a test of its own, named ``TEST -- METRIC``, so the
+Bonferroni correction counts every metric.
 """
 
 from __future__ import annotations
@@ -21,7 +36,7 @@ import csv
 import math
 import os
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -53,6 +68,18 @@ _EXPECTED_ORDERSAGE = (
 _ORDERSAGE_KINDS = {"fixed": "fixed", "baseline": "fixed", "random": "random"}
 _ORDERSAGE_REQUIRED = ("run_num", "order_number", "order_type", "completion_status", "result")
 _ORDERSAGE_TESTS = ("exp_command", "test_command", "exp_number", "test_number")
+#: How a test's name and a metric's name are joined into the name of the test analysed.
+METRIC_SEPARATOR = " -- "
+_METRIC_COLUMN = "metric"
+
+
+def metric_test(test: str, metric: str) -> str:
+    """The name under which one metric of a test is analysed (``CMD -- copy``).
+
+    >>> metric_test("stream", "triad")
+    'stream -- triad'
+    """
+    return f"{test}{METRIC_SEPARATOR}{metric}"
 
 
 @dataclass(frozen=True)
@@ -63,10 +90,25 @@ class OrderTrials:
     source_format: str  # "long" or "ordersage"
     failed: dict[str, int] = field(default_factory=dict)  # failed trials by test
     statuses: dict[str, int] = field(default_factory=dict)  # failed trials by status
+    metrics: tuple[str, ...] = ()  # the metrics each trial was split into (none: one value)
+    metrics_from: str = ""  # where their names came from ("--metrics", "default", ...)
 
     @property
     def failed_total(self) -> int:
+        """Failed trials (rows whose ``completion_status`` is not ``Success``)."""
         return sum(self.failed.values())
+
+    def metrics_text(self) -> str:
+        """Which metrics the trials were split into and where their names came from
+        ("" when every trial holds one value)."""
+        if not self.metrics:
+            return ""
+        names = ", ".join(self.metrics)
+        k = len(self.metrics)
+        return (
+            f"{k} metric{'s' if k > 1 else ''} per trial, each analysed as a test: {names} "
+            f"({self.metrics_from})"
+        )
 
 
 def read_trials_csv(path: str | Path) -> pd.DataFrame:
@@ -82,12 +124,16 @@ def read_trials_csv(path: str | Path) -> pd.DataFrame:
     return read_order_file(path).table
 
 
-def read_order_file(path: str | Path) -> OrderTrials:
+def read_order_file(path: str | Path, *, metrics: Sequence[str] | None = None) -> OrderTrials:
     """Read a trials file in either format (told apart by its header).
+
+    ``metrics``: the names of the values of a multi-valued result, in order (default
+    ``value[1]`` ... ``value[k]``), or of the long format's value columns.
 
     Raises :class:`OrderDataError` naming the file, the line and column, and what was
     expected, on the first problem; every run must hold one kind of order, every
-    position of a run one trial, and both kinds must have successful trials.
+    position of a run one trial of each test, every result the same number of values,
+    and both kinds must have successful trials.
     """
     from assay.importers.csvdata import MAX_CSV_BYTES
     from assay.inputfile import InputFileError, read_bounded
@@ -102,7 +148,7 @@ def read_order_file(path: str | Path) -> OrderTrials:
     except InputFileError as exc:
         raise OrderDataError(f"{p}: {exc}; {_EXPECTED}") from None
     try:
-        return _parse(p, text)
+        return _parse(p, text, tuple(metrics) if metrics else None)
     except csv.Error as exc:
         raise OrderDataError(f"{p}: not a readable CSV file ({exc}): {_EXPECTED}") from None
 
@@ -113,18 +159,76 @@ class _Rows:
 
     p: Path
     host_column: bool
+    given: tuple[str, ...] | None = None  # --metrics
     rows: list[tuple[str, str, str, int, float, str]] = field(default_factory=list)
-    slots: dict[tuple[str, int], int] = field(default_factory=dict)
+    slots: dict[tuple[str, int, str], int] = field(default_factory=dict)
     failed: Counter[str] = field(default_factory=Counter)
     statuses: Counter[str] = field(default_factory=Counter)
+    k: int | None = None  # values per result, from the first successful row
+    k_line: int = 0
+    metrics: tuple[str, ...] = ()
+    metrics_from: str = ""
 
-    def slot(self, line: int, run: str, shown_run: str, position: int) -> None:
-        other = self.slots.setdefault((run, position), line)
+    def slot(self, line: int, run: str, shown_run: str, position: int, test: str) -> None:
+        """Check that no other row holds ``test`` at this position of this run."""
+        other = self.slots.setdefault((run, position, test), line)
         if other != line:
             raise OrderDataError(
-                f"{self.p}: line {line}: run {shown_run} already has a trial at position "
-                f"{position} (line {other}); every position of a run holds one trial"
+                f"{self.p}: line {line}: run {shown_run} already has a trial of {test!r} at "
+                f"position {position} (line {other}); a position of a run holds one trial "
+                "of each test"
             )
+
+    def values(self, line: int, column: str, text: str) -> list[float]:
+        """The value(s) of a result: several when comma-separated, as many in every row."""
+        parts = text.split(",") if "," in text else [text]
+        k = len(parts)
+        if k == 1:
+            values = [_value(self.p, line, column, text)]
+        else:
+            values = []
+            for i, part in enumerate(parts, 1):
+                x = _float(part)
+                if x is None:
+                    raise OrderDataError(
+                        f"{self.p}: line {line}: column {column!r}: value {i} of {k}: expected "
+                        f"a finite number, got {_cut(part)!r} (in {_cut(text)!r})"
+                    )
+                values.append(x)
+        if self.given is not None:
+            want, why = len(self.given), f"--metrics {','.join(self.given)}"
+        elif self.k is not None:
+            want = self.k
+            why = f"as at line {self.k_line}; every result holds the same number of values"
+        else:
+            self.k, self.k_line = k, line
+            want, why = k, ""
+        if k != want:
+            raise OrderDataError(
+                f"{self.p}: line {line}: column {column!r}: found {k} value"
+                f"{'s' if k > 1 else ''}, expected {want} ({why}): {_cut(text)!r}"
+            )
+        return values
+
+    def add(
+        self, test: str, order: str, run: str, position: int, values: list[float], host: str
+    ) -> None:
+        """A successful row: one trial per value, each metric a test of its own."""
+        if self.given is None and len(values) == 1:
+            self.rows.append((test, order, run, position, values[0], host))
+            return
+        from assay.importers.columns import default_metric_names  # numpy, pandas: not at start-up
+
+        names = self.given or default_metric_names(len(values))
+        if not self.metrics:
+            self.metrics = names
+            self.metrics_from = (
+                "named by --metrics"
+                if self.given
+                else "default names value[1]...; name them with --metrics"
+            )
+        for name, value in zip(names, values, strict=True):
+            self.rows.append((metric_test(test, name), order, run, position, value, host))
 
     def result(self, source_format: str) -> OrderTrials:
         p = self.p
@@ -149,10 +253,17 @@ class _Rows:
         table = pd.DataFrame(self.rows, columns=columns)
         if not self.host_column:
             table = table.drop(columns=[HOST_COLUMN])
-        return OrderTrials(table, source_format, dict(self.failed), dict(self.statuses))
+        return OrderTrials(
+            table,
+            source_format,
+            dict(self.failed),
+            dict(self.statuses),
+            metrics=self.metrics,
+            metrics_from=self.metrics_from,
+        )
 
 
-def _parse(p: Path, text: str) -> OrderTrials:
+def _parse(p: Path, text: str, metrics: tuple[str, ...] | None) -> OrderTrials:
     if "\x00" in text:
         raise OrderDataError(f"{p}: contains NUL bytes; not a CSV text file: {_EXPECTED}")
     reader = csv.reader(text.splitlines())
@@ -180,10 +291,10 @@ def _parse(p: Path, text: str) -> OrderTrials:
             yield line, fields
 
     # OrderSage's own columns (and not the long format's): its results file, read as it is
-    long = all(c in names for c in ORDER_COLUMNS)
+    long = all(c in names for c in ORDER_COLUMNS if c != "value")
     if not long and ("order_type" in names or "run_num" in names):
-        return _parse_ordersage(p, records(), names)
-    return _parse_long(p, records(), names)
+        return _parse_ordersage(p, records(), names, metrics)
+    return _parse_long(p, records(), names, metrics)
 
 
 def _missing(p: Path, names: list[str], wanted: Iterable[str], expected: str) -> None:
@@ -220,11 +331,51 @@ def _value(p: Path, line: int, column: str, text: str) -> float:
     return value
 
 
-def _parse_long(p: Path, records: Iterable[tuple[int, list[str]]], names: list[str]) -> OrderTrials:
-    _missing(p, names, ORDER_COLUMNS, _EXPECTED)
-    at = {c: names.index(c) for c in ORDER_COLUMNS}
+def _value_columns(
+    p: Path, names: list[str], metrics: tuple[str, ...] | None
+) -> list[tuple[int, str]]:
+    """The long format's value columns when it has no ``value`` column: those
+    ``--metrics`` names, else ``value_NAME`` ones (renamed by ``--metrics``); each with
+    its metric's name.  Empty when there are none."""
+    if metrics and all(m.lower() in names for m in metrics):
+        return [(names.index(m.lower()), m) for m in metrics]
+    from assay.importers.columns import metric_columns  # numpy, pandas: not at start-up
+
+    found = metric_columns(names)
+    if found and metrics and len(metrics) != len(found):
+        columns = ", ".join(c for c, _ in found)
+        raise OrderDataError(
+            f"{p}: --metrics {','.join(metrics)}: {len(metrics)} names for {len(found)} value "
+            f"columns ({columns})"
+        )
+    return [(names.index(c), metrics[i] if metrics else m) for i, (c, m) in enumerate(found)]
+
+
+def _parse_long(
+    p: Path,
+    records: Iterable[tuple[int, list[str]]],
+    names: list[str],
+    metrics: tuple[str, ...] | None,
+) -> OrderTrials:
+    columns = _value_columns(p, names, metrics) if "value" not in names else []
+    _missing(p, names, [c for c in ORDER_COLUMNS if c != "value" or not columns], _EXPECTED)
+    at = {c: names.index(c) for c in ORDER_COLUMNS if c != "value" or not columns}
     host_at = names.index(HOST_COLUMN) if HOST_COLUMN in names else None
-    out = _Rows(p, host_column=host_at is not None)
+    metric_at = names.index(_METRIC_COLUMN) if _METRIC_COLUMN in names else None
+    if metric_at is not None and (metrics or columns):
+        raise OrderDataError(
+            f"{p}: column 'metric' names each row's metric; "
+            + ("--metrics is not used with it" if metrics else "one value column is expected")
+        )
+    out = _Rows(p, host_column=host_at is not None, given=None if columns else metrics)
+    if columns:
+        out.metrics = tuple(m for _, m in columns)
+        out.metrics_from = (
+            "value columns named by --metrics"
+            if metrics
+            else f"value columns {', '.join(names[i] for i, _ in columns)}"
+        )
+    seen: dict[str, None] = {}
     kinds: dict[str, tuple[str, int]] = {}
     for line, fields in records:
         test = fields[at["test"]].strip()
@@ -240,21 +391,42 @@ def _parse_long(p: Path, records: Iterable[tuple[int, list[str]]], names: list[s
         if not run:
             raise OrderDataError(f"{p}: line {line}: column 'run': empty; expected a run id")
         position = _position(p, line, "position", fields[at["position"]])
-        value = _value(p, line, "value", fields[at["value"]])
+        if metric_at is not None:
+            metric = fields[metric_at].strip()
+            if not metric:
+                raise OrderDataError(
+                    f"{p}: line {line}: column 'metric': empty; expected the metric's name"
+                )
+            seen.setdefault(metric)
+            test = metric_test(test, metric)
         first = kinds.setdefault(run, (order, line))
         if first[0] != order:
             raise OrderDataError(
                 f"{p}: line {line}: column 'order': run {run!r} is {first[0]} at line "
                 f"{first[1]} but {order} here; every run has one kind of order"
             )
-        out.slot(line, run, repr(run), position)
+        out.slot(line, run, repr(run), position, test)
         host = fields[host_at].strip() if host_at is not None else ""
-        out.rows.append((test, order, run, position, value, host))
+        if columns:
+            for i, metric in columns:
+                value = _value(p, line, names[i], fields[i])
+                out.rows.append((metric_test(test, metric), order, run, position, value, host))
+        elif metric_at is not None:  # one metric per row: one value
+            value = _value(p, line, "value", fields[at["value"]])
+            out.rows.append((test, order, run, position, value, host))
+        else:
+            values = out.values(line, "value", fields[at["value"]])
+            out.add(test, order, run, position, values, host)
+    if metric_at is not None and seen:
+        out.metrics, out.metrics_from = tuple(seen), "column 'metric'"
     return out.result("long")
 
 
 def _parse_ordersage(
-    p: Path, records: Iterable[tuple[int, list[str]]], names: list[str]
+    p: Path,
+    records: Iterable[tuple[int, list[str]]],
+    names: list[str],
+    metrics: tuple[str, ...] | None,
 ) -> OrderTrials:
     tests = [c for c in _ORDERSAGE_TESTS if c in names]
     _missing(p, names, _ORDERSAGE_REQUIRED, _EXPECTED_ORDERSAGE)
@@ -263,7 +435,7 @@ def _parse_ordersage(
     at = {c: names.index(c) for c in _ORDERSAGE_REQUIRED}
     test_at = [names.index(c) for c in tests]  # the command first, its number if empty
     host_at = names.index("hostname") if "hostname" in names else None
-    out = _Rows(p, host_column=host_at is not None)
+    out = _Rows(p, host_column=host_at is not None, given=metrics)
     for line, fields in records:
         test = next((fields[i].strip() for i in test_at if fields[i].strip()), "")
         if not test:
@@ -288,14 +460,14 @@ def _parse_ordersage(
         run = f"{host}/{kind}-{run_num}" if host else f"{kind}-{run_num}"
         position = _position(p, line, "order_number", fields[at["order_number"]])
         shown_run = f"{run_num!r} ({kind}{f' on {host}' if host else ''})"
-        out.slot(line, run, shown_run, position)
+        out.slot(line, run, shown_run, position, test)
         status = fields[at["completion_status"]].strip()
         if status.lower() != "success":
             out.failed[test] += 1  # a failed trial: its result is not a reading
             out.statuses[status or "(empty)"] += 1
             continue
-        value = _value(p, line, "result", fields[at["result"]])
-        out.rows.append((test, kind, run, position, value, host))
+        values = out.values(line, "result", fields[at["result"]])
+        out.add(test, kind, run, position, values, host)
     return out.result("ordersage")
 
 

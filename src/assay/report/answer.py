@@ -77,6 +77,20 @@ def _compare(doc: Mapping[str, Any]) -> str:
     if doc.get("decided"):
         lead = f"`{best.get('variant')}` is best on {c.get('pi')} ({better} is better)"
         return f"{lead}: " + ", ".join(against) + f" against it (decided {how}{test})"
+    raw = [r for r in rows if r.get("raw_median") is not None]
+    if raw:  # no interval for some: what their raw samples say, never a leader
+        said = []
+        for r in raw:
+            rel, p = _num(r.get("raw_relative")), _num(r.get("raw_mann_whitney_p"))
+            vs = f"`{r.get('raw_vs')}`'s" if r.get("raw_vs") else "the other's"
+            shift = f"{_pct(rel)} against {vs}" if math.isfinite(rel) else "n/a"
+            test = f", Mann-Whitney p = {p:.2g}" if math.isfinite(p) else ""
+            said.append(f"`{r.get('variant')}` has no valid CI; its median is {shift}{test}")
+        return (
+            f"not decided {how} on {c.get('pi')}: "
+            + "; ".join(said)
+            + " (raw samples, autocorrelated: indicative only)"
+        )
     lead = f"not decided {how}: `{best.get('variant')}` leads on {c.get('pi')}"
     return f"{lead}: " + ", ".join(against) + " against it"
 

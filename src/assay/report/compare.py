@@ -179,6 +179,15 @@ def _p_cell(row: Mapping[str, Any], key: str) -> str:
     return format_p(row[key]) if key in row else ""
 
 
+def _no_interval(row: Mapping[str, Any], unit: str) -> str:
+    """The estimate cell of a variant without an interval: ``n/a``, with its raw
+    median when there is one (issue #40)."""
+    med = row.get("raw_median")
+    if med is None or not math.isfinite(med):
+        return "n/a"
+    return f"n/a (median {format_estimate(med, math.inf, unit).split(' ± ')[0]})"
+
+
 def _median_table(c: PIComparison, title: str) -> Table:
     """The ranked table of a PI compared on the median."""
     tests = ("HL shift vs best [CI]", "relative [CI]", "MW p")
@@ -187,7 +196,7 @@ def _median_table(c: PIComparison, title: str) -> Table:
         est = (
             format_interval(row["median"], row["median_low"], row["median_high"], c.unit)
             if "median" in row
-            else "n/a"
+            else _no_interval(row, c.unit)
         )
         shift = rel = ""
         if "shift_to_best" in row:
@@ -228,7 +237,11 @@ def _table(c: PIComparison, title: str) -> Table:
     tests = ("vs best [CI]", "Welch p", "MW p", "Hedges g")
     table = _ranked_table(c, title, "mean ± CI", tests)
     for row in variant_rows(c):
-        est = format_estimate(row["mean"], row["half_width"], c.unit) if "mean" in row else "n/a"
+        est = (
+            format_estimate(row["mean"], row["half_width"], c.unit)
+            if "mean" in row
+            else _no_interval(row, c.unit)
+        )
         rel = (
             format_relative(
                 row["relative_to_best"], row["relative_to_best_low"], row["relative_to_best_high"]

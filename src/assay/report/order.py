@@ -184,8 +184,11 @@ def schedule_text(res: OrderResult) -> str:
     by = ", ".join(f"{n} {s}" for s, n in sorted(res.trials_by_status.items()))
     if res.plan is None:
         failed = res.trials_by_status.get("failed", 0)
-        return f"from {', '.join(res.sources)}: {len(res.table)} trials" + (
-            f" ({failed} failed, not analysed)" if failed else ""
+        return (
+            f"from {', '.join(res.sources)}: {len(res.table)} "
+            + ("readings (one per trial and metric)" if res.metrics else "trials")
+            + (f" ({failed} failed, not analysed)" if failed else "")
+            + (f" · {res.metrics_text}" if res.metrics_text else "")
         )
     p = res.plan
     reset = (

@@ -28,7 +28,7 @@ import functools
 import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Literal
 
@@ -52,6 +52,7 @@ __all__ = [
     "InsufficientDataError",
     "PairDecision",
     "Ranking",
+    "RawComparison",
     "SummaryStats",
     "VariantStats",
     "WelchResult",
@@ -62,6 +63,7 @@ __all__ = [
     "rank_variants",
     "ranking_at_level",
     "ranking_by_evidence",
+    "raw_comparison",
     "summary_from_ci",
     "welch_e_value",
     "welch_required_n",
@@ -832,6 +834,96 @@ class PairDecision:
         return self.status != "undecided"
 
 
+@dataclass(frozen=True)
+class RawComparison:
+    """What the raw samples say about a variant that has no valid interval (issue #40).
+
+    Without an interval there is no verdict on the mean; the medians of the raw samples
+    and a Mann–Whitney test on them are what can still be said.  The samples are
+    autocorrelated (that is why there is no interval), so the p-value is indicative
+    only: positive autocorrelation makes it too small.
+
+    Attributes
+    ----------
+    name, other : str
+        The variant without an interval, and the one it is compared with.
+    median, other_median : float
+        Medians of the raw samples.
+    relative : float
+        ``(median - other_median) / |other_median|`` (``nan`` when that is 0).
+    mann_whitney_p : float
+        Two-sided Mann–Whitney p on the raw samples.
+    n, other_n : int
+        Raw sample counts.
+    direction : {"lower", "higher"}
+        Which values are better.
+    """
+
+    name: str
+    other: str
+    median: float
+    other_median: float
+    relative: float
+    mann_whitney_p: float
+    n: int
+    other_n: int
+    direction: Direction
+
+    @property
+    def looks_better(self) -> bool:
+        """Whether ``name``'s median is on the better side of ``other``'s."""
+        if self.direction == "lower":
+            return self.median < self.other_median
+        return self.median > self.other_median
+
+    def text(self, alpha: float) -> str:
+        """One line: the medians, the relative difference and the Mann–Whitney p, and
+        what they suggest at ``alpha`` (no verdict: there is no interval)."""
+        if math.isfinite(self.relative):
+            word = "lower" if self.relative < 0 else "higher"
+            diff = f"{abs(self.relative):.1%} {word} than"
+        else:
+            diff = "against"
+        if self.mann_whitney_p < alpha:
+            hint = (
+                f"{self.name if self.looks_better else self.other} looks better "
+                f"({self.direction} is better)"
+            )
+        else:
+            hint = "no difference shown"
+        return (
+            f"on the raw samples (no interval, so no verdict): {self.name}'s median "
+            f"{self.median:.4g} is {diff} {self.other}'s {self.other_median:.4g}, Mann-Whitney "
+            f"p = {self.mann_whitney_p:.2g} ({self.n} vs {self.other_n} samples; autocorrelated "
+            f"samples make this p too small): {hint}"
+        )
+
+
+def raw_comparison(
+    name: str, x: ArrayLike, other: str, y: ArrayLike, direction: Direction = "lower"
+) -> RawComparison:
+    """Medians and the Mann–Whitney test of two raw samples (:class:`RawComparison`).
+
+    >>> r = raw_comparison("a", [1.0, 1.1, 1.2, 1.0, 1.1], "b", [2.0, 2.1, 2.2, 2.1, 2.0])
+    >>> round(r.relative, 3), round(r.mann_whitney_p, 4), r.looks_better
+    (-0.476, 0.0112, True)
+    """
+    a, b = _finite_1d(x), _finite_1d(y)
+    ma, mb = float(np.median(a)), float(np.median(b))
+    rel = (ma - mb) / abs(mb) if mb != 0.0 else math.nan
+    return RawComparison(
+        name=name,
+        other=other,
+        median=ma,
+        other_median=mb,
+        relative=rel,
+        mann_whitney_p=mann_whitney_p(a, b)[0],
+        n=int(a.size),
+        other_n=int(b.size),
+        direction=direction,
+    )
+
+
 @dataclass(frozen=True, eq=False)
 class Ranking:
     """Variants ordered best first, with a verdict on each adjacent pair.
@@ -851,7 +943,11 @@ class Ranking:
     confidence : float
         Confidence level of the intervals.
     problems : dict
-        ``name -> reason`` for variants that could not be analysed.
+        ``name -> reason`` for variants that could not be analysed (with what their raw
+        samples say against the first-ranked variant, when both have raw samples).
+    raw : dict
+        ``name -> RawComparison`` of each variant that could not be analysed against
+        the first-ranked variant, on the raw samples (medians, Mann–Whitney).
     """
 
     order: tuple[str, ...]
@@ -861,6 +957,7 @@ class Ranking:
     alpha: float
     confidence: float
     problems: dict[str, str]
+    raw: dict[str, RawComparison] = field(default_factory=dict)
 
     @property
     def decided(self) -> bool:
@@ -905,8 +1002,11 @@ def rank_variants(
     Welch's p < ``alpha``, else ``undecided`` with the additional raw samples
     each side needs for Welch's test to reach ``power`` at ``alpha`` for the
     observed difference (:func:`welch_required_n`).  A variant that cannot be
-    analysed yet (too few samples, autocorrelation) ranks last and its pairs
-    are undecided without an estimate.
+    analysed yet (too few samples, autocorrelation) ranks last -- never above one
+    with a valid interval -- and its pairs are undecided without an estimate; its raw
+    samples are compared with the first-ranked variant's (medians, Mann–Whitney:
+    :attr:`Ranking.raw`), and its problem says what they suggest, since ranking it
+    last says nothing about which is better (issue #40).
 
     Parameters
     ----------
@@ -966,10 +1066,15 @@ def rank_variants(
     sign = 1.0 if direction == "lower" else -1.0
     ranked = sorted(variants, key=lambda k: sign * variants[k].mean)
     order = (*ranked, *(k for k in samples if k in problems))
+    raw = _raw_against_first(samples, order, problems, direction)
+    for name, rc in raw.items():
+        problems[name] = f"{problems[name]}; {rc.text(a)}"
     pairs: list[PairDecision] = []
     for better, worse in itertools.pairwise(order):
         if better in problems or worse in problems:
             bad = better if better in problems else worse
+            if worse in raw:  # the side whose raw samples were compared says more
+                bad = worse
             pairs.append(
                 PairDecision(
                     better, worse, "undecided", None, None, None, f"{bad}: {problems[bad]}"
@@ -1011,7 +1116,34 @@ def rank_variants(
         alpha=a,
         confidence=c,
         problems=problems,
+        raw=raw,
     )
+
+
+def _raw_against_first(
+    samples: Mapping[str, ArrayLike | SummaryStats],
+    order: Sequence[str],
+    problems: Mapping[str, str],
+    direction: Direction,
+) -> dict[str, RawComparison]:
+    """Each variant that could not be analysed against the first-ranked one, on the
+    raw samples (both sides raw, at least 3 finite values each)."""
+    if not problems:
+        return {}
+    first = order[0]
+    out: dict[str, RawComparison] = {}
+    for name in order:
+        if name not in problems or name == first:
+            continue
+        x, y = samples[name], samples[first]
+        if isinstance(x, SummaryStats) or isinstance(y, SummaryStats):
+            continue
+        xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+        xs, ys = xs[np.isfinite(xs)], ys[np.isfinite(ys)]
+        if xs.ndim != 1 or ys.ndim != 1 or xs.size < 3 or ys.size < 3:
+            continue
+        out[name] = raw_comparison(name, xs, first, ys, direction)
+    return out
 
 
 def ranking_at_level(ranking: Ranking, alpha: float, power: float = 0.8) -> Ranking:
@@ -1085,6 +1217,7 @@ def rejudged(
         alpha=alpha,
         confidence=ranking.confidence,
         problems=ranking.problems,
+        raw=ranking.raw,
     )
 
 

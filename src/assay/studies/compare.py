@@ -190,6 +190,14 @@ def variant_rows(c: PIComparison) -> list[dict[str, Any]]:
             )
         else:
             row["problem"] = r.problems.get(name, "")
+            raw = r.raw.get(name)
+            if raw is not None:  # no interval: what the raw samples say (issue #40)
+                row.update(
+                    raw_median=raw.median,
+                    raw_vs=raw.other,
+                    raw_relative=raw.relative,
+                    raw_mann_whitney_p=raw.mann_whitney_p,
+                )
         med = c.medians.get(name)
         if med is not None:
             row.update(median=med.median, median_low=med.low, median_high=med.high)
@@ -216,7 +224,9 @@ def variant_rows(c: PIComparison) -> list[dict[str, Any]]:
                 relative_to_best_high=w.rel_high,
             )
         if i == 0:
-            row["verdict"] = "best" if v is not None else "undecided"
+            # "best" only against every variant: one without an interval ranks last but
+            # is not shown worse (issue #40: the slower of two was called best)
+            row["verdict"] = "best" if v is not None and not r.problems else "undecided"
         else:
             pair = r.pairs[i - 1]
             row["verdict"] = pair.status

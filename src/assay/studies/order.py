@@ -151,8 +151,12 @@ class OrderResult:
     warnings: list[str] = field(default_factory=list)
     resources: dict[str, Any] | None = None  # the bottleneck watch, by test
     sources: list[str] = field(default_factory=list)  # --from: the files read
+    # --from: the metrics each trial was split into (each analysed as a test), and how named
+    metrics: list[str] = field(default_factory=list)
+    metrics_text: str = ""
 
     def as_dict(self) -> dict[str, Any]:
+        """The JSON form of the result."""
         return {
             "study": self.study,
             "store": self.store,
@@ -164,6 +168,8 @@ class OrderResult:
             "trials_planned": self.trials_planned,
             **execution_dict(self),
             "sources": self.sources,
+            "metrics": self.metrics,
+            "metrics_note": self.metrics_text,
         }
 
 
@@ -235,7 +241,8 @@ def method_text(res: OrderResult) -> str:
     return (
         f"per test, one value per run (the median of its trials of {res.pi}), fixed-order "
         f"vs random-order runs: {_TEST_NAMES[a.test]} (decides) and {other}, two-sided; "
-        f"Bonferroni over the {a.tested} tests at alpha {a.alpha:g}; pooled trials: the "
+        f"Bonferroni over the {a.tested} tests{_metric_count(res)} at alpha {a.alpha:g}; "
+        "pooled trials: the "
         "same test on every trial, reported, not used for the decision (trials of one run "
         "are not independent); Δ% = (mean fixed - mean random) / mean fixed, over trials; "
         f"medians of the trials with distribution-free order-statistic CIs at {conf} "
@@ -248,6 +255,14 @@ def method_text(res: OrderResult) -> str:
             else ""
         )
     )
+
+
+def _metric_count(res: OrderResult) -> str:
+    """`` (every metric of a test counted: 4 metrics)`` when the trials were split."""
+    k = len(res.metrics)
+    if not k:
+        return ""
+    return f" (each of the {k} metric{'s' if k > 1 else ''} of a test counted as a test)"
 
 
 def order_dict(res: OrderResult) -> dict[str, Any]:
@@ -540,16 +555,19 @@ class OrderRunner(Study):
         )
 
 
-def order_from_csv(path: str, *, alpha: float = 0.05, unit: str = "") -> OrderResult:
+def order_from_csv(
+    path: str, *, alpha: float = 0.05, unit: str = "", metrics: Sequence[str] | None = None
+) -> OrderResult:
     """``assay order --from FILE``: analyse trials measured elsewhere (no execution): the
     long format or OrderSage's results file, whose failed trials are counted, not
-    analysed.
+    analysed.  ``metrics``: the names of a multi-valued result's values (``--metrics``);
+    each metric of a test is analysed as a test of its own, Bonferroni over them all.
 
     :class:`~assay.importers.order.OrderDataError` names what is wrong with the file.
     """
     from assay.importers.order import read_order_file
 
-    read = read_order_file(path)
+    read = read_order_file(path, metrics=metrics)
     table = read.table
     analysis = analyse_table(table, OrderSpec(alpha=alpha), list(dict.fromkeys(table["test"])))
     warnings = [f"{r.test}: {r.note}" for r in analysis.results if r.note]
@@ -572,11 +590,14 @@ def order_from_csv(path: str, *, alpha: float = 0.05, unit: str = "") -> OrderRe
         direction="lower",
         analysis=analysis,
         plan=None,
-        reason=f"analysed {len(table)} trials from {path} ({kind})",
+        reason=f"analysed {len(table)} {'readings' if read.metrics else 'trials'} from {path} "
+        f"({kind})",
         table=table,
         trials_planned=len(table) + failed,
         trials_total=len(table) + failed,
         trials_by_status=by_status,
         sources=[path],
         warnings=warnings,
+        metrics=list(read.metrics),
+        metrics_text=read.metrics_text(),
     )
