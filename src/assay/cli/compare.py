@@ -54,6 +54,16 @@ if TYPE_CHECKING:
 
 # assay.designs.compare.SEQUENTIAL_RULES, not imported: the CLI starts without NumPy
 SEQUENTIAL_CHOICES = ("always-valid", "looks", "every-cycle")
+# assay.importers.results.FORMATS, not imported (NumPy), for the same reason
+FROM_FORMATS = (
+    "hyperfine",
+    "pyperf",
+    "assay",
+    "google-benchmark",
+    "go",
+    "criterion",
+    "pytest-benchmark",
+)
 
 COMPARE_FILE_HELP = """
 \b
@@ -181,7 +191,14 @@ def _compare_spec(target: tuple[str, ...], opts: dict[str, Any]) -> tuple[Spec, 
     "--from",
     "from_files",
     is_flag=True,
-    help="Compare existing results: TARGET is hyperfine/pyperf/Assay JSON files.",
+    help="Compare existing results: TARGET is hyperfine/pyperf/Assay JSON files, Google "
+    "Benchmark/pytest-benchmark JSON, go test -bench output or criterion folders.",
+)
+@click.option(
+    "--format",
+    "from_format",
+    type=click.Choice(FROM_FORMATS),
+    help="With --from: read the files as this format (default: detected from each file).",
 )
 @click.option("--name", multiple=True, help="Quick mode: name the variants, once per command.")
 @click.option("--study", help="Quick mode: the study name (default: from the commands).")
@@ -255,7 +272,8 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
       assay compare -- python3 -c "sorted(range(10**6))" -- python3 -c "list(range(10**6))"
     Study mode, variants from a study file (resumes if interrupted):
       assay compare examples/compare-sqlite-sync.toml
-    Existing results (hyperfine --export-json, pyperf JSON, assay --json):
+    Existing results (hyperfine --export-json, pyperf, assay --json, Google Benchmark,
+    pytest-benchmark, go test -bench output, criterion folders; --format to force one):
       assay compare --from old.json new.json
     As hyperfine users write it (each command one string; --shell for shell syntax):
       assay compare "sleep 0.01" "sleep 0.02"
@@ -275,6 +293,7 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
 #: compare's own options, as a scan from 'assay run -P/-L' leaves them
 _COMPARE_DEFAULTS: dict[str, Any] = {
     "from_files": False,
+    "from_format": None,
     "name": (),
     "study": None,
     "pi": None,
@@ -300,6 +319,8 @@ def scan_from_run(target: tuple[str, ...], opts: dict[str, Any]) -> NoReturn:
 
 
 def _compare(target: tuple[str, ...], opts: dict[str, Any]) -> None:
+    if opts.get("from_format") and not opts["from_files"]:
+        fail(err_console(), "--format: only with --from (it names the format of the files)")
     if not opts["from_files"]:
         prepare_local_session(opts)
     from assay.report.answer import answer
@@ -325,6 +346,7 @@ def _compare(target: tuple[str, ...], opts: dict[str, Any]) -> None:
                 alpha=opts["alpha"] or 0.01,
                 confidence=opts["confidence"] or 0.95,
                 statistic="median" if opts["median"] else "mean",
+                fmt=opts.get("from_format"),
             )
         except (SpecError, ValueError) as exc:
             fail(err, exc)

@@ -1,28 +1,55 @@
-"""Reading existing results for ``assay compare --from``: hyperfine, pyperf and Assay JSON.
+"""Reading existing results for ``assay compare --from``: seven formats.
 
-Three formats are understood:
+The format is detected from the file's structure, in this order (``--format`` /
+the ``fmt`` argument skips detection):
 
-* **hyperfine** ``--export-json``: ``{"results": [{"command", "mean", "stddev",
-  "times": [seconds, ...], ...}]}``; one variant per command, with its samples.
-* **pyperf** JSON (``-o bench.json``, optionally gzip-compressed ``.json.gz``):
+* **criterion** folder: a folder is read as criterion.rs results (a benchmark's
+  ``new/`` folder, the ``<bench>/`` folder holding it, or ``target/criterion`` with
+  every benchmark under it); see :mod:`assay.importers.peers`.
+* **go**: text that is not JSON (it does not start with ``{`` or ``[``) and has a
+  ``go test -bench`` result line ``BenchmarkName-8  N  1234 ns/op ...``.
+
+Then, for a JSON object:
+
+* **hyperfine** ``--export-json``: a top-level ``results`` list:
+  ``{"results": [{"command", "mean", "stddev", "times": [seconds, ...], ...}]}``;
+  one variant per command, with its samples.
+* **google-benchmark** (``--benchmark_format=json``): a ``context`` object and a
+  ``benchmarks`` list with ``real_time`` (or ``run_type``) in an entry, or empty; one
+  variant per ``run_name``, its samples the ``real_time`` of the repetitions.
+* **pytest-benchmark** (``--benchmark-json``): a ``benchmarks`` list with a
+  ``machine_info`` object beside it or a ``stats`` object in an entry; one variant
+  per test, ``stats.data`` as samples, else a summary.
+* **pyperf** JSON (``-o bench.json``, optionally gzip-compressed ``.json.gz``): any
+  other top-level ``benchmarks`` list:
   ``{"version": "1.0", "metadata": {...}, "benchmarks": [{"metadata": {"name",
   ...}, "runs": [{"values": [...], "warmups": [[loops, value], ...],
   "metadata": {...}}, ...]}]}``; one variant per benchmark, its samples the
   ``values`` of every run in file order (warm-ups and calibration runs, which
   have no ``values``, are left out).  Metadata missing from a benchmark is
   taken from the file's common ``metadata`` (as pyperf does).
-* **Assay** ``--json`` (:meth:`assay.studies.run.StudyResult.as_dict`): one variant per
-  PI.  Per-sample data is not in that file, so the variant carries only
-  :class:`~assay.stats.compare.SummaryStats` (mean, subsession variance
-  recovered from the CI half-width, subsession count and size).
+* **assay**: a ``pis`` list is ``assay run --json``
+  (:meth:`assay.studies.run.StudyResult.as_dict`): one variant per PI; a
+  ``comparisons`` list is ``assay compare --json``: one variant per compared variant
+  (of the deciding PI, or ``pi``).  Per-sample data is not in those files, so the
+  variant carries only :class:`~assay.stats.compare.SummaryStats` (mean, subsession
+  variance recovered from the CI half-width, subsession count and size).
+* **criterion** file: ``sample.json`` (``iters`` and ``times`` lists) or
+  ``estimates.json`` (a ``mean`` object with a ``point_estimate``).
+
+A variant known only by a summary from a tool that can write samples carries a
+``note`` saying so (``compare --from`` shows it as a warning).
 
 Every problem with a file raises :class:`ResultFileError` (a ``ValueError``)
-whose message names the file and what was expected.
+whose message names the file and what was expected; for the formats of
+:mod:`assay.importers.peers` and Assay's compare file it also names the format it was
+read as.
 """
 
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import gzip
 import io
 import json
@@ -38,14 +65,17 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from assay.importers import peers
 from assay.stats._arrays import too_large_to_analyse
 from assay.stats.compare import SummaryStats, summary_from_ci
 
 __all__ = [
+    "FORMATS",
     "ImportedResult",
     "ResultFileError",
     "detect_format",
     "parse_assay",
+    "parse_assay_compare",
     "parse_hyperfine",
     "parse_pyperf",
     "read_result_file",
@@ -53,7 +83,28 @@ __all__ = [
 ]
 
 FloatArray = npt.NDArray[np.float64]
-Format = Literal["hyperfine", "pyperf", "assay"]
+Format = Literal[
+    "hyperfine", "pyperf", "assay", "google-benchmark", "go", "criterion", "pytest-benchmark"
+]
+
+#: The format names ``--format`` takes.
+FORMATS: tuple[Format, ...] = (
+    "hyperfine",
+    "pyperf",
+    "assay",
+    "google-benchmark",
+    "go",
+    "criterion",
+    "pytest-benchmark",
+)
+
+#: How messages name the formats of :mod:`assay.importers.peers`.
+PEER_LABELS: dict[str, str] = {
+    "google-benchmark": "Google Benchmark JSON",
+    "go": "Go benchmark text",
+    "criterion": "criterion.rs results",
+    "pytest-benchmark": "pytest-benchmark JSON",
+}
 
 #: pyperf unit names and the unit Assay reports.
 PYPERF_UNITS = {"second": "s", "byte": "B", "integer": ""}
@@ -79,8 +130,8 @@ class ImportedResult:
         study name; :func:`read_result_files` makes names unique).
     source : str
         The file it came from.
-    format : {"hyperfine", "pyperf", "assay"}
-        The file format.
+    format : str
+        The file format, one of :data:`FORMATS`.
     unit : str
         Unit of the values (``"s"`` for hyperfine).
     direction : {"lower", "higher"}
@@ -91,7 +142,9 @@ class ImportedResult:
         Mean, variance and count: of the raw samples (subsession size 1) when
         there are samples, else of the subsession samples behind the stored CI.
     pi : str or None
-        The Assay PI name (``None`` for the other formats).
+        The Assay PI name, or the Go metric (``None`` for the other formats).
+    note : str or None
+        What the reader should be told, e.g. that the file had only a summary.
 
     Notes
     -----
@@ -106,6 +159,7 @@ class ImportedResult:
     samples: FloatArray | None
     summary: SummaryStats
     pi: str | None = None
+    note: str | None = None
 
     @property
     def data(self) -> FloatArray | SummaryStats:
@@ -136,7 +190,8 @@ def _read_bytes(path: Path) -> bytes:
         raise ResultFileError(
             path,
             "cannot read the file: it is a folder; expected a results file "
-            "(hyperfine, pyperf or Assay JSON)",
+            "(hyperfine, pyperf or Assay JSON) or a criterion folder "
+            "(<bench>/new/sample.json, or target/criterion)",
         )
     if not stat.S_ISREG(st.st_mode):
         raise ResultFileError(
@@ -185,11 +240,18 @@ def _parse_int(text: str) -> int | float:
     return int(text) if len(text.lstrip("-")) <= _MAX_INT_DIGITS else float(text)
 
 
-def _load_json(path: Path) -> Any:
+def _read_text(path: Path) -> str:
     raw = _read_bytes(path)
     if raw[:2] == b"\x1f\x8b":
         raw = _gunzip(raw, path)
-    text = _decode(raw, path)
+    return _decode(raw, path)
+
+
+def _load_json(path: Path) -> Any:
+    return _parse_json(_read_text(path), path)
+
+
+def _parse_json(text: str, path: Path) -> Any:
     try:
         return json.loads(text, parse_int=_parse_int)
     except json.JSONDecodeError as exc:
@@ -271,21 +333,49 @@ def _number(value: Any) -> float | None:
 def detect_format(doc: Any) -> Format | None:
     """Which results format a parsed JSON document is in (``None``: none of them).
 
+    The rules, in order: a ``results`` list is hyperfine; a ``benchmarks`` list is
+    Google Benchmark beside a ``context`` object when it is empty or an entry has
+    ``real_time`` or ``run_type``, pytest-benchmark beside ``machine_info`` or when an
+    entry has a ``stats`` object, else pyperf; a ``pis`` or ``comparisons`` list is
+    Assay (``run --json``, ``compare --json``); ``iters`` and ``times`` lists, or a
+    ``mean`` object with a ``point_estimate``, are criterion (``sample.json``,
+    ``estimates.json``).  (Go benchmark output is text, recognised before JSON is
+    parsed: :func:`assay.importers.peers.looks_like_go_bench`.)
+
     Examples
     --------
     >>> detect_format({"results": [{"command": "sleep 0.1", "times": [0.1, 0.1]}]})
     'hyperfine'
     >>> detect_format({"version": "1.0", "benchmarks": []}), detect_format([1, 2])
     ('pyperf', None)
+    >>> detect_format({"context": {}, "benchmarks": [{"name": "BM_a", "real_time": 5}]})
+    'google-benchmark'
+    >>> detect_format({"machine_info": {}, "benchmarks": []})
+    'pytest-benchmark'
     """
     if not isinstance(doc, dict):
         return None
     if isinstance(doc.get("results"), list):
         return "hyperfine"
-    if isinstance(doc.get("benchmarks"), list):
+    benchmarks = doc.get("benchmarks")
+    if isinstance(benchmarks, list):
+        entries = [b for b in benchmarks if isinstance(b, dict)]
+        if isinstance(doc.get("context"), dict) and (
+            not benchmarks or any("real_time" in b or "run_type" in b for b in entries)
+        ):
+            return "google-benchmark"
+        if isinstance(doc.get("machine_info"), dict) or any(
+            isinstance(b.get("stats"), dict) for b in entries
+        ):
+            return "pytest-benchmark"
         return "pyperf"
-    if isinstance(doc.get("pis"), list):
+    if isinstance(doc.get("pis"), list) or isinstance(doc.get("comparisons"), list):
         return "assay"
+    if isinstance(doc.get("iters"), list) and isinstance(doc.get("times"), list):
+        return "criterion"
+    mean = doc.get("mean")
+    if isinstance(mean, dict) and "point_estimate" in mean:
+        return "criterion"
     return None
 
 
@@ -428,7 +518,9 @@ def parse_assay(
     standard error the interval was built from; for asymmetric (harmonic)
     intervals the stored ``half_width = (high - low) / 2`` makes it a
     first-order approximation.  The variant is named after the study
-    (``study/pi`` when the file yields several PIs).
+    (``study/pi`` when the file yields several PIs).  A document with a
+    ``comparisons`` list instead (``assay compare --json``) is read by
+    :func:`parse_assay_compare`.
 
     Parameters
     ----------
@@ -448,6 +540,8 @@ def parse_assay(
     >>> r.name, r.pi, r.samples, r.summary.n, r.summary.subsession_size
     ('fast', 'wall_time', None, 30, 2)
     """
+    if isinstance(doc, dict) and "pis" not in doc and isinstance(doc.get("comparisons"), list):
+        return parse_assay_compare(doc, source, pi)
     if not isinstance(doc, dict) or not isinstance(doc.get("pis"), list):
         raise ResultFileError(source, "expected an Assay --json result with a top-level 'pis' list")
     study = doc.get("study")
@@ -463,57 +557,11 @@ def parse_assay(
         seen.append(pi_name)
         if pi is not None and pi_name != pi:
             continue
-        mean = _number(entry.get("mean"))
-        half = _number(entry.get("half_width"))
-        n = entry.get("n_samples")
-        conf = _number(entry.get("confidence"))
-        q = entry.get("subsession_size", 1)
-        usable = (
-            mean is not None
-            and half is not None
-            and isinstance(n, int)
-            and not isinstance(n, bool)
-            and n >= 2
-            and conf is not None
-            and 0.0 < conf < 1.0
-        )
-        if not usable or mean is None or half is None or conf is None or not isinstance(n, int):
-            skipped.append(
-                f"{_name(pi_name)} (needs finite mean and half_width, an integer "
-                "n_samples >= 2 and a confidence between 0 and 1)"
-            )
+        got = _ci_entry(entry, f"{where} ({pi_name!r})", source)
+        if isinstance(got, str):
+            skipped.append(f"{_name(pi_name)} {got}")
             continue
-        if isinstance(q, bool) or not isinstance(q, int) or q < 1:
-            q = 1
-        direction = entry.get("direction", "lower")
-        if direction not in ("lower", "higher"):
-            raise ResultFileError(
-                source, f"{where} ({pi_name!r}): direction must be 'lower' or 'higher'"
-            )
-        try:
-            with np.errstate(all="ignore"):
-                summary = summary_from_ci(mean, half, n, conf, subsession_size=q)
-        except (ValueError, ArithmeticError, TypeError) as exc:
-            # ArithmeticError/TypeError: numbers SciPy cannot take (n_samples beyond
-            # int64, a confidence so close to 0 that t is 0); never a traceback
-            raise ResultFileError(
-                source,
-                f"{where} ({pi_name!r}): expected mean, half_width, n_samples and confidence "
-                f"of a confidence interval, got numbers that give no interval ({exc})",
-            ) from None
-        unit = entry.get("unit", "")
-        out.append(
-            ImportedResult(
-                name=name,
-                source=str(source),
-                format="assay",
-                unit=unit if isinstance(unit, str) else "",
-                direction=direction,
-                samples=None,
-                summary=summary,
-                pi=_name(pi_name),
-            )
-        )
+        out.append(dataclasses.replace(got, name=name, pi=_name(pi_name)))
     if pi is not None and pi not in seen:
         have = ", ".join(seen) or "none"
         raise ResultFileError(source, f"expected a PI named {pi!r}; the file has: {have}")
@@ -525,23 +573,205 @@ def parse_assay(
     return out
 
 
+def _ci_entry(entry: dict[str, Any], where: str, source: str | Path) -> ImportedResult | str:
+    """The summary behind one stored confidence interval (an ``assay run --json`` PI,
+    an ``assay compare --json`` variant), unnamed; or why it cannot be used."""
+    mean = _number(entry.get("mean"))
+    half = _number(entry.get("half_width"))
+    n = entry.get("n_samples")
+    conf = _number(entry.get("confidence"))
+    q = entry.get("subsession_size", 1)
+    usable = (
+        mean is not None
+        and half is not None
+        and isinstance(n, int)
+        and not isinstance(n, bool)
+        and n >= 2
+        and conf is not None
+        and 0.0 < conf < 1.0
+    )
+    if not usable or mean is None or half is None or conf is None or not isinstance(n, int):
+        return (
+            "(needs finite mean and half_width, an integer "
+            "n_samples >= 2 and a confidence between 0 and 1)"
+        )
+    if isinstance(q, bool) or not isinstance(q, int) or q < 1:
+        q = 1
+    direction = entry.get("direction", "lower")
+    if direction not in ("lower", "higher"):
+        raise ResultFileError(source, f"{where}: direction must be 'lower' or 'higher'")
+    try:
+        with np.errstate(all="ignore"):
+            summary = summary_from_ci(mean, half, n, conf, subsession_size=q)
+    except (ValueError, ArithmeticError, TypeError) as exc:
+        # ArithmeticError/TypeError: numbers SciPy cannot take (n_samples beyond
+        # int64, a confidence so close to 0 that t is 0); never a traceback
+        raise ResultFileError(
+            source,
+            f"{where}: expected mean, half_width, n_samples and confidence "
+            f"of a confidence interval, got numbers that give no interval ({exc})",
+        ) from None
+    unit = entry.get("unit", "")
+    return ImportedResult(
+        name="",
+        source=str(source),
+        format="assay",
+        unit=unit if isinstance(unit, str) else "",
+        direction=direction,
+        samples=None,
+        summary=summary,
+    )
+
+
+def parse_assay_compare(
+    doc: Any, source: str | Path = "<assay compare>", pi: str | None = None
+) -> list[ImportedResult]:
+    """Variants from a parsed ``assay compare --json`` document, as summaries.
+
+    The comparison read is the one of ``pi``, else of the file's deciding ``pi``,
+    else the first.  Each of its ``variants`` becomes one variant named as it was,
+    in rank order, its summary recovered from its stored interval as in
+    :func:`parse_assay`; a variant whose interval is unusable is left out (an error
+    when none is left), so ``compare --from`` on the file ranks them again.
+
+    Examples
+    --------
+    >>> v = {"unit": "s", "direction": "lower", "half_width": 0.1,
+    ...      "n_samples": 10, "confidence": 0.95}
+    >>> doc = {"pi": "wall_time", "comparisons": [{"pi": "wall_time", "variants": [
+    ...     {"variant": "fast", "mean": 1.0, **v}, {"variant": "slow", "mean": 2.0, **v}]}]}
+    >>> [(r.name, r.pi, r.summary.n) for r in parse_assay_compare(doc)]
+    [('fast', 'wall_time', 10), ('slow', 'wall_time', 10)]
+    """
+    label = "Assay compare --json"
+    if not isinstance(doc, dict) or not isinstance(doc.get("comparisons"), list):
+        raise ResultFileError(
+            source, f"{label}: expected a top-level 'comparisons' list (or 'pis': run --json)"
+        )
+    comps = doc["comparisons"]
+    for i, comp in enumerate(comps):
+        if not isinstance(comp, dict) or not isinstance(comp.get("variants"), list):
+            raise ResultFileError(
+                source, f"{label}: comparisons[{i}]: expected an object with a 'variants' list"
+            )
+    names = [c.get("pi") for c in comps]
+    if not comps:
+        raise ResultFileError(source, f"{label}: the 'comparisons' list is empty")
+    if pi is not None and pi not in names:
+        have = ", ".join(str(n) for n in names)
+        raise ResultFileError(source, f"{label}: expected a PI named {pi!r}; the file has: {have}")
+    want = pi if pi is not None else doc.get("pi")
+    k = names.index(want) if want in names else 0
+    pi_name = names[k] if isinstance(names[k], str) else None
+    out: list[ImportedResult] = []
+    skipped: list[str] = []
+    for j, entry in enumerate(comps[k]["variants"]):
+        where = f"comparisons[{k}].variants[{j}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("variant"), str):
+            raise ResultFileError(
+                source, f"{label}: {where}: expected an object with a 'variant' string"
+            )
+        got = _ci_entry(entry, f"{label}: {where} ({entry['variant']!r})", source)
+        if isinstance(got, str):
+            skipped.append(f"{_name(entry['variant'])} {got}")
+            continue
+        pi_shown = None if pi_name is None else _name(pi_name)
+        out.append(dataclasses.replace(got, name=_name(entry["variant"]), pi=pi_shown))
+    if not out:
+        why = "; ".join(skipped) if skipped else "the 'variants' list is empty"
+        raise ResultFileError(
+            source, f"{label}: expected at least one variant with a usable interval: {why}"
+        )
+    return out
+
+
 def _renamed(r: ImportedResult, name: str) -> ImportedResult:
-    return ImportedResult(name, r.source, r.format, r.unit, r.direction, r.samples, r.summary, r.pi)
+    return dataclasses.replace(r, name=name)
 
 
 _PARSERS = {"hyperfine": parse_hyperfine, "pyperf": parse_pyperf}
 
 
-def read_result_file(path: str | Path, pi: str | None = None) -> list[ImportedResult]:
-    """Read one results file, detecting its format.
+def _check_format(fmt: str | None) -> Format | None:
+    if fmt is None or fmt in FORMATS:
+        return fmt
+    raise ValueError(f"unknown results format {fmt!r}; expected one of {', '.join(FORMATS)}")
+
+
+def _is_folder(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(path.stat().st_mode)
+    except (OSError, ValueError):
+        return False  # _read_bytes says why
+
+
+def _peer_results(
+    variants: list[peers.PeerVariant], fmt: Format, source: Path
+) -> list[ImportedResult]:
+    """ImportedResults of a peer parser's variants, their numbers checked."""
+    label = PEER_LABELS[fmt]
+    out: list[ImportedResult] = []
+    for v in variants:
+        where = f"{label}: {v.where}"
+        samples: FloatArray | None = None
+        if v.samples is not None:
+            x = _samples(v.samples, source, where)
+            samples, summary = x, _summary_of(x, source, where)
+        else:
+            assert v.summary is not None  # a PeerVariant has one or the other
+            mean, var, n = v.summary
+            try:
+                summary = SummaryStats(mean=mean, var=var, n=n)
+            except ValueError as exc:
+                raise ResultFileError(source, f"{where}: {exc}") from None
+        out.append(
+            ImportedResult(
+                name=_name(v.name),
+                source=str(source),
+                format=fmt,
+                unit=v.unit,
+                direction=v.direction,
+                samples=samples,
+                summary=summary,
+                pi=v.pi,
+                note=v.note,
+            )
+        )
+    return out
+
+
+def _read_criterion(path: Path, doc: Any = None) -> list[ImportedResult]:
+    """A criterion ``sample.json`` / ``estimates.json`` file (``doc``: parsed already),
+    or every benchmark in a folder."""
+    try:
+        found = peers.read_criterion(path, _load_json, doc)
+    except peers.PeerFormatError as exc:
+        where = exc.file or path
+        raise ResultFileError(where, f"{PEER_LABELS['criterion']}: {exc}") from None
+    except OSError as exc:
+        raise ResultFileError(path, f"cannot read the folder ({exc.strerror or exc})") from None
+    if not found:
+        _read_bytes(path)  # the folder error: no benchmark in it
+    return [r for file, v in found for r in _peer_results([v], "criterion", file)]
+
+
+def read_result_file(
+    path: str | Path, pi: str | None = None, fmt: str | None = None
+) -> list[ImportedResult]:
+    """Read one results file, detecting its format (see the module's rules).
 
     Parameters
     ----------
     path : str or Path
-        A hyperfine ``--export-json``, pyperf JSON (plain or gzip) or Assay
-        ``--json`` file.
+        A results file in one of :data:`FORMATS` (JSON plain or gzip, Go text), or
+        a criterion folder.
     pi : str or None
-        For Assay files, keep only this PI.
+        Assay files: keep only this PI (compare files: read this PI's comparison);
+        Go text: the metric (``ns/op`` by default; ``B/op``, ``allocs/op``, ...).
+        The other formats have one metric and ignore it.
+    fmt : str or None
+        Read the file as this format (one of :data:`FORMATS`) instead of detecting
+        it; ``None``: detect.
 
     Returns
     -------
@@ -550,7 +780,10 @@ def read_result_file(path: str | Path, pi: str | None = None) -> list[ImportedRe
     Raises
     ------
     ResultFileError
-        When the file cannot be read, is not JSON, or is in none of the formats.
+        When the file cannot be read, is not JSON (or Go text), or is in none of
+        the formats; or not in the format forced.
+    ValueError
+        When ``fmt`` is not a known format.
 
     Examples
     --------
@@ -561,23 +794,55 @@ def read_result_file(path: str | Path, pi: str | None = None) -> list[ImportedRe
     ['hyperfine']
     """
     p = Path(path)
-    doc = _load_json(p)
-    fmt = detect_format(doc)
-    if fmt is None:
+    forced = _check_format(fmt)
+    if forced == "criterion" or (forced is None and _is_folder(p)):
+        return _read_criterion(p)
+    text = _read_text(p)
+    if forced == "go" or (forced is None and peers.looks_like_go_bench(text)):
+        try:
+            variants = peers.parse_go_bench(text, pi)
+        except peers.PeerFormatError as exc:
+            raise ResultFileError(p, f"{PEER_LABELS['go']}: {exc}") from None
+        return _peer_results(variants, "go", p)
+    try:
+        doc = _parse_json(text, p)
+    except ResultFileError as exc:
+        if forced is None:
+            raise
+        raise ResultFileError(p, f"read as {forced} (format given): {exc.problem}") from None
+    found = forced or detect_format(doc)
+    if found is None:
         raise ResultFileError(
             p,
             "expected a hyperfine --export-json, pyperf or Assay --json file "
-            "(a JSON object with a 'results', 'benchmarks' or 'pis' list)",
+            "(a JSON object with a 'results', 'benchmarks' or 'pis' list), or Google "
+            "Benchmark, pytest-benchmark or criterion JSON, or go test -bench output",
         )
-    if fmt == "assay":
+    if found == "assay":
         return parse_assay(doc, p, pi)
-    return _PARSERS[fmt](doc, p)
+    if found in _PARSERS:
+        return _PARSERS[found](doc, p)
+    if found == "criterion":
+        return _read_criterion(p, doc)
+    parse = {
+        "google-benchmark": peers.parse_google_benchmark,
+        "pytest-benchmark": peers.parse_pytest_benchmark,
+    }[found]
+    try:
+        variants = parse(doc)
+    except peers.PeerFormatError as exc:
+        raise ResultFileError(p, f"{PEER_LABELS[found]}: {exc}") from None
+    return _peer_results(variants, found, p)
 
 
 def read_result_files(
-    paths: Sequence[str | Path] | Iterable[str | Path], pi: str | None = None
+    paths: Sequence[str | Path] | Iterable[str | Path],
+    pi: str | None = None,
+    fmt: str | None = None,
 ) -> list[ImportedResult]:
     """Read several results files; names repeated across them get a ``file:`` prefix.
+
+    ``pi`` and ``fmt`` are passed to :func:`read_result_file` for every file.
 
     Raises :class:`ResultFileError` for a bad file, and a plain ``ValueError``
     when names stay ambiguous (the same name twice in one file).
@@ -594,7 +859,7 @@ def read_result_files(
     """
     results: list[ImportedResult] = []
     for path in paths:
-        results.extend(read_result_file(path, pi))
+        results.extend(read_result_file(path, pi, fmt))
     counts = Counter(r.name for r in results)
     out = [
         _renamed(r, f"{Path(r.source).name}:{r.name}") if counts[r.name] > 1 else r for r in results

@@ -712,15 +712,18 @@ def compare_files(
     alpha: float = 0.01,
     confidence: float = 0.95,
     statistic: Statistic = "mean",
+    fmt: str | None = None,
 ) -> CompareResult:
-    """``assay compare --from``: rank results measured elsewhere (hyperfine, pyperf or
-    Assay JSON; no execution); ``statistic="median"`` ranks on medians (Mann–Whitney,
-    the Hodges–Lehmann shift; summaries cannot be).  :class:`~assay.spec.SpecError` (or the reader's
-    ValueError) says why the files cannot be compared."""
+    """``assay compare --from``: rank results measured elsewhere (the formats of
+    :mod:`assay.importers.results`, detected, or ``fmt``; no execution);
+    ``statistic="median"`` ranks on medians (Mann–Whitney, the Hodges–Lehmann shift;
+    summaries cannot be).  :class:`~assay.spec.SpecError` (or the reader's ValueError)
+    says why the files cannot be compared; a variant known only by a summary is a
+    warning."""
     from assay.importers.results import read_result_files
 
     files = list(files)
-    results = read_result_files(files, pi=pi)
+    results = read_result_files(files, pi=pi, fmt=fmt)
     if len(results) < 2:
         raise SpecError(
             f"--from: found {len(results)} result(s) in {', '.join(files)}; "
@@ -740,7 +743,7 @@ def compare_files(
     method = (
         f"imported ({', '.join(formats)}): samples subsession-merged"
         + (
-            "; Assay results as summaries (mean, subsession variance from the CI)"
+            "; summaries where no samples were given (mean and variance: Welch's test only)"
             if summaries
             else ""
         )
@@ -789,5 +792,6 @@ def compare_files(
         cycles=0,
         trials_total=0,
         sources=files,
-        warnings=[f"{name}: {why}" for name, why in r.problems.items()],
+        warnings=[f"{name}: {why}" for name, why in r.problems.items()]
+        + [f"{x.name}: {x.note}" for x in results if x.note],
     )
