@@ -133,5 +133,5 @@ def test_surrogate_objective_follows_the_samples() -> None:
 
 def test_missing_optuna_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "optuna", None)
-    with pytest.raises(TuneUnavailable, match=r"pip install 'assay\[tune\]'"):
+    with pytest.raises(TuneUnavailable, match=r"pip install -e '\.\[tune\]' in Assay's folder"):
         tune(_space(), _perf, 3, knobs=["x"])

@@ -14,6 +14,8 @@ from typing import Any
 import click
 
 from assay import __version__
+from assay.cli import exits
+from assay.extras import MissingExtra
 
 __all__ = ["main"]
 
@@ -63,6 +65,9 @@ class AssayGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("\ninterrupted", err=True)
             sys.exit(130)
+        except MissingExtra as exc:  # an optional dependency, where no study runs (--from)
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(exits.STUDY)
 
 
 @click.group(cls=AssayGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -49,7 +49,14 @@ import pandas as pd
 
 from assay.stats.anova import AnovaTable, CategoricalAnova, Encoder, FTest, TermRow, term_name
 from assay.stats.intervals import t_interval
-from assay.stats.models import MODELS, make_model, r2_score, split_indices, validation_r2
+from assay.stats.models import (
+    MODELS,
+    make_model,
+    r2_score,
+    require_model,
+    split_indices,
+    validation_r2,
+)
 from assay.stats.trends import ImportantPoint, TermEffects, important_points
 from assay.values import finite_or_none as _f
 from assay.values import plain as _jsonable
@@ -281,6 +288,7 @@ class IncrementalSampling:
             raise ValueError(f"splits must be >= 1, got {self.splits}")
         if self.model not in MODELS:
             raise ValueError(f"unknown model {self.model!r}; choose one of: {', '.join(MODELS)}")
+        require_model(self.model)  # scikit-learn's, before a setting is measured
         if self.budget is not None and self.budget < 1:
             raise ValueError(f"budget must be >= 1 setting, got {self.budget}")
         if isinstance(self.sampler, str):

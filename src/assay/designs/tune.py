@@ -2,8 +2,8 @@
 
 After pre-selection has found the top-k knobs, a tuner searches values for those
 knobs only, the others staying at their defaults.  Assay uses Optuna (an optional
-dependency: ``pip install 'assay[tune]'``) with its TPE sampler; the caller supplies
-the objective, a function from a setting (every knob) to a measured value, so the
+dependency: ``pip install -e '.[tune]'`` in Assay's folder) with its TPE sampler; the
+caller supplies the objective, a function from a setting (every knob) to a measured value, so the
 same code tunes a live system (the runner measures each configuration), a model of
 the samples (:func:`surrogate_objective`) or a synthetic function.
 
@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from assay.designs.knobs import CategoricalKnob, KnobSpace, Value, knob_matrix
+from assay.extras import MissingExtra, require_extra
 from assay.stats.objective import Objective
 
 __all__ = [
@@ -49,21 +50,20 @@ __all__ = [
 Direction = Literal["higher", "lower"]
 Measure = Callable[[dict[str, Any]], "float | Mapping[str, float] | None"]
 
-INSTALL_HINT = "pip install 'assay[tune]'"
+INSTALL_HINT = "pip install -e '.[tune]' in Assay's folder"
+#: What needs Optuna, as :class:`~assay.extras.MissingExtra` says it.
+TUNING = "tuning (--tune)"
 
 
-class TuneUnavailable(RuntimeError):
+class TuneUnavailable(MissingExtra):
     """Optuna, the optional tuning dependency, is not installed."""
 
 
 def _optuna() -> Any:
     try:
-        import optuna
-    except ImportError:
-        raise TuneUnavailable(
-            f"tuning needs Optuna, an optional dependency: install it with {INSTALL_HINT}"
-        ) from None
-    return optuna
+        return require_extra("optuna", "tune", TUNING)
+    except MissingExtra as exc:
+        raise TuneUnavailable(str(exc), extra=exc.extra) from None
 
 
 def tuning_knobs(

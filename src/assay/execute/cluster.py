@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from assay.errors import StudyError
 from assay.execute.executor import Executor, LocalExecutor
+from assay.extras import require_extra
 
 if TYPE_CHECKING:
     from assay.spec import ClusterSpec
@@ -49,13 +50,23 @@ def open_executor(
     roles = ssh if ssh is not None and ssh.roles is not None else None
     if workers is None and address is None:
         if ssh is not None:
+            _require_cluster_extra("the study file's [cluster]", ssh=True)
             with _dask_quiet(), _ssh_executor(ssh, monitor) as ex:
                 yield ex
             return
         yield LocalExecutor(monitor=monitor)
         return
+    _require_cluster_extra("--workers" if workers is not None else "--cluster")
     with _dask_quiet(), _dask_cluster(workers, address, roles, monitor, insecure) as ex:
         yield ex
+
+
+def _require_cluster_extra(what: str, *, ssh: bool = False) -> None:
+    """Dask's distributed (and, over SSH, asyncssh), or a
+    :class:`~assay.extras.MissingExtra` naming ``assay[cluster]``: before a cluster starts."""
+    require_extra("distributed", "cluster", what)
+    if ssh:
+        require_extra("asyncssh", "cluster", what)
 
 
 @contextlib.contextmanager

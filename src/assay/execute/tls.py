@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from assay.errors import StudyError
+from assay.extras import MissingExtra
 
 # distributed's Security carries no annotations: its objects are Any here
 
@@ -63,10 +64,11 @@ def temporary_security() -> Any:
 
     try:
         return Security.temporary()
-    except ImportError:  # cryptography: asyncssh needs it too, so it is installed
-        raise StudyError(
-            "a Dask cluster needs the 'cryptography' package for its TLS certificate: "
-            "pip install cryptography"
+    except ImportError:  # cryptography (asyncssh needs it too)
+        raise MissingExtra(
+            "a Dask cluster's TLS certificate needs cryptography: "
+            "pip install -e '.[cluster]' in Assay's folder",
+            extra="cluster",
         ) from None
 
 

@@ -45,6 +45,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from assay.extras import require_extra
 from assay.stats._arrays import finite_1d
 
 __all__ = [
@@ -71,6 +72,9 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.intp]
 Direction = Literal["higher", "lower"]
+
+#: What needs scikit-learn here, as :class:`~assay.extras.MissingExtra` says it.
+KNOB_FORESTS = "ranking knobs with random forests"
 
 #: The fewest samples a forest is fitted on (stability subsets included).
 MIN_SAMPLES = 10
@@ -312,6 +316,7 @@ def forest_model(
     bootstrap sample of at most :data:`MAX_TREE_SAMPLES` of the matrix's settings
     (:data:`CHECK_TREE_SAMPLES` for a ``check`` forest; ``MAX_TREE_SAMPLES = None``
     lifts both caps)."""
+    require_extra("sklearn", "models", KNOB_FORESTS)
     from sklearn.ensemble import RandomForestRegressor
     from sklearn.pipeline import Pipeline
 
@@ -394,6 +399,7 @@ def permutation_importance_cv(
     many folds train it, so 2 folds are used (issue #17: on 25,000 × 30, 17 s instead of
     59 s, the same order of knobs).
     """
+    require_extra("sklearn", "models", KNOB_FORESTS)
     from sklearn.model_selection import KFold
 
     target = _check_xy(matrix, y)
@@ -447,6 +453,7 @@ def permutation_drops(
     >>> d.shape, bool(np.all(d[0] > 0)), bool(np.all(d[1] == 0))
     ((2, 3), True, True)
     """
+    require_extra("sklearn", "models", KNOB_FORESTS)
     from sklearn.metrics import r2_score
 
     a = np.asarray(X, dtype=np.float64)

@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from assay.extras import require_extra
 from assay.stats.anova import CategoricalAnova
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "Model",
     "make_model",
     "r2_score",
+    "require_model",
     "split_indices",
     "validation_r2",
 ]
@@ -38,6 +40,17 @@ IntArray = npt.NDArray[np.int64]
 
 #: Names accepted by :func:`make_model` (the first is the default).
 MODELS: tuple[str, ...] = ("anova", "mlp", "linear")
+
+
+#: The models that scikit-learn fits (the ``models`` extra), as messages name them.
+SKLEARN_MODELS: dict[str, str] = {"mlp": "the MLP model", "linear": "the linear model"}
+
+
+def require_model(name: str) -> None:
+    """A :class:`~assay.extras.MissingExtra` naming the extra when model ``name`` needs
+    scikit-learn and it is not installed (checked before anything is measured)."""
+    if name in SKLEARN_MODELS:
+        require_extra("sklearn", "models", SKLEARN_MODELS[name])
 
 
 class Model(Protocol):
@@ -90,6 +103,7 @@ class _SklearnModel:
         )
 
     def fit(self, X: pd.DataFrame, y: npt.ArrayLike) -> Self:
+        require_model(self.kind)
         from sklearn.exceptions import ConvergenceWarning
 
         Xc = X.copy()

@@ -148,7 +148,7 @@ def fit_trend(
 
 
 def _knee(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> tuple[str, float] | None:
-    from assay.stats.trends import find_important_point  # sklearn, kneed: only here
+    from assay.stats.trends import find_important_point  # kneed: only here
 
     found = find_important_point(x, y)
     return None if found is None else (found[0], found[1])

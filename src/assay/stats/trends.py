@@ -200,8 +200,6 @@ def near_monotone(
     >>> near_monotone([1, 2, 3, 4, 5], [1.0, 5.0, 9.0, 5.0, 1.0]) is None
     True
     """
-    from sklearn.isotonic import IsotonicRegression
-
     limit = MONOTONE_TOLERANCE if tolerance is None else tolerance
     x = np.asarray(p, dtype=float)
     y = np.asarray(c, dtype=float)
@@ -210,11 +208,28 @@ def near_monotone(
         return None
     best: tuple[float, float, FloatArray] | None = None
     for direction in (1.0, -1.0):
-        fit = IsotonicRegression(increasing=direction > 0).fit_transform(x, y)
+        fit = _isotonic(x, y, increasing=direction > 0)
         worst = float(np.max(np.abs(y - fit))) / span
         if worst <= limit and (best is None or worst < best[0]):
             best = (worst, direction, np.asarray(fit, dtype=float))
     return None if best is None else (best[1], best[2])
+
+
+def _isotonic(x: FloatArray, y: FloatArray, *, increasing: bool) -> FloatArray:
+    """The least-squares monotone fit of ``y`` over ``x``, at each point, as
+    scikit-learn's ``IsotonicRegression().fit_transform`` gives it (points with the same
+    ``x`` pooled into their mean first), with SciPy alone: scikit-learn is an extra.
+
+    >>> _isotonic(np.array([1.0, 2.0, 2.0, 3.0]), np.array([1.0, 3.0, 1.0, 0.0]), increasing=True)
+    array([1.        , 1.33333333, 1.33333333, 1.33333333])
+    """
+    from scipy.optimize import isotonic_regression
+
+    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+    inverse = inverse.reshape(-1)
+    means = np.bincount(inverse, weights=y) / counts
+    fit = isotonic_regression(means, weights=counts.astype(float), increasing=increasing).x
+    return np.asarray(fit[inverse], dtype=float)
 
 
 def _knee(p: FloatArray, c: FloatArray, rho: float) -> float | None:

@@ -39,7 +39,9 @@ from assay.designs.knobs import (
     space_from_spec,
     validation_sample,
 )
+from assay.extras import require_extra
 from assay.spec import KnobsSpec, Spec
+from assay.stats.importance import KNOB_FORESTS
 from assay.stats.objective import Objective, composite_score, parse_objective
 from assay.store import Store, TrialRecord
 from assay.studies.base import (
@@ -181,6 +183,16 @@ def samples_from_csv(
     return KnobSamples(space, settings, values, directions, goal, path, reading)
 
 
+def _require_extras(tune: int | None) -> None:
+    """scikit-learn (the forests) and, with ``tune``, Optuna: a
+    :class:`~assay.extras.MissingExtra` naming the extra before anything is measured."""
+    require_extra("sklearn", "models", KNOB_FORESTS)
+    if tune:
+        from assay.designs.tune import TUNING
+
+        require_extra("optuna", "tune", TUNING)
+
+
 def rank_samples(
     samples: KnobSamples,
     *,
@@ -199,6 +211,7 @@ def rank_samples(
     A knob that alone explains more than 90% of the importance, and was not declared a
     knob (``declared_knobs``), is likely a measured PI: a warning says so.
     """
+    _require_extras(tune)
     analysis = analyze_knobs(
         samples.space,
         samples.settings,
@@ -319,6 +332,7 @@ class KnobsRunner:
     ) -> None:
         if not spec.knob_specs:
             raise ValueError(f"{spec.source_path}: the study file has no [[knob]] entries")
+        _require_extras(tune)
         self.spec = spec
         self.store_path = store_path
         self.config = config

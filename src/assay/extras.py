@@ -1,0 +1,69 @@
+"""Optional dependencies: what each extra (``pip install -e '.[EXTRA]'`` in Assay's
+folder) brings, and the one-line error that names the extra when its package is missing.
+
+A core install runs ``run``, ``compare``, ``order``, ``sweep`` (ANOVA), ``history``,
+``show``, ``report`` and ``export`` (CSV) on one machine.  The rest needs an extra:
+
+- ``cluster``: Dask's distributed (``--workers``, ``--cluster``, a study file's
+  ``[cluster]``), asyncssh (clusters over SSH) and cryptography (the clusters' TLS
+  certificates);
+- ``models``: scikit-learn (``assay knobs``' random forests, the sweep's ``mlp`` and
+  ``linear`` models);
+- ``tune``: Optuna (``assay knobs --tune``);
+- ``export``: pyarrow (``assay export --format parquet``).
+
+:class:`MissingExtra` is a :class:`~assay.errors.StudyError`: the command line prints
+it as one line, ``error: …``, and exits with status 3, as for any study that cannot go
+on.  Heavy packages are imported only where they are used (by :func:`require_extra`).
+
+>>> require_extra("math", "models", "arithmetic").__name__
+'math'
+>>> require_extra("no_such_module_here", "models", "the MLP model")  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+assay.extras.MissingExtra: the MLP model needs no_such_module_here: pip install -e '.[models]' ...
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from assay.errors import StudyError
+
+__all__ = ["PACKAGES", "MissingExtra", "require_extra"]
+
+#: The name to install for each module that an extra brings (where the two differ).
+PACKAGES: dict[str, str] = {
+    "asyncssh": "asyncssh",
+    "cryptography": "cryptography",
+    "dask": "Dask",
+    "distributed": "Dask (distributed)",
+    "optuna": "Optuna",
+    "pyarrow": "pyarrow",
+    "sklearn": "scikit-learn",
+}
+
+
+class MissingExtra(StudyError):
+    """An optional dependency is not installed; the message names the extra to install
+    (``extra``) and what needed it."""
+
+    def __init__(self, message: str, *, extra: str) -> None:
+        super().__init__(message)
+        self.extra = extra
+
+
+def require_extra(module: str, extra: str, what: str) -> ModuleType:
+    """``module``, imported; if it cannot be, a :class:`MissingExtra` whose message says
+    that ``what`` needs it and which extra brings it:
+    ``the MLP model needs scikit-learn: pip install -e '.[models]' in Assay's folder``."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        package = PACKAGES.get(module, module)
+        message = f"{what} needs {package}: pip install -e '.[{extra}]' in Assay's folder"
+        top = module.partition(".")[0]
+        if exc.name is None or exc.name.partition(".")[0] != top:
+            # installed, but something it imports is missing: say what
+            message += f" (it is installed, but importing it failed: {exc})"
+        raise MissingExtra(message, extra=extra) from None
