@@ -98,14 +98,17 @@ def _summary(doc: dict[str, Any]) -> tuple[str, str, str, str]:
     """Settings measured, stop reason, significant terms, last step's min R² / ceiling."""
     steps = doc.get("steps") or []
     last = steps[-1] if steps else {}
-    space = doc.get("space")
-    measured = f"{doc.get('settings_measured', '?')}/{space}" if space else "?"
+    measured = str(doc.get("settings_measured", "?"))
     reason = str(doc.get("reason") or "?")
     analysis = doc.get("analysis") or {}
     sig = ", ".join(str(r.get("term", r.get("name", r))) for r in analysis.get("significant", []))
     ceiling = (last.get("r2_ceiling") or [None])[0]
-    r2 = f"{last.get('r2_min')} / {ceiling}"
+    r2 = f"{_g(last.get('r2_min'))} / {_g(ceiling)}"
     return measured, reason[:60], sig[:110], r2
+
+
+def _g(x: Any) -> str:
+    return f"{x:.3f}" if isinstance(x, int | float) else "n/a"
 
 
 def main() -> None:

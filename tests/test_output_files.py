@@ -1,4 +1,5 @@
-"""Output files (--json, --csv, export -o): replaced whole, privately, never a device."""
+"""Output files (--json, --csv, --report, export -o): replaced whole, written privately and
+then given the mode the umask gives a new file, never a device."""
 
 from __future__ import annotations
 
@@ -7,16 +8,22 @@ import stat
 import threading
 from pathlib import Path
 
-from assay.report.export import write_text
+from assay.report.export import current_umask, write_text
 
 
-def test_an_output_is_replaced_whole_and_private(tmp_path: Path) -> None:
+def test_an_output_is_replaced_whole_with_the_umasks_mode(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     out.write_text("old")
-    write_text(str(out), '{"new": 1}')
-    assert out.read_text() == '{"new": 1}'
-    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    for umask, mode in ((0o022, 0o644), (0o077, 0o600), (0o002, 0o664)):
+        old = os.umask(umask)
+        try:
+            write_text(str(out), '{"new": 1}')
+        finally:
+            os.umask(old)
+        assert out.read_text() == '{"new": 1}'
+        assert stat.S_IMODE(out.stat().st_mode) == mode  # #38: a report to share
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]  # no temporary left
+    assert current_umask() == os.umask(os.umask(0o022))  # read without changing it
 
 
 def test_a_link_planted_at_the_old_temporary_name_is_not_followed(tmp_path: Path) -> None:

@@ -32,8 +32,9 @@ needs_browser = pytest.mark.skipif(
 #: The plots each design's report draws.
 PLOTS = {
     "run": ["readings", "ci-narrowing"],
-    "compare": ["ranking"],
-    "scan": ["ranking", "scan"],  # a compare whose variants differ only in a parameter
+    "compare": ["ranking", "samples", "readings"],
+    # a compare whose variants differ only in a parameter
+    "scan": ["ranking", "samples", "readings", "scan"],
     "order": ["order"],
     "sweep": ["r2-per-step", "terms", "tiles"],
     "knobs": ["importance", "top-k-r2"],
@@ -155,7 +156,8 @@ def test_hostile_strings_are_escaped_and_show_prints_them_as_text(
     stores: dict[str, Path], tmp_path: Path
 ) -> None:
     page = _report(stores["hostile"], tmp_path / "r.html").read_text(encoding="utf-8")
-    assert "<script" not in page and page.count("<svg") == page.count("</svg>") == 1
+    plots = len(PLOTS["compare"])  # the names in every plot's labels: none cut short
+    assert "<script" not in page and page.count("<svg") == page.count("</svg>") == plots
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "&lt;/svg&gt;&quot;&#x27;[/]&amp;amp;" in page  # the variant's name
     shown = _invoke("show", str(stores["hostile"]))
@@ -182,11 +184,11 @@ def browser() -> Iterator[Any]:
 class Opened:
     """A report opened in the browser, with what happened while it loaded."""
 
-    def __init__(self, browser: Any, path: Path, shot: Path) -> None:
+    def __init__(self, browser: Any, path: Path, shot: Path, width: int = 1280) -> None:
         self.errors: list[str] = []
         self.requests: list[str] = []
         self.dialogs: list[str] = []
-        self.page = browser.new_page(viewport={"width": 1280, "height": 900})
+        self.page = browser.new_page(viewport={"width": width, "height": 900})
         own = path.resolve().as_uri()
 
         def route(r: Any) -> None:
@@ -241,6 +243,44 @@ def test_report_in_the_browser(
     page.close()
 
 
+#: Finds what in the results is cut at the page's right edge, or too small to read.
+_CLIPPED = """() => {
+  const width = document.documentElement.clientWidth, out = [];
+  for (const el of document.querySelectorAll('#results *')) {
+    if (el.closest('details.raw')) continue;  // every JSON field: folded, scrolls
+    const box = el.getBoundingClientRect();
+    if (box.width && box.right > width + 1) out.push(el.tagName + ': right ' + box.right);
+    const size = parseFloat(getComputedStyle(el).fontSize);
+    if (el.childNodes.length && el.innerText && size < 11) out.push(el.tagName + ': ' + size);
+  }
+  return out;
+}"""
+
+
+@needs_browser
+@pytest.mark.parametrize("kind", ["run", "compare", "scan"])
+def test_results_fit_a_phone_as_cards(
+    browser: Any, stores: dict[str, Path], tmp_path: Path, kind: str
+) -> None:
+    # #38: at 390 px the ranking clipped its second column, where the result is
+    html = _report(stores[kind], tmp_path / f"{kind}.html")
+    opened = Opened(browser, html, tmp_path / f"phone-{kind}.png", width=390)
+    page = opened.page
+    assert page.evaluate(_CLIPPED) == []
+    first = page.locator("table.cards tbody tr").first
+    assert first.locator("td").first.evaluate("e => getComputedStyle(e).display") == "block"
+    labels = first.locator("td").evaluate_all(
+        "cells => cells.map(c => getComputedStyle(c, '::before').content)"
+    )
+    assert '"mean ± CI half-width: "' in labels  # each value with its label, as a card
+    dark = browser.new_page(viewport={"width": 390, "height": 900}, color_scheme="dark")
+    dark.goto(html.resolve().as_uri())
+    background = dark.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert background == "rgb(18, 18, 18)"
+    dark.close()
+    page.close()
+
+
 @needs_browser
 def test_hostile_strings_stay_text_in_the_browser(
     browser: Any, stores: dict[str, Path], tmp_path: Path
@@ -258,7 +298,7 @@ def test_hostile_strings_stay_text_in_the_browser(
     assert 'err <script>alert(1)</script></svg>[/] "dq" &amp;' in body  # a trial's stderr
     assert page.locator("script").count() == 0 and page.locator("b").count() == 0
     # the plot's labels carry the names as text: one SVG, not cut short by </svg>
-    assert page.locator("svg").count() == 1
+    assert page.locator("svg").count() == len(PLOTS["compare"])
     labels = page.locator("svg text").all_text_contents()
     assert any("<script>alert(1)</script>" in t for t in labels), labels
     assert opened.errors == [] and opened.requests == [] and opened.dialogs == []

@@ -90,10 +90,12 @@ def replacing(path: Path) -> Iterator[Path]:
     """A file to write beside ``path``, moved over it when the block ends (never half a
     file); removed when the block fails.
 
-    The file is new and private (``mkstemp``: mode 0600, a fresh name, so no link
-    planted beside the output is followed). A ``path`` that exists and is not a regular
-    file (``/dev/null``, a FIFO, ``/dev/stdout``) is written in place: renaming over it
-    would replace the device (as root, ``--json /dev/null`` did).
+    The file is new (``mkstemp``: a fresh name, so no link planted beside the output is
+    followed) and private while it is written; when it is moved over ``path`` its mode
+    is what the umask gives a new file (#38: a report to share is not 0600 whatever the
+    umask). A ``path`` that exists and is not a regular file (``/dev/null``, a FIFO,
+    ``/dev/stdout``) is written in place: renaming over it would replace the device (as
+    root, ``--json /dev/null`` did).
     """
     if path.exists() and not path.is_file():
         yield path
@@ -103,9 +105,29 @@ def replacing(path: Path) -> Iterator[Path]:
     tmp = Path(name)
     try:
         yield tmp
+        os.chmod(tmp, 0o666 & ~current_umask())
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def current_umask() -> int:
+    """The process's umask, read without changing it (Linux's /proc/self/status; where
+    that is missing, set and put back at once).
+
+    >>> 0 <= current_umask() <= 0o777
+    True
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    old = os.umask(0o077)
+    os.umask(old)
+    return old
 
 
 def write_text(path: str, text: str) -> None:

@@ -50,6 +50,11 @@ border-bottom:1px solid #ccc}
 th{background:#222}th,td{border-color:#444}pre{background:#1c1c1c;border-color:#333}
 .muted{color:#999}.answer{background:#16261d}figure svg{background:#fff}}
 @media print{details{display:block}}
+@media (max-width:600px){table.cards{display:table;width:100%}table.cards thead{display:none}
+table.cards tr{display:block;border:1px solid #ddd;margin-bottom:.7em}
+table.cards td{display:block;border:none;text-align:left}
+table.cards td::before{content:attr(data-label) ": ";font-weight:600}}
+details.raw summary{margin-top:.5em;border:none;font-size:.9em}
 """
 
 
@@ -132,7 +137,9 @@ def _answer(kind: str, doc: Mapping[str, Any]) -> str:
     from assay.report.answer import answer
 
     text = answer(kind, doc)
-    return f'<p class="answer" id="answer">{_e(text)}</p>' if text else ""
+    # `name` marks a name as written (as the Markdown shows it): code, after escaping
+    shown = re.sub(r"`([^`<>]*)`", r"<code>\1</code>", _e(text))
+    return f'<p class="answer" id="answer">{shown}</p>' if text else ""
 
 
 def _dl(rows: Iterable[tuple[str, Any]]) -> str:
@@ -263,17 +270,82 @@ def _resources(doc: Mapping[str, Any]) -> str:
     return "\n".join(out) or '<p class="muted">not monitored</p>'
 
 
+def _human(header: Sequence[str], rows: Sequence[Sequence[object]], caption: str) -> str:
+    """A table of values already in human units (the terminal's and the Markdown's
+    wording); on a narrow screen each row is a card of ``label: value`` lines."""
+    cap = f"<caption>{_e(caption)}</caption>" if caption else ""
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td data-label="{_e(h)}"{_num_class(v)}>{_e(v)}</td>'
+            for h, v in zip(header, row, strict=True)
+        )
+        + "</tr>"
+        for row in rows
+    )
+    return f'<table class="cards">{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _num_class(value: object) -> str:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return ' class="num"' if number else ""
+
+
+def _raw(rows: Sequence[Mapping[str, Any]], caption: str) -> str:
+    """Every field as ``--json`` has it, folded: for the audit, not the reading."""
+    if not rows:
+        return ""
+    return (
+        f'<details class="raw"><summary>{_e(caption)}: every field, as --json has it'
+        f"</summary>{_records(rows)}</details>"
+    )
+
+
+def _pairs(pairs: Sequence[Mapping[str, Any]]) -> str:
+    """Adjacent pairs of a ranking: the verdict and its tests, p-values as the terminal
+    shows them."""
+    from assay.report.compare import format_p
+
+    def p(x: Any) -> str:
+        return format_p(float(x)) if isinstance(x, int | float) else "—"
+
+    rows = [
+        [
+            str(r.get("better")),
+            str(r.get("worse")),
+            str(r.get("status")),
+            p(r.get("welch_p")),
+            p(r.get("mann_whitney_p")),
+            f"{float(r['e_value']):.3g}" if isinstance(r.get("e_value"), int | float) else "—",
+            str(r.get("note") or ""),
+        ]
+        for r in pairs
+    ]
+    header = ["better", "worse", "verdict", "Welch p", "Mann-Whitney p", "e-value", "note"]
+    return _human(header, rows, "adjacent pairs") if rows else ""
+
+
 def _results(kind: str, doc: Mapping[str, Any]) -> str:
-    """Every PI's estimate with its CI, n and method, as the study's JSON has them."""
+    """Every PI's estimate with its CI, n and method, in the terminal's units and words;
+    every field of the JSON folded under each table."""
+    from assay.report.markdown import compare_rows, run_rows
+
     out: list[str] = []
     if kind == "run":
-        out.append(_records(doc.get("pis", []), "each PI: mean with its CI, n and method"))
+        pis = doc.get("pis", [])
+        out.append(_human(*run_rows(pis), "each PI: mean with its CI, n and method"))
+        out.append(_raw(pis, "each PI"))
     elif kind == "compare":
         for c in doc.get("comparisons", []):
             title = f"{c.get('pi')} ({c.get('unit') or 'no unit'}), {c.get('direction')} is better"
             out.append(f"<h3>{_e(title)}</h3><p>method: {_e(c.get('method'))}</p>")
-            out.append(_records(c.get("variants", []), "ranking, best first"))
-            out.append(_records(c.get("pairs", []), "adjacent pairs"))
+            variants = [{**v, "pi": c.get("pi")} for v in c.get("variants", [])]
+            header, rows = compare_rows(variants)
+            out.append(_human(header[1:], [r[1:] for r in rows], "ranking, best first"))
+            out.append(_pairs(c.get("pairs", [])))
+            out.append(_raw(c.get("variants", []), "the ranking"))
+            out.append(_raw(c.get("pairs", []), "the pairs"))
     elif kind == "order":
         out.append(
             f"<p>verdict: {_e(doc.get('verdict'))}</p><p>method: {_e(doc.get('method'))}</p>"
@@ -381,7 +453,11 @@ def study_plots(
         makers = _run_plots(stored, result, trials)
     elif kind == "compare":
         makers = [("ranking", "Ranking with confidence intervals",
-                   lambda p: _ranking(result, trials, p))]  # fmt: skip
+                   lambda p: _ranking(result, trials, p)),
+                  ("samples", "Each variant's readings, with its mean's CI drawn on them",
+                   lambda p: _samples(result, trials, p)),
+                  ("readings", "Readings in the order they were measured, one colour per "
+                   "variant", lambda p: _compare_readings(result, trials, p))]  # fmt: skip
         scan = getattr(result, "scan", None)
         if scan is not None:  # variants that differ only in parameter values
             from assay.report.compare import scan_plot
@@ -573,6 +649,69 @@ def _ranking(result: Any, trials: Sequence[TrialRecord], path: Path) -> None:
         note = "\n(hollow: no estimate; t-interval of the raw readings)" if raw else ""
         ax.set_title(f"{c['pi']}: {c['direction']} is better, best on top{note}",
                      parse_math=False, fontsize=10)  # fmt: skip
+    _save(fig, path)
+
+
+def _variant_readings(
+    trials: Sequence[TrialRecord], pi: str, variant: Any
+) -> list[tuple[int, float]]:
+    """(trial number, reading) of ``pi`` for each ok trial of ``variant``."""
+    return [
+        (t.seq, float(t.readings[pi]))
+        for t in trials
+        if t.ok and t.setting.get("variant") == variant and pi in t.readings
+    ]
+
+
+def _samples(result: Any, trials: Sequence[TrialRecord], path: Path) -> None:
+    """Per variant (best on top), every reading as a point, jittered apart, and the
+    estimate with its CI drawn on them: the data the interval rests on."""
+    comps = result.as_dict()["comparisons"]
+    most = max((len(c["variants"]) for c in comps), default=1)
+    fig, axes = _figure(6.5 * min(len(comps), 2), 0.6 * most + 2, max(len(comps), 1))
+    for ax, c in zip(axes, comps, strict=False):
+        rows = c["variants"][::-1]
+        median = c.get("statistic") == "median"
+        for y, v in enumerate(rows):
+            xs = [x for _, x in _variant_readings(trials, c["pi"], v.get("variant"))]
+            # an even spread, not random: the same page from the same store
+            jitter = [((i * 0.618) % 1.0 - 0.5) * 0.5 for i in range(len(xs))]
+            ax.scatter(xs, [y + j for j in jitter], s=9, alpha=0.45, color="tab:gray",
+                       linewidths=0, label="reading" if y == 0 else None)  # fmt: skip
+            est = v.get("median") if median else v.get("mean")
+            low, high = (v.get("median_low"), v.get("median_high")) if median else (
+                v.get("low"), v.get("high"))  # fmt: skip
+            if est is None:
+                continue
+            bounded = low is not None and high is not None and math.isfinite(high - low)
+            err = [[est - low], [high - est]] if bounded else None
+            shown = f"{'median' if median else 'mean'} and CI" if y == 0 else None
+            ax.errorbar([est], [y], xerr=err, fmt="D", ms=6, capsize=6, color="black",
+                        label=shown)  # fmt: skip
+        ax.set_yticks(list(range(len(rows))))
+        ax.set_yticklabels([str(v.get("variant")) for v in rows], parse_math=False)
+        ax.set_ylim(-0.7, len(rows) - 0.3)
+        ax.set_xlabel(f"{c['pi']}{_unit(c['unit'])}", parse_math=False)
+        ax.set_title(f"{c['pi']}: readings per variant, best on top", parse_math=False,
+                     fontsize=10)  # fmt: skip
+        ax.legend(fontsize="small")
+    _save(fig, path)
+
+
+def _compare_readings(result: Any, trials: Sequence[TrialRecord], path: Path) -> None:
+    """Each reading against its trial number, one colour per variant: drift over the
+    study shows, and interleaving makes it hit every variant alike."""
+    comps = result.as_dict()["comparisons"]
+    fig, axes = _figure(6.5 * min(len(comps), 2), 3.6, max(len(comps), 1))
+    for ax, c in zip(axes, comps, strict=False):
+        for v in c["variants"]:
+            pts = _variant_readings(trials, c["pi"], v.get("variant"))
+            ax.plot([s for s, _ in pts], [x for _, x in pts], "o", ms=3,
+                    label=str(v.get("variant")))  # fmt: skip
+        ax.set_xlabel("trial number (time order)")
+        ax.set_ylabel(f"{c['pi']}{_unit(c['unit'])}", parse_math=False)
+        ax.set_title(f"{c['pi']}: readings as measured", parse_math=False, fontsize=10)
+        ax.legend(fontsize="small")
     _save(fig, path)
 
 

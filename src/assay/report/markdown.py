@@ -67,15 +67,13 @@ def _estimate(row: Mapping[str, Any]) -> str:
     return format_estimate(row["mean"], row["half_width"], row.get("unit", ""))
 
 
-def run_markdown(
-    study: str, pis: Sequence[Mapping[str, Any]], baseline: Sequence[Any] = (), answer: str = ""
-) -> str:
-    """``assay run``: one row per PI; with ``--baseline``, a table of each PI against
-    the earlier result (:class:`assay.studies.baseline.BaselineComparison`)."""
-    rows = [
+def run_rows(pis: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[object]]]:
+    """``assay run``'s table in human units, as the Markdown and the HTML report show it:
+    a header and one row per PI (its ``--json`` entry)."""
+    rows: list[list[object]] = [
         [
             p["name"],
-            _estimate(p),
+            _estimate(p) if p.get("mean") is not None else "n/a",
             format_percent(p["relative_half_width"]),
             f"{p['confidence']:.0%}",
             p["n_samples"],
@@ -83,7 +81,15 @@ def run_markdown(
         ]
         for p in pis
     ]
-    header = ["PI", "mean ± CI half-width", "relative", "confidence", "n", "method"]
+    return ["PI", "mean ± CI half-width", "relative", "confidence", "n", "method"], rows
+
+
+def run_markdown(
+    study: str, pis: Sequence[Mapping[str, Any]], baseline: Sequence[Any] = (), answer: str = ""
+) -> str:
+    """``assay run``: one row per PI; with ``--baseline``, a table of each PI against
+    the earlier result (:class:`assay.studies.baseline.BaselineComparison`)."""
+    header, rows = run_rows(pis)
     text = f"### {_cell(study)}\n\n" + _answer(answer) + markdown_table(header, rows)
     if baseline:
         text += "\n" + baseline_markdown(baseline)
@@ -118,6 +124,22 @@ def compare_markdown(
 ) -> str:
     """``assay compare``: one row per variant and PI, best first; with
     ``--fail-if-worse``, the gate's verdicts (:class:`assay.stats.gate.GateVerdict`)."""
+    header, table = compare_rows(rows)
+    text = f"### {_cell(study)}\n\n{_answer(answer)}{_text(reason)}\n\n"
+    text += markdown_table(header, table)
+    if gates:
+        marks = {"worse": "❌", "not worse": "✅"}
+        text += "\n" + "".join(
+            f"- {marks.get(g.verdict, '⚠️')} **{g.verdict}**: {_cell(g.text())}\n" for g in gates
+        )
+    return text
+
+
+def compare_rows(
+    rows: Sequence[Mapping[str, Any]],
+) -> tuple[list[str], list[list[object]]]:
+    """``assay compare``'s ranking in human units, as the Markdown and the HTML report
+    show it: a header and one row per variant and PI (``pi`` in each row), best first."""
 
     def relative(r: Mapping[str, Any]) -> str:
         x = r.get("relative_to_best")
@@ -144,7 +166,7 @@ def compare_markdown(
             return f"median {one(med)} ({one(low)} … {one(high)})"
         return _estimate(r) if r.get("mean") is not None else "n/a"
 
-    table = [
+    table: list[list[object]] = [
         [
             r["pi"],
             r["rank"],
@@ -158,12 +180,4 @@ def compare_markdown(
     ]
     on_median = any(r.get("statistic") == "median" for r in rows)
     shown = "estimate (CI)" if on_median else "mean ± CI half-width"
-    header = ["PI", "rank", "variant", shown, "vs best (CI)", "n", "verdict"]
-    text = f"### {_cell(study)}\n\n{_answer(answer)}{_text(reason)}\n\n"
-    text += markdown_table(header, table)
-    if gates:
-        marks = {"worse": "❌", "not worse": "✅"}
-        text += "\n" + "".join(
-            f"- {marks.get(g.verdict, '⚠️')} **{g.verdict}**: {_cell(g.text())}\n" for g in gates
-        )
-    return text
+    return ["PI", "rank", "variant", shown, "vs best (CI)", "n", "verdict"], table
