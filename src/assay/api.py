@@ -12,12 +12,13 @@ and rounds continue until the CI of the mean time per call is as narrow as asked
 
 from __future__ import annotations
 
+import gc
 import sys
 import time
 import warnings
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Literal, TextIO
+from typing import Any, Literal, TextIO
 
 import numpy as np
 
@@ -44,15 +45,78 @@ def _progress_line(result: PIResult, rounds: int, elapsed: float, stop: StopSpec
     )
 
 
-def _time_calls(fn: Callable[[], object], calls: int) -> np.ndarray:
+def _time_calls(fn: Callable[[], object], calls: int, gc_off: bool = False) -> np.ndarray:
+    """Each call's duration in seconds; with ``gc_off`` the cyclic garbage collector is
+    off while they run (as :mod:`timeit` does: a collection lands in whichever call
+    happens to trigger it) and back as it was after."""
     clock = time.perf_counter_ns
     out = np.empty(calls, dtype=np.float64)
-    for i in range(calls):
-        t0 = clock()
-        fn()
-        out[i] = clock() - t0
+    was = gc.isenabled()
+    if gc_off:
+        gc.disable()
+    try:
+        for i in range(calls):
+            t0 = clock()
+            fn()
+            out[i] = clock() - t0
+    finally:
+        if gc_off and was:
+            gc.enable()
     out *= 1e-9
     return out
+
+
+#: A round's target length when :func:`measure` chooses the calls per round.
+ROUND_S = 0.05
+
+
+def calls_for_round(fn: Callable[[], object], round_s: float = ROUND_S) -> int:
+    """Calls per round so that a round takes about ``round_s`` (1 to 1000), from calls
+    timed for a fifth of it (as pyperf calibrates its loops).
+
+    >>> 1 <= calls_for_round(lambda: None) <= 1000
+    True
+    """
+    calls, started = 0, time.perf_counter()
+    while calls < 1000 and time.perf_counter() - started < round_s / 5:
+        fn()
+        calls += 1
+    per_call = (time.perf_counter() - started) / calls
+    return max(1, min(1000, int(round_s / max(per_call, 1e-9))))
+
+
+def _isolated_round(fn: Callable[[], object], calls: int, gc_off: bool) -> np.ndarray:
+    """One round in a fresh process forked for it (``isolate=True``): the heap, caches
+    and garbage the earlier rounds left do not bias it. Fork: ``fn`` need not pickle."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_round_in_child, args=(send, fn, calls, gc_off), daemon=True)
+    child.start()
+    send.close()
+    try:
+        got = receive.recv()
+    except EOFError:
+        got = None
+    finally:
+        child.join()
+        receive.close()
+    if not isinstance(got, bytes):
+        raise RuntimeError(
+            f"assay.measure(isolate=True): the round's process ended without a result "
+            f"(exit status {child.exitcode}): {got if isinstance(got, str) else 'no output'}"
+        )
+    return np.frombuffer(got, dtype=np.float64).copy()
+
+
+def _round_in_child(send: Any, fn: Callable[[], object], calls: int, gc_off: bool) -> None:
+    try:
+        send.send(_time_calls(fn, calls, gc_off).tobytes())
+    except BaseException as exc:  # the parent says what went wrong
+        send.send(f"{type(exc).__name__}: {exc}")
+    finally:
+        send.close()
 
 
 def timer_overhead(calls: int = 2000) -> float:
@@ -63,7 +127,7 @@ def timer_overhead(calls: int = 2000) -> float:
 def measure(
     fn: Callable[[], object],
     *,
-    calls_per_round: int = 1000,
+    calls_per_round: int | None = None,
     ci_width: float = 0.05,
     confidence: float = 0.95,
     max_rounds: int = 1000,
@@ -72,8 +136,18 @@ def measure(
     warmup_removal: Literal["edm", "edm-pilot", "none"] = "edm",
     subtract_timer_overhead: bool = False,
     progress: bool | TextIO = False,
+    gc_off: bool = True,
+    isolate: bool = False,
 ) -> PIResult:
     """Measure the mean time per call of ``fn`` to the requested relative CI width.
+
+    ``calls_per_round`` (None: chosen so that a round takes about :data:`ROUND_S`, as
+    pyperf calibrates its loops; :func:`calls_for_round`). The garbage collector is off
+    while calls are timed (``gc_off``, as :mod:`timeit` does) and collects between
+    rounds; ``isolate=True`` runs each round in a fresh forked process, so that one
+    round's heap does not bias the next (and a benchmark's state cannot leak between
+    rounds), at the cost of a fork per round. ``result.extra`` records
+    ``calls_per_round``, ``gc_off`` and ``isolate`` (1.0 or 0.0).
 
     The timer's own cost (timing a no-op) is reported in ``result.extra['timer_overhead_s']``;
     with ``subtract_timer_overhead=True`` it is subtracted from every unit reading.
@@ -89,6 +163,8 @@ def measure(
     >>> r.met, [w.category.__name__ for w in seen]
     (False, ['TargetNotMetWarning'])
     """
+    if calls_per_round is None:
+        calls_per_round = calls_for_round(fn)
     if calls_per_round < 1:
         raise ValueError(f"calls_per_round must be >= 1, got {calls_per_round}")
     stop = StopSpec(
@@ -123,7 +199,12 @@ def measure(
         if decision.done:
             break
         t0 = time.perf_counter()
-        units = _time_calls(fn, calls_per_round)
+        if isolate:
+            units = _isolated_round(fn, calls_per_round, gc_off)
+        else:
+            units = _time_calls(fn, calls_per_round, gc_off)
+            if gc_off:
+                gc.collect()  # the garbage of the round, collected outside the timing
         duration = time.perf_counter() - t0
         if subtract_timer_overhead:
             units = np.maximum(units - overhead, 0.0)
@@ -142,5 +223,12 @@ def measure(
     return replace(
         result,
         note=(result.note + "; " if result.note else "") + decision.reason,
-        extra={**result.extra, "timer_overhead_s": overhead, "rounds": float(len(rounds))},
+        extra={
+            **result.extra,
+            "timer_overhead_s": overhead,
+            "rounds": float(len(rounds)),
+            "calls_per_round": float(calls_per_round),
+            "gc_off": float(gc_off),
+            "isolate": float(isolate),
+        },
     )

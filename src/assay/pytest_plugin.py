@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 import os
-import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,8 +40,6 @@ if TYPE_CHECKING:
 
 #: where the stored studies come from (the source named in their errors)
 STUDY_KIND = "assay_benchmark"
-#: a round's target length: calls per round are chosen to take about this long
-ROUND_S = 0.05
 
 
 def _share(text: str) -> float:
@@ -175,7 +172,6 @@ class Benchmark:
             warnings.simplefilter("ignore", TargetNotMetWarning)
             self.result = measure(
                 call,
-                calls_per_round=_calls_per_round(call),
                 ci_width=self._state.ci_width,
                 max_time=self._state.max_time,
             )
@@ -188,16 +184,6 @@ def assay_benchmark(request: pytest.FixtureRequest) -> Benchmark:
     """Measure ``fn(*args, **kwargs)`` until its CI is as narrow as ``--assay-ci-width``
     asks: ``assay_benchmark(fn, *args, **kwargs)``."""
     return Benchmark(request.config.stash[_KEY], request.node.nodeid)
-
-
-def _calls_per_round(call: Callable[[], object]) -> int:
-    """Calls per round so that a round takes about :data:`ROUND_S` (1 to 1000)."""
-    calls, started = 0, time.perf_counter()
-    while calls < 1000 and time.perf_counter() - started < ROUND_S / 5:
-        call()
-        calls += 1
-    per_call = (time.perf_counter() - started) / calls
-    return max(1, min(1000, int(ROUND_S / max(per_call, 1e-9))))
 
 
 def _record(state: AssayBench, nodeid: str, result: PIResult) -> Measured:
