@@ -229,6 +229,28 @@ def test_report_writes_the_html_report(tmp_path: Path, store: Path) -> None:
     assert "reported" in text
 
 
+def _work() -> int:
+    return sum(range(200))
+
+
+def test_run_a_python_callable_in_process(tmp_path: Path, store: Path) -> None:
+    # #39: "Commands and Python callables both accepted"
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a short budget may miss the target: no matter
+        r = assay.run(_work, store=store, max_time=1.0, calls_per_round=50)
+    assert r.kind == "run" and r.study.endswith("test_public_api._work")
+    (pi,) = r.to_dict()["pis"]
+    assert pi["name"] == "time_per_call" and pi["n_raw"] > 0
+    assert "measured in process" in r.to_dict()["reason"]
+    assert "time_per_call" in r.summary()
+    loaded = assay.load(store, r.study)  # the store keeps it, as the plugin's results
+    assert loaded.to_dict()["pis"][0]["mean"] == pytest.approx(pi["mean"])
+    assert "time_per_call" in r.report(tmp_path / "r.html").read_text()
+    assert r.trials_dataframe().empty  # no trials: the calls were timed in process
+
+
 # -- compare
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,7 +113,7 @@ class Result:
 
 
 def run(
-    command_or_spec: Command | StudyLike,
+    command_or_spec: Command | StudyLike | Callable[[], object],
     *,
     ci_width: float | None = None,
     confidence: float | None = None,
@@ -125,14 +125,18 @@ def run(
     shell: bool = False,
     fresh: bool = False,
     measure_overhead: bool = True,
+    calls_per_round: int | None = None,
+    isolate: bool = False,
 ) -> Result:
     """Measure until every CI is as narrow as asked (``assay run``).
 
     ``command_or_spec``: a command (a list of words, or one string without shell
-    syntax: ``shell=True`` runs it with ``/bin/sh -c``), or a study (a path ending in
-    ``.toml``, TOML text, or a dict).  ``ci_width`` and ``confidence`` are shares
-    (``0.05`` for 5%).  A quick study is measured afresh each time (the earlier result
-    stays in the store); a study file resumes, as on the command line.
+    syntax: ``shell=True`` runs it with ``/bin/sh -c``), a study (a path ending in
+    ``.toml``, TOML text, or a dict), or a Python callable taking no arguments, timed in
+    process by :func:`assay.api.measure` (``calls_per_round``, ``isolate``; its study
+    keeps the result, as the pytest plugin's do).  ``ci_width`` and ``confidence`` are
+    shares (``0.05`` for 5%).  A quick study is measured afresh each time (the earlier
+    result stays in the store); a study file resumes, as on the command line.
 
     >>> import tempfile, pathlib
     >>> store = pathlib.Path(tempfile.mkdtemp()) / "run.assay.db"
@@ -141,6 +145,16 @@ def run(
     (3, True)
     """
     stop = _stop(ci_width, confidence, max_time, max_rounds)
+    if callable(command_or_spec) and not isinstance(command_or_spec, str | os.PathLike):
+        return _run_function(
+            command_or_spec,
+            stop,
+            store=store,
+            name=name,
+            quiet=quiet,
+            calls_per_round=calls_per_round,
+            isolate=isolate,
+        )
     if _is_command(command_or_spec):
         from assay.quick import command_words, quick_benchmark, quick_name, quick_study_data
 
@@ -173,6 +187,36 @@ def run(
             )
             result = runner.run()
     return Result("run", spec.study.name, path, result, spec)
+
+
+def _run_function(
+    fn: Callable[[], object],
+    stop: dict[str, Any],
+    *,
+    store: str | os.PathLike[str] | None,
+    name: str | None,
+    quiet: bool,
+    calls_per_round: int | None,
+    isolate: bool,
+) -> Result:
+    """:func:`run` of a callable: measured in process, its result stored as a session."""
+    from assay.api import measure
+    from assay.studies.run import Runner, in_process_spec, record_in_process
+
+    label = f"{getattr(fn, '__module__', None) or '?'}.{getattr(fn, '__qualname__', repr(fn))}"
+    study = name or f"python {label}"
+    spec = in_process_spec(study, ["python", label], f"assay.run({label})")
+    result = measure(
+        fn, calls_per_round=calls_per_round, isolate=isolate, progress=not quiet, **stop
+    )
+    if store is not None:
+        path = Path(store)
+    else:
+        from assay.quick import quick_store_path
+
+        path = quick_store_path()
+    record_in_process(path, spec, result, {"python": label})
+    return Result("run", study, path, Runner(spec, path, monitor=False).stored(), spec)
 
 
 def compare(

@@ -189,32 +189,14 @@ def assay_benchmark(request: pytest.FixtureRequest) -> Benchmark:
 def _record(state: AssayBench, nodeid: str, result: PIResult) -> Measured:
     """Store ``result`` as a new session of the test's study, read the previous one
     and, with ``--assay-compare``, gate it."""
-    from assay.store import Store
+    from assay.studies.run import in_process_spec, record_in_process
 
-    spec = _study_spec(nodeid)
-    with Store(state.store) as store:
-        study_id = store.open_study(nodeid, spec.measurement_hash(), spec.model_dump(mode="json"))
-        done = [s for s in store.study_sessions(study_id) if isinstance(s["result"], dict)]
-        previous = done[-1]["result"] if done else None
-        session = store.start_session(study_id, {"pytest": nodeid})
-        store.end_session(session, result.as_dict())
+    spec = in_process_spec(nodeid, ["pytest", nodeid], f"{STUDY_KIND} {nodeid}")
+    previous = record_in_process(state.store, spec, result, {"pytest": nodeid})
     measured = Measured(nodeid, result, previous)
     if state.compare and previous is not None:
         measured.verdict = _gate(result, previous, state.threshold or 0.0)
     return measured
-
-
-def _study_spec(nodeid: str) -> Any:
-    """What the store keeps as the test's study: a valid study (``assay ls`` and ``assay
-    show`` read it) of the test's mean time per call; its command says where it ran."""
-    from assay.spec import parse_spec_data
-
-    data = {
-        "study": {"name": nodeid},
-        "benchmark": {"command": ["pytest", nodeid]},
-        "pi": [{"name": "time_per_call", "unit": "s", "direction": "lower"}],
-    }
-    return parse_spec_data(data, source=f"{STUDY_KIND} {nodeid}")
 
 
 def _gate(result: PIResult, previous: dict[str, Any], threshold: float) -> GateVerdict:

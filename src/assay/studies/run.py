@@ -150,6 +150,36 @@ def round_data(
     return rounds
 
 
+def in_process_spec(name: str, command: list[str], source: str) -> Spec:
+    """The study a result measured in process is stored as: a valid study (``assay ls``
+    and ``assay show`` read it) of the mean time per call, whose command says where it
+    ran (``["pytest", nodeid]``, ``["python", "module.function"]``)."""
+    from assay.spec import parse_spec_data
+
+    data = {
+        "study": {"name": name},
+        "benchmark": {"command": command},
+        "pi": [{"name": "time_per_call", "unit": "s", "direction": "lower"}],
+    }
+    return parse_spec_data(data, source=source)
+
+
+def record_in_process(
+    store_path: Path, spec: Spec, result: PIResult, environment: dict[str, Any]
+) -> dict[str, Any] | None:
+    """Store ``result`` (:func:`assay.api.measure`'s) as a new session of ``spec``'s
+    study, read back by :func:`in_process_result`; the previous session's result, or
+    None."""
+    with Store(store_path) as store:
+        name = spec.study.name
+        study_id = store.open_study(name, spec.measurement_hash(), spec.model_dump(mode="json"))
+        done = [s for s in store.study_sessions(study_id) if isinstance(s["result"], dict)]
+        previous = done[-1]["result"] if done else None
+        session = store.start_session(study_id, environment)
+        store.end_session(session, result.as_dict())
+    return previous
+
+
 def in_process_result(store: Store, st: OpenStudy) -> tuple[PIResult, Decision] | None:
     """The result a study measured in process stored (the pytest plugin's: one
     :class:`PIResult` per session, no trials), with a decision saying so; None for a
