@@ -42,6 +42,9 @@ if TYPE_CHECKING:
 
 #: How often the driver looks at the workers while it waits for a host (s).
 POLL_S = 0.1
+#: Polls in a row a worker must be missing from the scheduler before it counts as gone:
+#: a healthy cluster's scheduler_info() listed no worker in 1 of 9,907 calls (#41).
+GONE_CHECKS = 5
 #: How long a trial waits for a host's worker to come back (a nanny restarts a killed one).
 REJOIN_S = 30.0
 #: Beyond the study's timeout, how long a host's part may take (start-up, the watch).
@@ -358,6 +361,7 @@ class RoleExecutor(DaskExecutor):
         task raised, or that ran past ``limit_s``; ``until(timeout)`` (which may wait that
         long for its condition) ends the wait early when true."""
         out: dict[HostSlot, Any] = {}
+        missing: dict[HostSlot, int] = {}  # polls in a row without the slot's worker
         deadline = time.monotonic() + limit_s
         while len(out) < len(futures):
             if until is not None and until(0.0):
@@ -365,6 +369,8 @@ class RoleExecutor(DaskExecutor):
                 self.client.cancel([f for s, f in futures.items() if isinstance(out.get(s), _Lost)])  # type: ignore[no-untyped-call]
                 return out
             present = set(self.client.scheduler_info()["workers"])
+            for slot in [s for s in missing if addresses[s] in present]:
+                del missing[slot]  # back in the next poll: it never left
             for slot, fut in futures.items():
                 if slot in out:
                     continue
@@ -374,7 +380,9 @@ class RoleExecutor(DaskExecutor):
                     except Exception as exc:  # the task raised, or the worker was killed
                         out[slot] = _Lost(f"its task failed: {type(exc).__name__}: {exc}")
                 elif addresses[slot] not in present:
-                    out[slot] = _Lost(f"its Dask worker {addresses[slot]} is gone")
+                    missing[slot] = missing.get(slot, 0) + 1
+                    if missing[slot] >= GONE_CHECKS:  # not one poll's blip
+                        out[slot] = _Lost(f"its Dask worker {addresses[slot]} is gone")
                 elif time.monotonic() > deadline:
                     out[slot] = _Lost(f"no answer after {limit_s:g} s")
             pending = [f for s, f in futures.items() if s not in out]
