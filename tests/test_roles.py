@@ -280,6 +280,9 @@ def test_roles_set_up_every_host_and_a_trial_spans_them_all(tmp_path: Path) -> N
     assert code in (0, 5), output
     trials, steps = _stored(study)
     assert len(trials) == 3 and all(t.ok for t in trials)
+    # the measured host as the study file names it, as a failed trial records it (#41:
+    # ok trials recorded the hostname, which clones of one image share)
+    assert {t.host for t in trials} == {"c"}
     # the client saw both servers' setups and the server list in its argv
     assert all(t.readings["t"] == 2.0 for t in trials)
     assert trials[0].argv[-2] == "s0,s1"

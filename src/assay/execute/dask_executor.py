@@ -64,11 +64,32 @@ class BlockResult:
     error: str | None = None
 
 
+def worker_host() -> str:
+    """This host as trials record it on a Dask worker: its name and the worker's address
+    (``vm (10.0.0.2)``): clones of one image share a hostname, and their trials must not
+    collapse into one host (#41). The name alone outside a worker.
+
+    >>> worker_host() == platform.node()  # not in a Dask worker
+    True
+    """
+    from urllib.parse import urlsplit
+
+    try:
+        from distributed import get_worker
+
+        address = get_worker().address
+    except (ImportError, ValueError):
+        return platform.node()
+    ip = urlsplit(address).hostname
+    return f"{platform.node()} ({ip})" if ip else platform.node()
+
+
 def run_block(job: TrialJob, requests: Sequence[TrialRequest], monitor: bool) -> BlockResult:
     """Run trials in order on this worker (each after the job's reset, and before its
     conclude).  A failed reset or conclude ends the block; the trials before it (and
     the one a conclude followed) are kept."""
     watch = _worker_monitor() if monitor else None
+    host = worker_host()
     records: list[TrialRecord] = []
     for request in requests:
         try:
@@ -76,7 +97,9 @@ def run_block(job: TrialJob, requests: Sequence[TrialRequest], monitor: bool) ->
                 run_step(job, job.reset)
             if job.quiet_wait:
                 _worker_gate().before_trial()
-            records.append(run_trial(job, request, watch))
+            record = run_trial(job, request, watch)
+            record.host = host
+            records.append(record)
             if job.conclude is not None:
                 run_step(job, job.conclude)
         except StudyError as exc:
@@ -89,7 +112,8 @@ def _worker_environment() -> dict[str, Any]:
 
     from assay.execute.environment import collect_environment
 
-    return {**collect_environment(), "load_1min": os.getloadavg()[0]}
+    # the host by name and address: clones of one image share a hostname (#41)
+    return {**collect_environment(), "host": worker_host(), "load_1min": os.getloadavg()[0]}
 
 
 def _step_on_worker(job: TrialJob, step: Step) -> str | None:

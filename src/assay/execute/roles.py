@@ -237,6 +237,9 @@ def _measured_part(
     info = host_info()
     started = time.time()
     rec = run_trial(job, request, watch)
+    # the host as the study file names it, as a failed trial records it: hostnames of
+    # cloned machines are often one and the same (#41)
+    rec.host = slot.host
     rec.host_runs.append(
         HostRun(
             "trial",

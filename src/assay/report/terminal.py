@@ -296,11 +296,11 @@ def interference_line(i: Mapping[str, Any] | None, label: str = "") -> str:
 
 
 def executor_line(executor: Mapping[str, Any] | None) -> str:
-    """``ran on a Dask cluster (tcp://...): 2 workers on hosts a (1), b (1)``; "" here.
+    """``ran on a Dask cluster (tcp://...): 2 workers on hosts a ×1, b ×1``; "" here.
 
-    >>> executor_line({"kind": "dask", "scheduler": "tcp://h:1",
-    ...                "workers": {"w1": {"host": "a"}, "w2": {"host": "a"}}})
-    'ran on a Dask cluster (tcp://h:1): 2 workers on host a (2)'
+    >>> executor_line({"kind": "dask", "scheduler": "tcp://h:1", "workers": {
+    ...     "w1": {"host": "vm (10.0.0.2)"}, "w2": {"host": "vm (10.0.0.3)"}}})
+    'ran on a Dask cluster (tcp://h:1): 2 workers on hosts vm (10.0.0.2) ×1, vm (10.0.0.3) ×1'
     """
     if not executor or executor.get("kind") != "dask":
         return ""
@@ -309,7 +309,7 @@ def executor_line(executor: Mapping[str, Any] | None) -> str:
     for env in workers.values():
         host = str(env.get("host", "?")) if isinstance(env, Mapping) else "?"
         hosts[host] = hosts.get(host, 0) + 1
-    named = ", ".join(f"{h} ({n})" for h, n in sorted(hosts.items()))
+    named = ", ".join(f"{h} ×{n}" for h, n in sorted(hosts.items()))
     where = "host" if len(hosts) == 1 else "hosts"
     return (
         f"ran on a Dask cluster ({executor.get('scheduler', '?')}): "
