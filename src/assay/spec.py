@@ -29,6 +29,7 @@ import math
 import os
 import re
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -616,6 +617,41 @@ class Spec(_Model):
                         "the variant's command or env (check the spelling)"
                     )
             _check_placeholders(where, templated, known | set(v.params))
+            self._refuse_once_only(where, v.params)
+
+    def _once_steps(self) -> dict[str, str]:
+        """Each placeholder of the steps rendered once per study with [params] alone
+        ([benchmark] setup, reset, conclude, teardown; every [benchmark.roles] step),
+        with the first step that uses it."""
+        roles = self.cluster.roles if self.cluster else None
+        steps = [
+            (f"[benchmark] {step}", getattr(self.benchmark, step) or [])
+            for step in ("setup", "reset", "conclude", "teardown")
+        ]
+        steps += [
+            (f"[{where.rsplit('.', 1)[0]}] {where.rsplit('.', 1)[1]}", argv)
+            for where, argv in check_role_steps(self.benchmark.roles, roles)
+        ]
+        out: dict[str, str] = {}
+        for where, argv in steps:
+            for part in argv:
+                for name in placeholders(part):
+                    out.setdefault(name, where)
+        return out
+
+    def _refuse_once_only(self, where: str, values: Mapping[str, Any]) -> None:
+        """A variant's (or test's) value of a parameter that a once-per-study step uses
+        would be dropped: the step runs with [params] for every trial (#42: a server's
+        io_threads = 4 variant ran with io-threads 1, and the report ranked it best)."""
+        once = self._once_steps()
+        for key in values:
+            if key in once:
+                raise ValueError(
+                    f"{where}.params.{key}: {once[key]} uses '{{{key}}}', and it runs once per "
+                    f"study with [params] (here {key} = {self.params.get(key)!r}), so every "
+                    "trial would run with that value, not this one; compare such settings "
+                    "as separate studies, or move the setting into the measured command"
+                )
 
     def _check_knobs(self, known: set[str]) -> None:
         if not self.knob_specs:
@@ -700,6 +736,7 @@ class Spec(_Model):
                         "the test's command or env (check the spelling)"
                     )
             _check_placeholders(where, templated, known | set(t.params))
+            self._refuse_once_only(where, t.params)
 
     def variant_params(self, variant: VariantSpec) -> dict[str, Scalar]:
         """The parameter values of one variant: its params laid over [params]."""

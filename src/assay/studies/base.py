@@ -40,7 +40,7 @@ from assay.execute.trial import Step, TrialJob, TrialRequest
 from assay.rolespec import host_values, measured_role
 from assay.spec import Spec, invalid_fields
 from assay.store import Store, TrialRecord, study_file
-from assay.template import render
+from assay.template import placeholders, render
 
 __all__ = [
     "CONFIG_KEY",
@@ -436,10 +436,15 @@ class Study:
         return str(p)
 
     def _env(
-        self, values: dict[str, object], extra: dict[str, str] | None = None
+        self,
+        values: dict[str, object],
+        extra: dict[str, str] | None = None,
+        only: dict[str, str] | None = None,
     ) -> dict[str, str]:
+        """The environment laid over the host's: [benchmark] env (or ``only`` of it)
+        and ``extra``, rendered with the study's values and ``values``."""
         allv = {**self._host_values(), **self.spec.params, **values}
-        env = {**self.spec.benchmark.env, **(extra or {})}
+        env = {**(self.spec.benchmark.env if only is None else only), **(extra or {})}
         return {k: render(v, allv) for k, v in env.items()}
 
     def _step(self, argv: list[str] | None, what: str) -> Step | None:
@@ -448,7 +453,14 @@ class Study:
             return None
         values = {**self._host_values(), **self.spec.params}
         rendered = render_argv(argv, values, shell=self.spec.benchmark.shell)
-        return Step(what, tuple(rendered), " ".join(argv), self._env({}))
+        # an env entry that needs a trial's value (a swept one) is the trials' alone: a
+        # step runs once, with [params] (#42: a swept {x} in env crashed with a KeyError)
+        env = {
+            k: v
+            for k, v in self.spec.benchmark.env.items()
+            if set(placeholders(v)) <= set(values)
+        }
+        return Step(what, tuple(rendered), " ".join(argv), self._env({}, only=env))
 
     @functools.cached_property
     def job(self) -> TrialJob:
