@@ -126,3 +126,33 @@ def test_hosts_that_rank_the_variants_differently_are_named() -> None:
     # one host, or hosts that agree: nothing to say
     assert host_comparisons(spec, spec.pis[0], [t for t in trials if t.host == "a"]) == {}
     assert host_disagreement({"a": by_host["a"], "c": by_host["a"]}) is None
+
+
+# --- a sweep: hosts compared within settings (#41) ------------------------------------
+
+
+def _sweep_trials(slow: float, seed: int = 0) -> list[TrialRecord]:
+    """Settings x = 1..6 (each 10x the last), 4 repetitions each, alternating hosts a and
+    b; b's readings ``slow`` times a's; noise 5%."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for x in range(1, 7):
+        for r in range(4):
+            host = "a" if r % 2 == 0 else "b"
+            v = 10.0**x * (slow if host == "b" else 1.0) * float(rng.lognormal(0, 0.05))
+            t = TrialRecord(seq=len(out), status="ok", host=host, readings={"t": v})
+            t.setting = {"x": x}
+            out.append(t)
+    return out
+
+
+def test_a_slow_host_in_a_sweep_is_named_and_the_settings_are_not_taken_for_it() -> None:
+    from assay.studies.base import setting_host_warnings
+
+    (warning,) = setting_host_warnings(_spec(), _sweep_trials(7.7), ["x"])
+    assert "the hosts give different results for the same settings" in warning
+    assert "hosts a, b" in warning
+    # settings 10^x apart, hosts alike: no warning (raw readings by host would differ
+    # by chance of which settings each host got, not here: each host has every setting)
+    assert setting_host_warnings(_spec(), _sweep_trials(1.0), ["x"]) == []
+    assert setting_host_warnings(_spec(), _sweep_trials(7.7)[::2], ["x"]) == []  # one host

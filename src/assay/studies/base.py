@@ -60,6 +60,7 @@ __all__ = [
     "find_stored",
     "host_warnings",
     "open_stored",
+    "setting_host_warnings",
     "stderr_warning",
     "trial_failures",
     "watch_report",
@@ -385,6 +386,48 @@ def host_warnings(spec: Spec, trials: Sequence[TrialRecord], label: str = "") ->
     return out
 
 
+def setting_host_warnings(
+    spec: Spec, trials: Sequence[TrialRecord], params: Sequence[str]
+) -> list[str]:
+    """:func:`host_warnings` for a design whose trials differ by setting (a sweep): the
+    hosts are compared on each reading's departure from its setting's mean (on the log
+    scale for positive readings), so that the settings' own differences are not taken
+    for the hosts' (#41: one host 7.7x slower, and the sweep said nothing)."""
+    ok = [t for t in trials if t.ok]
+    if len({t.host for t in ok}) < 2:
+        return []
+    import math
+
+    from assay.stats.hosts import host_effect
+
+    out = []
+    for pi in spec.pis:
+        by_setting: dict[tuple[str, ...], list[TrialRecord]] = {}
+        for t in ok:
+            if pi.name in t.readings and math.isfinite(t.readings[pi.name]):
+                key = tuple(repr(t.setting.get(p)) for p in params)
+                by_setting.setdefault(key, []).append(t)
+        positive = all(t.readings[pi.name] > 0 for ts in by_setting.values() for t in ts)
+        groups: dict[str, list[float]] = {}
+        for ts in by_setting.values():
+            if len({t.host for t in ts}) < 2:
+                continue  # one host measured this setting: nothing to compare within it
+            ys = [math.log(t.readings[pi.name]) if positive else t.readings[pi.name] for t in ts]
+            mean = sum(ys) / len(ys)
+            for t, y in zip(ts, ys, strict=True):
+                groups.setdefault(t.host, []).append(y - mean)
+        effect = host_effect(groups)
+        if effect is not None and effect.p_value < HOST_ALPHA:
+            out.append(
+                f"{pi.name}: the hosts give different results for the same settings "
+                f"(Kruskal-Wallis on each reading's departure from its setting's mean, p = "
+                f"{effect.p_value:.2g}, hosts {', '.join(effect.hosts)}): the sweep mixes "
+                "machines, so its effects may be the hosts'; require identical hosts or "
+                "sweep per host"
+            )
+    return out
+
+
 class Study:
     """One study in its store, its trials run by an executor (local by default).
 
@@ -456,9 +499,7 @@ class Study:
         # an env entry that needs a trial's value (a swept one) is the trials' alone: a
         # step runs once, with [params] (#42: a swept {x} in env crashed with a KeyError)
         env = {
-            k: v
-            for k, v in self.spec.benchmark.env.items()
-            if set(placeholders(v)) <= set(values)
+            k: v for k, v in self.spec.benchmark.env.items() if set(placeholders(v)) <= set(values)
         }
         return Step(what, tuple(rendered), " ".join(argv), self._env({}, only=env))
 

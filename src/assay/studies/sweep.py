@@ -49,6 +49,7 @@ from assay.studies.base import (
     bookkeeping_median,
     bookkeeping_per_trial,
     open_stored,
+    setting_host_warnings,
     trial_failures,
     watch_report,
 )
@@ -499,6 +500,7 @@ class SweepRunner:
                 f"the model did not reach R² ≥ {self.sweep.r2:g} on every validation split: "
                 "its significant parameters and important points are not reliable"
             )
+        warnings.extend(setting_host_warnings(self.spec, trials, self.params))
         watch, resources = watch_report(self.spec, trials)
         warnings.extend(watch)
         return SweepResult(
