@@ -19,7 +19,6 @@ import pytest
 from click.testing import CliRunner, Result
 
 from assay.cli import main
-from assay.cli.compare import FROM_FORMATS
 from assay.importers.results import (
     FORMATS,
     ResultFileError,
@@ -473,7 +472,9 @@ def test_compare_json_round_trip_reproduces_the_ranking(tmp_path: Path) -> None:
 
 
 def test_format_forces_the_reader(tmp_path: Path) -> None:
-    assert FROM_FORMATS == FORMATS
+    from assay.importers import RESULT_FORMATS
+
+    assert RESULT_FORMATS == FORMATS
     # a Google Benchmark file without its context object reads as pyperf ...
     doc = _google({"BM_A": _noisy(10.0, 5, 13), "BM_B": _noisy(20.0, 5, 14)})
     del doc["context"]

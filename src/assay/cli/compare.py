@@ -47,6 +47,7 @@ from assay.cli.hyperfine import (
 from assay.cli.outputs import check_outputs, report_console
 from assay.cli.sections import SectionedCommand
 from assay.errors import SpecError
+from assay.importers import RESULT_FORMATS
 from assay.quick import quick_benchmark, quick_study_data
 
 if TYPE_CHECKING:
@@ -54,16 +55,6 @@ if TYPE_CHECKING:
 
 # assay.designs.compare.SEQUENTIAL_RULES, not imported: the CLI starts without NumPy
 SEQUENTIAL_CHOICES = ("always-valid", "looks", "every-cycle")
-# assay.importers.results.FORMATS, not imported (NumPy), for the same reason
-FROM_FORMATS = (
-    "hyperfine",
-    "pyperf",
-    "assay",
-    "google-benchmark",
-    "go",
-    "criterion",
-    "pytest-benchmark",
-)
 
 COMPARE_FILE_HELP = """
 \b
@@ -197,7 +188,7 @@ def _compare_spec(target: tuple[str, ...], opts: dict[str, Any]) -> tuple[Spec, 
 @click.option(
     "--format",
     "from_format",
-    type=click.Choice(FROM_FORMATS),
+    type=click.Choice(RESULT_FORMATS),
     help="With --from: read the files as this format (default: detected from each file).",
 )
 @click.option("--name", multiple=True, help="Quick mode: name the variants, once per command.")

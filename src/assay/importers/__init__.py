@@ -1,5 +1,24 @@
-"""Results measured elsewhere, read for Assay's analyses: hyperfine, pyperf and Assay
-JSON (``compare --from``), and the CSV files of ``order``, ``sweep`` and ``knobs --from``.
+"""Results measured elsewhere, read for Assay's analyses: hyperfine, pyperf, Google
+Benchmark, Go, criterion.rs, pytest-benchmark and Assay files (``compare --from``), and
+the CSV files of ``order``, ``sweep`` and ``knobs --from``.
 
 Every reader names the file, the line or field, and what was expected when it refuses.
 """
+
+from typing import Literal
+
+ResultFormat = Literal[
+    "hyperfine", "pyperf", "assay", "google-benchmark", "go", "criterion", "pytest-benchmark"
+]
+
+#: The formats ``compare --from`` reads (``--format`` names one); here, not in
+#: :mod:`assay.importers.results`, so that the command line lists them without NumPy.
+RESULT_FORMATS: tuple[ResultFormat, ...] = (
+    "hyperfine",
+    "pyperf",
+    "assay",
+    "google-benchmark",
+    "go",
+    "criterion",
+    "pytest-benchmark",
+)

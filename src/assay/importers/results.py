@@ -65,7 +65,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from assay.importers import peers
+from assay.importers import RESULT_FORMATS, ResultFormat, peers
 from assay.stats._arrays import too_large_to_analyse
 from assay.stats.compare import SummaryStats, summary_from_ci
 
@@ -83,20 +83,10 @@ __all__ = [
 ]
 
 FloatArray = npt.NDArray[np.float64]
-Format = Literal[
-    "hyperfine", "pyperf", "assay", "google-benchmark", "go", "criterion", "pytest-benchmark"
-]
+Format = ResultFormat
 
 #: The format names ``--format`` takes.
-FORMATS: tuple[Format, ...] = (
-    "hyperfine",
-    "pyperf",
-    "assay",
-    "google-benchmark",
-    "go",
-    "criterion",
-    "pytest-benchmark",
-)
+FORMATS: tuple[Format, ...] = RESULT_FORMATS
 
 #: How messages name the formats of :mod:`assay.importers.peers`.
 PEER_LABELS: dict[str, str] = {
