@@ -361,3 +361,26 @@ def test_report_renders_counts(tmp_path: Path) -> None:
     assert "significant terms:" in res.output and "sample found" in res.output
     assert "terms ≥ 1% of variance:" in res.output
     Console()  # the report module renders through rich; nothing else to set up
+
+
+def test_a_model_too_large_for_memory_is_refused_with_its_size(tmp_path: Path) -> None:
+    """#40: 17 parameters with up to 611 values each, not a grid: the sweep asked NumPy
+    for 51.3 TiB and died with a traceback; now one line with the numbers and the fix."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    rows = ["x,y,z,tput"] + [
+        f"{rng.integers(0, 600)},{rng.integers(0, 600)},{rng.integers(0, 500)},"
+        f"{1000 + rng.normal(0, 5):.3f}"
+        for _ in range(3000)
+    ]
+    data = tmp_path / "scatter.csv"
+    data.write_text("\n".join(rows) + "\n")
+    from click.testing import CliRunner
+
+    from assay.cli import main
+
+    res = CliRunner().invoke(main, ["sweep", "--from", str(data), "--metric", "tput"])
+    assert res.exit_code == 2, res.output
+    assert "the model has" in res.output and "TiB" in res.output
+    assert "assay knobs --from" in res.output and "Traceback" not in res.output

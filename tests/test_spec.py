@@ -127,3 +127,15 @@ def test_hostile_field_values_give_spec_error(fields: dict[str, object], section
         parse_spec_data(data, "h.toml")
     except SpecError as exc:
         assert str(exc).startswith("h.toml")
+
+
+def test_conclude_changes_the_measurement_hash_only_when_given() -> None:
+    from assay.spec import parse_spec_data
+
+    def spec(**bench: object) -> str:
+        data = {"study": {"name": "h"}, "benchmark": {"command": ["prog"], **bench}}
+        return parse_spec_data(data, source="t").measurement_hash()
+
+    # a study file without conclude keeps the hash Assay computed before it existed
+    assert spec() == spec(conclude=None)
+    assert len({spec(), spec(conclude=["stop"]), spec(conclude=["stop", "-9"])}) == 3

@@ -747,9 +747,12 @@ class Spec(_Model):
         payload: dict[str, Any] = {
             # under_test changes what is watched, not what is measured: old hashes stay
             "benchmark": self.benchmark.model_dump(
-                mode="json", exclude={"under_test", "ignore_failure", "build", "roles"}
+                mode="json",
+                exclude={"under_test", "ignore_failure", "build", "roles", "conclude"},
             ),
         }
+        if self.benchmark.conclude is not None:  # only then: older hashes stay as they were
+            payload["benchmark"]["conclude"] = self.benchmark.conclude
         if self.benchmark.roles:  # only then: hashes of one-machine studies stay as they were
             payload["benchmark"]["roles"] = {
                 k: v.model_dump(mode="json") for k, v in self.benchmark.roles.items()

@@ -185,6 +185,50 @@ class Encoder:
 # --------------------------------------------------------------------------- design
 
 
+#: The largest normal-equation matrix (p x p float64) a categorical ANOVA builds.
+MAX_GRAM_BYTES = 2 * 1024**3
+
+
+def check_model_size(
+    cards: Sequence[int], terms: Sequence[tuple[int, ...]], names: Sequence[str]
+) -> None:
+    """``ValueError`` naming the model's size and its largest terms when its p x p normal
+    equations would take more than :data:`MAX_GRAM_BYTES` (#40: 17 parameters with up to
+    611 values each asked for 51.3 TiB and died in NumPy).
+
+    >>> check_model_size([3, 4], [(0,), (1,), (0, 1)], ["a", "b"]) is None
+    True
+    >>> check_model_size([600, 600, 500], [(0,), (1,), (2,), (0, 1), (0, 2), (1, 2)],
+    ...                  ["x", "y", "z"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: the model has 961,701 columns (its normal equations: 6.7 TiB; at most 2 GiB): ...
+    """
+    widths = {t: math.prod(cards[i] for i in t) for t in terms}
+    p = 1 + sum(widths.values())
+    need = 8 * p * p
+    if need <= MAX_GRAM_BYTES:
+        return
+    largest = sorted(widths.items(), key=lambda kv: -kv[1])[:3]
+    said = ", ".join(f"{' × '.join(names[i] for i in t)} ({w:,} columns)" for t, w in largest)
+    many = sorted((c, names[i]) for i, c in enumerate(cards))[::-1][:3]
+    raise ValueError(
+        f"the model has {p:,} columns (its normal equations: {_bytes(need)}; at most "
+        f"{_bytes(MAX_GRAM_BYTES)}): {said}; the parameters with the most values are "
+        + ", ".join(f"{n} ({c:,})" for c, n in many)
+        + ": bin them into fewer values (ranges of a numeric parameter) in the data, or "
+        "rank the parameters with 'assay knobs --from' (a random forest takes any number "
+        "of values)"
+    )
+
+
+def _bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}".replace(".0 ", " ")
+        n /= 1024
+    return f"{n:.1f} PiB"
+
+
 class _Design:
     """Over-parameterised 0/1 design: intercept, one column per level, one per cell."""
 
@@ -612,10 +656,13 @@ class CategoricalAnova:
         return self.fit_codes(self.encoder_.codes(X), yv)
 
     def fit_codes(self, codes: IntArray, y: FloatArray) -> Self:
-        """Fit on level codes from ``self.encoder_`` (set it first); skips re-encoding."""
+        """Fit on level codes from ``self.encoder_`` (set it first); skips re-encoding.
+        A model whose normal equations would not fit in memory is refused with its size
+        (:func:`check_model_size`) before anything is allocated."""
         enc = self.encoder_
         names = enc.names
         terms = _all_terms(len(names), self.interactions)
+        check_model_size(enc.cards, terms, names)
         design = _Design(codes, enc.cards, terms)
         self._mean = float(np.mean(y))
         yc = y - self._mean
