@@ -28,21 +28,32 @@ sha>; 'assay show STORE STUDY@<sha>' reports one), with the revision as a study 
 Both are read together.
 \b
 --run-commits A..B (git's range: reachable from B, not from A; 'A^..B' includes A):
-for each commit, oldest first, a detached worktree in a private temporary folder
-(removed afterwards), [benchmark] build = [argv] run there (a failed build is recorded
-and reported, the next commit goes on), then the study with its cwd in the worktree
-(the same folder of the repository as [benchmark] cwd, else the top). Commits
-measured before are skipped (resumable; failed builds too unless --retry-failed).
+for each commit a detached worktree in a private temporary folder (removed
+afterwards), [benchmark] build = [argv] run there (a failed build is recorded and
+reported, the next commit goes on), then the study with its cwd in the worktree (the
+same folder of the repository as [benchmark] cwd, else the top). Commits measured
+before are skipped (resumable; failed builds too unless --retry-failed).
+\b
+The commits are interleaved: all are built first, then measured in passes; each pass
+visits the commits not done yet in a fresh random order (--order-seed; drawn and
+printed when not given) for a block of rounds each (--block, default the study's
+[stop] min_rounds), until each commit's study meets its stopping rule or spends its
+budget (max_rounds, max_time: per commit). A change in the machine's load then hits
+every commit alike instead of looking like a change in the code. --sequential
+measures one commit after the other, oldest first, each to its end (the old order).
 \b
 Change points: E-Divisive means over the commits' means (Matteson & James 2014) with
 a permutation test of each candidate, bisecting until p > alpha (as MongoDB's CI,
 Daly et al., ICPE 2020); each step with Welch's CI of the difference of the segment
-means. The points are ordered by 'git rev-list --topo-order' when the repository is
-at hand (--repo, else the one measured), else by the time of their first trial.
+means. A step is called worse or better only when its CI excludes 0; a change point
+whose step's CI includes 0 is reported as a possible change (never a regression, not
+counted by --fail-on-change). The points are ordered by 'git rev-list --topo-order'
+when the repository is at hand (--repo, else the one measured), else by the time of
+their first trial.
 \b
 Exit status:
   0    no change point, or change points without --fail-on-change (they are listed)
-  1    --fail-on-change: a change point steps the PI's worse way
+  1    --fail-on-change: a change point steps the PI's worse way (its CI excludes 0)
   2    usage error or bad study file     3  the store, study or repository cannot be read
   4    no commit has a result            130  interrupted (run again to resume)
 """
@@ -84,9 +95,30 @@ Exit status:
 @click.option(
     "--seed", "shuffle_seed", type=int, default=0, show_default=True, help="Seed of the shuffles."
 )
-@click.option("--fail-on-change", is_flag=True, help="Exit 1 when a step goes the worse way.")
+@click.option(
+    "--fail-on-change",
+    is_flag=True,
+    help="Exit 1 when a step goes the worse way (its CI excluding 0).",
+)
 @click.option("--store", type=click.Path(dir_okay=False), help="--run-commits: the store.")
 @click.option("--retry-failed", is_flag=True, help="--run-commits: build failed commits again.")
+@click.option(
+    "--sequential",
+    is_flag=True,
+    help="--run-commits: one commit after the other, each to its end (not interleaved).",
+)
+@click.option(
+    "--block",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="--run-commits: rounds of a commit per visit (default: the study's min_rounds).",
+)
+@click.option(
+    "--order-seed",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="--run-commits: seed of the commits' order in each pass (default: drawn).",
+)
 @click.option(
     "--build-timeout",
     type=click.FloatRange(min=0, min_open=True),
@@ -163,9 +195,36 @@ def _run_commits(args: tuple[str, ...], opts: dict[str, Any], err: Any) -> tuple
     from assay.report.history import render_outcomes
     from assay.studies.history import run_commits
 
+    sequential = bool(opts["sequential"])
+    if sequential and (opts["block"] is not None or opts["order_seed"] is not None):
+        fail(err, "--block and --order-seed order interleaved commits: not with --sequential")
+    seed = opts["order_seed"]
+    if seed is None and not sequential:
+        import secrets
+
+        seed = secrets.randbelow(2**31)
+    block = opts["block"] or spec.stop.min_rounds
+    if not sequential and not opts["quiet"]:
+        err.print(
+            f"interleaved: every commit built first, then measured {block} round(s) at a "
+            f"time in a fresh random order each pass (--order-seed {seed}; --sequential: "
+            "one commit after the other)",
+            style="dim",
+            soft_wrap=True,
+        )
+
     def started(revision: str, i: int, total: int) -> None:
         if not opts["quiet"]:
-            err.print(f"commit {i + 1}/{total}: {revision[:12]}", style="dim")
+            what = "commit" if sequential else "building commit"
+            err.print(f"{what} {i + 1}/{total}: {revision[:12]}", style="dim")
+
+    def visiting(b: Any) -> None:
+        if not opts["quiet"]:
+            err.print(
+                f"pass {b.pass_number}, commit {b.index + 1}/{b.count}: {b.revision[:12]} "
+                f"({b.rounds} round(s) so far)",
+                style="dim",
+            )
 
     def finished(outcome: Any) -> None:
         if not opts["quiet"]:
@@ -181,6 +240,10 @@ def _run_commits(args: tuple[str, ...], opts: dict[str, Any], err: Any) -> tuple
             build_timeout=opts["build_timeout"],
             on_start=started,
             on_commit=finished,
+            sequential=sequential,
+            block=block,
+            seed=seed,
+            on_block=visiting,
             runner_options={
                 "measure_overhead": not opts["no_overhead"],
                 "monitor": not opts["no_monitor"],

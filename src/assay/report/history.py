@@ -54,7 +54,14 @@ def change_lines(c: HistoryChange, unit: str, confidence: float) -> list[str]:
         else "[unbounded]"
     )
     ci = f"[{_signed(c.diff_low, unit)}, {_signed(c.diff_high, unit)}]"
-    way = "worse" if c.worse else "better"
+    # worse / better only when the step's CI excludes 0: E-Divisive's p says the
+    # commits' means moved, not that the step is sure (issue #36)
+    way = {
+        "worse": "worse",
+        "better": "better",
+        "possible": f"possible change, {confidence:.0%} CI of the step includes 0 "
+        "(not a regression)",
+    }[c.verdict]
     suspects = " ".join(s[:SHORT] for s in c.suspects[:8])
     more = f" (+{len(c.suspects) - 8} more)" if len(c.suspects) > 8 else ""
     return [
@@ -62,7 +69,7 @@ def change_lines(c: HistoryChange, unit: str, confidence: float) -> list[str]:
         f"{c.previous[:SHORT]}): {way}",
         f"  step {_signed(c.difference, unit)} ({pct}), {confidence:.0%} CI {ci}, "
         f"relative {rel}; {c.commits_before} commit(s) before, {c.commits_after} after; "
-        f"p = {c.p_value:.3g}",
+        f"change point p = {c.p_value:.3g}",
         f"  commits that may have made it ({len(c.suspects)}): {suspects}{more}",
     ]
 
@@ -80,13 +87,13 @@ def render_history(h: HistoryResult, console: Console) -> None:
         ),
         soft_wrap=True,
     )
-    starts = {c.revision for c in h.changes}
+    starts = {c.revision: "▶" if c.significant else "?" for c in h.changes}
     table = Table(box=None, pad_edge=False, show_edge=False)
     for name, justify in (("", "left"), ("commit", "left"), (h.pi, "right"), ("trials", "right")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     table.add_column("", justify="left")
     for p in h.points:
-        mark = Text("▶", style="yellow bold") if p.revision in starts else Text(" ")
+        mark = Text(starts[p.revision], style="yellow bold") if p.revision in starts else Text(" ")
         table.add_row(
             mark, p.revision[:SHORT], _estimate(p, h.unit), f"{p.ok_trials}/{p.trials}", _state(p)
         )
@@ -101,7 +108,8 @@ def render_history(h: HistoryResult, console: Console) -> None:
         return
     for c in h.changes:
         lines = change_lines(c, h.unit, h.confidence)
-        console.print(lines[0], style="red" if c.worse else "green", soft_wrap=True)
+        style = {"worse": "red", "better": "green"}.get(c.verdict, "yellow")
+        console.print(lines[0], style=style, soft_wrap=True)
         for line in lines[1:]:
             console.print(line, soft_wrap=True)
 

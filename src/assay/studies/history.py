@@ -16,11 +16,15 @@ reads both, from every study of the store named ``STUDY`` or ``STUDY@...``:
 
 Per-commit studies keep each commit's stopping rule and resumption intact (a commit's
 study is an ordinary ``assay run`` study: ``assay show STORE STUDY@abc123def456``
-reports it) and let a rerun skip the commits already measured.
+reports it) and let a rerun skip the commits already measured.  ``run_commits``
+measures them interleaved by default (blocks of rounds, a fresh random order each pass:
+a change of the machine's load between commits would otherwise pass for a change in
+the code, issue #36); each block is a session of the commit's study.
 
 Each revision's point is the study's result on its trials (:func:`assay.studies.run.
 analyse`: Pilot's mean and CI, as ``assay run`` reports it); the change points across
-the points come from :func:`assay.stats.history.e_divisive`.
+the points come from :func:`assay.stats.history.e_divisive`, and a step is a
+regression only when its CI excludes 0 (:func:`find_changes`).
 
 Git is run as argv lists (never a shell); worktrees go to a private temporary folder
 (``mkdtemp``: mode 0700) that is removed afterwards.
@@ -31,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import math
 import re
+import secrets
 import shutil
 import subprocess
 import tempfile
@@ -43,16 +48,19 @@ from assay.errors import StudyError
 from assay.spec import Spec
 from assay.store import ARCHIVED, Store, TrialRecord, is_archived
 from assay.studies.base import OpenStudy, StoredStudy, find_stored, last_lines
-from assay.studies.run import Runner, analyse
+from assay.studies.run import Runner, StudyResult, analyse
 
 __all__ = [
     "BUILD_KEY",
     "REVISION_KEY",
+    "SCHEDULE_KEY",
+    "BlockStart",
     "CommitOutcome",
     "CommitPoint",
     "HistoryChange",
     "HistoryResult",
     "commit_study_name",
+    "find_changes",
     "load_history",
     "run_commits",
 ]
@@ -64,6 +72,9 @@ REVISION_KEY = "history_revision"
 BUILD_KEY = "history_build"
 #: Study value of a per-commit study: the repository it was checked out from.
 REPO_KEY = "history_repo"
+#: Study value of a per-commit study measured interleaved with the others: ``{"seed":
+#: int, "block": int}`` of the last ``--run-commits`` call that measured it.
+SCHEDULE_KEY = "history_schedule"
 
 SHORT = 12  # hex digits of a revision in a per-commit study's name
 GIT_TIMEOUT = 60.0
@@ -156,10 +167,22 @@ class HistoryChange:
     rel_high: float
     commits_before: int
     commits_after: int
-    worse: bool  # the step goes the PI's worse way
+    # the step's CI excludes 0: only then is it a regression (worse) or an improvement;
+    # E-Divisive's p alone is not enough (issue #36: a load change between commits made
+    # a comment-only commit 'worse +49%', CI [-7.7%, +117.9%], p = 0.025)
+    significant: bool
+    worse: bool  # a regression: the step goes the PI's worse way and is significant
+
+    @property
+    def verdict(self) -> str:
+        """``worse``, ``better``, or ``possible`` (a change point whose step's CI
+        includes 0: neither a regression nor an improvement)."""
+        if not self.significant:
+            return "possible"
+        return "worse" if self.worse else "better"
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "verdict": self.verdict}
 
 
 @dataclass
@@ -388,7 +411,6 @@ def load_history(
     :class:`StudyError` (not a run study, an unknown PI, a bad range) or
     :class:`~assay.store.StoreError`.
     """
-    from assay.stats.history import e_divisive, segment_steps
     from assay.studies.stored import NoSuchStudy
 
     notes: list[str] = []
@@ -419,40 +441,23 @@ def load_history(
         raise StudyError(f"--repo {repo}: not a git repository")
     points, listing = _order(points, git, git_range, notes)
     measured = [p for p in points if p.has_result]
-    values = [p.mean for p in measured]
     changes: list[HistoryChange] = []
-    if len(values) < 2 * min_size:
+    if len(measured) < 2 * min_size:
         notes.append(
-            f"{len(values)} commit(s) with a result: change points need at least "
+            f"{len(measured)} commit(s) with a result: change points need at least "
             f"{2 * min_size} (min size {min_size} on each side)"
         )
     else:
-        found = e_divisive(values, alpha, permutations, min_size, seed)
-        steps = segment_steps(values, [c.index for c in found], spec.stop.confidence)
-        for c, s in zip(found, steps, strict=True):
-            after, before = measured[c.index], measured[c.index - 1]
-            w = s.welch
-            worse = w.difference > 0 if pi_spec.direction == "lower" else w.difference < 0
-            changes.append(
-                HistoryChange(
-                    revision=after.revision,
-                    previous=before.revision,
-                    suspects=_suspects(listing, before.revision, after.revision),
-                    p_value=c.p_value,
-                    statistic=c.statistic,
-                    mean_before=s.mean_before,
-                    mean_after=s.mean_after,
-                    difference=w.difference,
-                    diff_low=w.diff_low,
-                    diff_high=w.diff_high,
-                    relative=w.relative,
-                    rel_low=w.rel_low,
-                    rel_high=w.rel_high,
-                    commits_before=s.before[1] - s.before[0],
-                    commits_after=s.after[1] - s.after[0],
-                    worse=bool(worse and w.difference != 0.0),
-                )
-            )
+        changes = find_changes(
+            measured,
+            pi_spec.direction,
+            spec.stop.confidence,
+            listing=listing,
+            alpha=alpha,
+            permutations=permutations,
+            min_size=min_size,
+            seed=seed,
+        )
     return HistoryResult(
         study=study,
         store=str(store_path),
@@ -469,6 +474,57 @@ def load_history(
         min_size=min_size,
         notes=notes,
     )
+
+
+def find_changes(
+    measured: Sequence[CommitPoint],
+    direction: str,
+    confidence: float,
+    *,
+    listing: list[str] | None = None,
+    alpha: float = 0.05,
+    permutations: int = 199,
+    min_size: int = 3,
+    seed: int = 0,
+) -> list[HistoryChange]:
+    """The change points between the means of ``measured`` (commits with a result, in
+    order; ``listing``: git's order of every commit, for the suspects): E-Divisive means
+    with a permutation test at ``alpha``, each step with Welch's CI at ``confidence``.
+    A step is a regression (``worse``) only when it goes ``direction``'s worse way and
+    its CI excludes 0; a change point whose CI includes 0 is only a possible change."""
+    from assay.stats.history import e_divisive, segment_steps
+
+    values = [p.mean for p in measured]
+    found = e_divisive(values, alpha, permutations, min_size, seed)
+    steps = segment_steps(values, [c.index for c in found], confidence)
+    changes: list[HistoryChange] = []
+    for c, s in zip(found, steps, strict=True):
+        after, before = measured[c.index], measured[c.index - 1]
+        w = s.welch
+        up = w.difference > 0 if direction == "lower" else w.difference < 0
+        significant = w.diff_low > 0 or w.diff_high < 0  # NaN bounds: not significant
+        changes.append(
+            HistoryChange(
+                revision=after.revision,
+                previous=before.revision,
+                suspects=_suspects(listing, before.revision, after.revision),
+                p_value=c.p_value,
+                statistic=c.statistic,
+                mean_before=s.mean_before,
+                mean_after=s.mean_after,
+                difference=w.difference,
+                diff_low=w.diff_low,
+                diff_high=w.diff_high,
+                relative=w.relative,
+                rel_low=w.rel_low,
+                rel_high=w.rel_high,
+                commits_before=s.before[1] - s.before[0],
+                commits_after=s.after[1] - s.after[0],
+                significant=bool(significant),
+                worse=bool(significant and up and w.difference != 0.0),
+            )
+        )
+    return changes
 
 
 def _suspects(listing: list[str] | None, before: str, after: str) -> list[str]:
@@ -501,18 +557,29 @@ class _CommitRunner(Runner):
     revision, repository and build are recorded as study values."""
 
     def __init__(
-        self, spec: Spec, store_path: Path, cwd: Path, revision: str, repo: Path, **kw: Any
+        self,
+        spec: Spec,
+        store_path: Path,
+        cwd: Path,
+        revision: str,
+        repo: Path,
+        *,
+        schedule: dict[str, Any] | None = None,
+        **kw: Any,
     ) -> None:
         super().__init__(spec, store_path, **kw)
         self.cwd = str(cwd)  # not in the spec: its path changes from run to run
         self.revision = revision
         self.repo = repo
+        self.schedule = schedule  # interleaved: the seed and block of the order
 
     def _open(self, store: Store) -> OpenStudy:
         st = super()._open(store)
         store.set_study_value(st.study_id, REVISION_KEY, self.revision)
         store.set_study_value(st.study_id, REPO_KEY, str(self.repo))
         store.set_study_value(st.study_id, BUILD_KEY, {"ok": True})
+        if self.schedule is not None:
+            store.set_study_value(st.study_id, SCHEDULE_KEY, self.schedule)
         st.environment["git_revision"] = self.revision
         return st
 
@@ -594,20 +661,46 @@ def _record_build(store_path: Path, spec: Spec, revision: str, repo: Path, build
         store.set_study_value(sid, BUILD_KEY, build)
 
 
-def _measured_before(store_path: Path, name: str) -> tuple[bool, dict[str, Any] | None]:
-    """Whether commit study ``name`` is done (its last session ended with trials), and
-    its recorded build."""
+def _measured_before(store_path: Path, name: str) -> tuple[bool, dict[str, Any] | None, int]:
+    """Whether commit study ``name`` is done (its last session ended with trials, and not
+    paused between two blocks of an interleaved run), its recorded build, and how many
+    trials it holds."""
     if not store_path.exists():
-        return False, None
+        return False, None, 0
     with Store(store_path, read_only=True) as store:
         found = store.find_study(name)
         if found is None:
-            return False, None
+            return False, None, 0
         build = store.study_value(found[0], BUILD_KEY)
         sessions = store.study_sessions(found[0])
-        done = bool(sessions) and sessions[-1]["ended"] is not None
         counts = store.trials_by_session(found[0])
-    return done and sum(counts.values()) > 0, build if isinstance(build, dict) else None
+    last = sessions[-1] if sessions else None
+    result = last["result"] if last is not None else None
+    paused = isinstance(result, dict) and result.get("done") is False
+    done = last is not None and last["ended"] is not None and not paused
+    trials = sum(counts.values())
+    return done and trials > 0, build if isinstance(build, dict) else None, trials
+
+
+@dataclass
+class BlockStart:
+    """``--run-commits`` (interleaved): a block of rounds of one commit is starting."""
+
+    pass_number: int  # 1, 2, ...
+    index: int  # the commit's place in this pass (0-based)
+    count: int  # commits in this pass (those not done yet)
+    revision: str
+    rounds: int  # the commit's trials so far
+
+
+@dataclass
+class _Pending:
+    """A built commit of an interleaved run, measured block by block."""
+
+    revision: str
+    spec: Spec
+    cwd: Path
+    rounds: int
 
 
 def run_commits(
@@ -620,12 +713,26 @@ def run_commits(
     on_commit: Callable[[CommitOutcome], None] | None = None,
     on_start: Callable[[str, int, int], None] | None = None,
     runner_options: dict[str, Any] | None = None,
+    sequential: bool = False,
+    block: int | None = None,
+    seed: int | None = None,
+    on_block: Callable[[BlockStart], None] | None = None,
 ) -> list[CommitOutcome]:
-    """Measure every commit of ``git_range`` (oldest first) as its own run study
-    (:func:`commit_spec`): check it out in a private worktree, run ``[benchmark] build``
-    there, then the study with the benchmark in the worktree.  Commits measured before
-    are skipped, as are builds that failed before unless ``retry_failed``; a failed
-    build is recorded and the next commit goes on."""
+    """Measure every commit of ``git_range`` as its own run study (:func:`commit_spec`):
+    check it out in a private worktree, run ``[benchmark] build`` there, then the study
+    with the benchmark in the worktree.  Commits measured before are skipped, as are
+    builds that failed before unless ``retry_failed``; a failed build is recorded and the
+    next commit goes on.  The outcomes come in git's order (oldest first).
+
+    By default the commits are interleaved (:func:`_interleaved`): every commit is built
+    first, then measured in passes, each visiting the commits not done yet in a fresh
+    random order (``seed``; drawn when None) for ``block`` rounds each (default: the
+    study's ``min_rounds``), until each meets its stopping rule or spends its budget;
+    a change of the machine's load then hits every commit alike instead of looking like
+    a change in the code.  ``sequential``: one commit after the other, oldest first,
+    each measured to its end (``on_start`` before each; in interleaved runs, before
+    each build).
+    """
     if spec.benchmark.git_repo is None:
         raise StudyError(
             f"{spec.source_path or 'the study'}: --run-commits needs [benchmark] git_repo "
@@ -637,25 +744,164 @@ def run_commits(
     revisions = rev_list(repo, git_range)
     if not revisions:
         raise StudyError(f"{repo}: no commits in {git_range}")
-    outcomes: list[CommitOutcome] = []
+    outcomes: dict[str, CommitOutcome] = {}
+    todo: list[tuple[int, str, Spec, int]] = []  # (index in the range, revision, spec, trials)
     for i, revision in enumerate(revisions):
         one = commit_spec(spec, revision)
         name = one.study.name
-        done, build = _measured_before(store_path, name)
+        done, build, trials = _measured_before(store_path, name)
         failed_before = build is not None and not build.get("ok", True)
         if done or (failed_before and not retry_failed):
             status = "skipped" if done else "build failed"
             detail = "measured before" if done else "build failed before (--retry-failed)"
-            outcome = CommitOutcome(revision, name, status, detail)
-        else:
+            outcomes[revision] = CommitOutcome(revision, name, status, detail)
+            if on_commit is not None and sequential:
+                on_commit(outcomes[revision])
+        elif sequential:
             if on_start is not None:
                 on_start(revision, i, len(revisions))
-            outcome = _measure_commit(
+            outcomes[revision] = _measure_commit(
                 one, store_path, revision, repo, build_timeout, runner_options
             )
-        outcomes.append(outcome)
+            if on_commit is not None:
+                on_commit(outcomes[revision])
+        else:
+            todo.append((i, revision, one, trials))
+    if not sequential:
+        for o in outcomes.values():  # the skipped ones first, then as they end
+            if on_commit is not None:
+                on_commit(o)
+        options = dict(runner_options or {})
+        schedule = _Schedule(
+            seed=secrets.randbelow(2**31) if seed is None else seed,
+            block=block or spec.stop.min_rounds,
+        )
+        got = _interleaved(
+            todo,
+            store_path,
+            repo,
+            len(revisions),
+            schedule,
+            build_timeout,
+            options,
+            on_start=on_start,
+            on_commit=on_commit,
+            on_block=on_block,
+        )
+        outcomes.update({o.revision: o for o in got})
+    return [outcomes[r] for r in revisions if r in outcomes]
+
+
+@dataclass
+class _Schedule:
+    """The interleaved schedule of a ``--run-commits`` call, recorded in each commit's
+    study (:data:`SCHEDULE_KEY`)."""
+
+    seed: int
+    block: int
+
+    def order(self, revisions: Sequence[str], pass_number: int) -> list[str]:
+        """The commits' order in one pass: a permutation drawn from ``(seed, pass)``."""
+        from assay.designs.compare import cycle_order
+
+        return cycle_order(revisions, self.seed, pass_number)
+
+
+def _build_in(
+    spec: Spec,
+    store_path: Path,
+    revision: str,
+    repo: Path,
+    tree: Path,
+    build_timeout: float,
+) -> CommitOutcome | None:
+    """Build the commit in its worktree; its outcome when the build failed (recorded)."""
+    if not spec.benchmark.build:
+        return None
+    build = _build(list(spec.benchmark.build), tree, build_timeout)
+    if build["ok"]:
+        return None
+    _record_build(store_path, spec, revision, repo, build)
+    why = f"exit status {build['exit_code']}" if build["exit_code"] is not None else ""
+    tail = "; ".join(build["output_tail"][-2:])
+    return CommitOutcome(
+        revision, spec.study.name, "build failed", ", ".join(filter(None, [why, tail]))
+    )
+
+
+def _finished(revision: str, name: str, result: StudyResult, blocks: int = 0) -> CommitOutcome:
+    ok = int(result.trials_by_status.get("ok", 0))
+    if ok == 0:
+        return CommitOutcome(revision, name, "no result", "every trial failed")
+    where = f" in {blocks} block(s)" if blocks else ""
+    return CommitOutcome(revision, name, "measured", f"{result.trials_total} trial(s){where}")
+
+
+def _interleaved(
+    todo: list[tuple[int, str, Spec, int]],
+    store_path: Path,
+    repo: Path,
+    total: int,
+    schedule: _Schedule,
+    build_timeout: float,
+    runner_options: dict[str, Any],
+    *,
+    on_start: Callable[[str, int, int], None] | None,
+    on_commit: Callable[[CommitOutcome], None] | None,
+    on_block: Callable[[BlockStart], None] | None,
+) -> list[CommitOutcome]:
+    """Build every commit of ``todo`` in its own worktree (kept until the end), then
+    measure the built ones in passes of blocks (:func:`run_commits`).  Each block is a
+    session of the commit's own study that ends 'paused' after ``schedule.block`` rounds
+    (:class:`~assay.studies.run.Runner`'s ``max_new_rounds``) unless the study's
+    stopping rule ends it first; every session analyses all of the commit's trials, so
+    the last one's result is the commit's.  An interruption leaves every finished trial
+    stored (the next call resumes each study) and every worktree removed."""
+    outcomes: list[CommitOutcome] = []
+
+    def tell(o: CommitOutcome) -> None:
+        outcomes.append(o)
         if on_commit is not None:
-            on_commit(outcome)
+            on_commit(o)
+
+    with contextlib.ExitStack() as trees:
+        pending: dict[str, _Pending] = {}
+        blocks: dict[str, int] = {}
+        for i, revision, one, trials in todo:
+            if on_start is not None:
+                on_start(revision, i, total)
+            tree = trees.enter_context(_worktree(repo, revision))
+            failed = _build_in(one, store_path, revision, repo, tree, build_timeout)
+            if failed is not None:
+                tell(failed)
+                continue
+            cwd = _worktree_cwd(one, repo, tree)
+            pending[revision] = _Pending(revision, one, cwd, trials)
+            blocks[revision] = 0
+        pass_number = 0
+        while pending:
+            pass_number += 1
+            order = schedule.order(list(pending), pass_number - 1)
+            for k, revision in enumerate(order):
+                c = pending[revision]
+                if on_block is not None:
+                    on_block(BlockStart(pass_number, k, len(order), revision, c.rounds))
+                runner = _CommitRunner(
+                    c.spec,
+                    store_path,
+                    c.cwd,
+                    revision,
+                    repo,
+                    schedule=asdict(schedule),
+                    max_new_rounds=schedule.block,
+                    **runner_options,
+                )
+                result = runner.run()
+                blocks[revision] += 1
+                c.rounds = result.trials_total
+                if result.decision.done:
+                    del pending[revision]
+                    tell(_finished(revision, c.spec.study.name, result, blocks[revision]))
     return outcomes
 
 
@@ -667,21 +913,12 @@ def _measure_commit(
     build_timeout: float,
     runner_options: dict[str, Any] | None,
 ) -> CommitOutcome:
-    name = spec.study.name
+    """``--sequential``: build the commit and measure it to its end."""
     with _worktree(repo, revision) as tree:
-        if spec.benchmark.build:
-            build = _build(list(spec.benchmark.build), tree, build_timeout)
-            if not build["ok"]:
-                _record_build(store_path, spec, revision, repo, build)
-                why = f"exit status {build['exit_code']}" if build["exit_code"] is not None else ""
-                tail = "; ".join(build["output_tail"][-2:])
-                return CommitOutcome(
-                    revision, name, "build failed", ", ".join(filter(None, [why, tail]))
-                )
+        failed = _build_in(spec, store_path, revision, repo, tree, build_timeout)
+        if failed is not None:
+            return failed
         cwd = _worktree_cwd(spec, repo, tree)
         runner = _CommitRunner(spec, store_path, cwd, revision, repo, **(runner_options or {}))
         result = runner.run()
-    ok = int(result.trials_by_status.get("ok", 0))
-    if ok == 0:
-        return CommitOutcome(revision, name, "no result", "every trial failed")
-    return CommitOutcome(revision, name, "measured", f"{result.trials_total} trial(s)")
+    return _finished(revision, spec.study.name, result)

@@ -318,10 +318,14 @@ class Runner(Study):
         store_path: Path,
         *,
         on_progress: Callable[[Progress], None] | None = None,
+        max_new_rounds: int | None = None,
         **options: Unpack[StudyOptions],
     ) -> None:
         super().__init__(spec, store_path, **options)
         self.on_progress = on_progress
+        # at most this many rounds this session (a block of assay history's interleaved
+        # commits): the session then ends 'paused', not done; a later one resumes it
+        self.max_new_rounds = max_new_rounds
 
     def run(self) -> StudyResult:
         leftover = self._stop_leftover()
@@ -349,7 +353,9 @@ class Runner(Study):
         while True:
             n = len(trials)
             decision = None
-            if n < look_at or not pace.due(st.measured_now):
+            # the block's end is analysed: a study done there is known to be done
+            paused = self.max_new_rounds is not None and n - st.resumed >= self.max_new_rounds
+            if not paused and (n < look_at or not pace.due(st.measured_now)):
                 # no analysis due (none can stop the study yet: next_look; or the pace):
                 # the budget and the failures are checked (an analysis decides when they
                 # end the study); the rounds left count down
@@ -386,8 +392,12 @@ class Runner(Study):
                 )
             if decision.done:
                 return decision
+            if paused:
+                return replace(decision, reason=f"paused after {n - st.resumed} round(s)")
             # one round per trial slot of the executor (1 here; a cluster's workers)
             width = max(1, min(self.executor.slots(), spec.stop.max_rounds - len(trials)))
+            if self.max_new_rounds is not None:
+                width = min(width, self.max_new_rounds - (n - st.resumed))
             batch = []
             for i in range(width):
                 values: dict[str, object] = dict(spec.params)
