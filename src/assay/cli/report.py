@@ -6,6 +6,7 @@ Nothing runs: the result is rebuilt from the store as ``assay show`` rebuilds it
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -22,28 +23,48 @@ its CI, n and method, the warnings, the failed trials (with the end of their std
 and the plots of the study's design, as inline SVG.  It needs no network: open it
 anywhere, attach it to a ticket.
 
+A site (-o DIR/, or -o naming a folder, or several stores): every argument is a store;
+DIR/index.html lists every study of every store (kind, PI, answer, when it last ran,
+host), newest first, with the benchmarks measured across commits (assay history data)
+and their regressions first; each study gets its page (the single-study page), each
+benchmark across commits a page plotting each commit's mean and CI with the change
+points marked.  No script, no network.  A study that cannot be analysed is listed
+without a page.  Running it again updates the site: it removes only the pages it wrote
+before (DIR/.assay-site.json lists them), nothing else in DIR.
+
 \b
 Exit status (not the study's: use assay show for that):
   0  written   2  usage error, no such store or study   3  the store cannot be read
-  4  the stored data cannot be analysed
+  4  the stored data cannot be analysed (one page; a site lists the study instead)
 """
 
 
 @click.command(cls=SectionedCommand, epilog=REPORT_HELP)
-@click.argument("store", type=click.Path(dir_okay=False))
-@click.argument("study", required=False)
+@click.argument("args", nargs=-1, required=True, metavar="STORE [STUDY] | STORE...")
 @click.option("-o", "--output", "html_out", metavar="PATH", required=True,
-              help="The HTML file to write ('-' = stdout).")  # fmt: skip
+              help="The HTML file to write ('-' = stdout); a folder (ending in '/', or one "
+              "that exists): a site of every study of every STORE.")  # fmt: skip
 @click.option("--plots", "plots_dir", metavar="DIR",
-              help="Also write each plot as DIR/NAME.png and DIR/NAME.svg.")  # fmt: skip
-def report(store: str, study: str | None, **opts: Any) -> None:
+              help="Also write each plot as DIR/NAME.png and DIR/NAME.svg (one page "
+              "only).")  # fmt: skip
+def report(args: tuple[str, ...], **opts: Any) -> None:
     """Write a stored study's report as one self-contained HTML file.
+
+    Or, with -o DIR/ (or several stores), a static site of every study of the stores:
+    an index (regressions across commits first) and one page per study.
 
     \b
       assay report results.assay.db -o report.html
       assay report results.assay.db "my study" -o report.html --plots plots/
+      assay report results.assay.db ci.assay.db -o site/
     """
     err = err_console()
+    if _site_mode(args, opts["html_out"]):
+        _site(args, opts, err)
+        return
+    store, study = args[0], (args[1] if len(args) == 2 else None)
+    if Path(store).is_dir():  # as click's Path(dir_okay=False) said it before sites
+        raise click.BadParameter(f"File {store!r} is a directory.", param_hint="'STORE'")
     plots_dir = opts["plots_dir"]
     try:
         check_outputs(opts)
@@ -77,3 +98,54 @@ def _unusable_dir(path: Path) -> str | None:
     if path.exists():
         return "is not a directory"
     return unwritable(path)
+
+
+def _site_mode(args: tuple[str, ...], out: str) -> bool:
+    """A site: -o ends with '/' or names a folder, or more than one store is given (a
+    third argument, or a second that names a file and no study of the first store)."""
+    if out.endswith(("/", os.sep)) or (out != "-" and Path(out).is_dir()):
+        return True
+    if len(args) > 2:
+        return True
+    return len(args) == 2 and Path(args[1]).is_file() and not _has_study(args[0], args[1])
+
+
+def _has_study(store: str, name: str) -> bool:
+    """Whether ``store`` is a store holding a study ``name`` (False if it cannot say)."""
+    from assay.store import Store, StoreError
+
+    try:
+        with Store(Path(store), read_only=True) as db:
+            return db.find_study(name) is not None
+    except (StoreError, OSError):
+        return False
+
+
+def _site(args: tuple[str, ...], opts: dict[str, Any], err: Any) -> None:
+    """``-o DIR/``: every study of every store ``args`` as a static site in DIR."""
+    out = opts["html_out"]
+    if out == "-":
+        fail(err, "-o -: a site of several stores is written to a folder (-o DIR/)")
+    if opts["plots_dir"] is not None:
+        fail(err, "--plots: one study's report only, not with a site (-o DIR/)")
+    folder = Path(out)
+    problem = _unusable_dir(folder) if folder.exists() else unwritable(folder)
+    if problem:
+        fail(err, f"--output {out}: {problem}")
+    from assay.report.site import INDEX, build_site, write_site
+    from assay.studies.catalog import list_studies
+
+    stores = [Path(a) for a in args]
+    for path in stores:  # every store checked before any page is made
+        with stored_study_errors(err, path):
+            list_studies(path)
+    with stored_study_errors(err, stores[0]):
+        site = build_site(stores)
+    folder.mkdir(exist_ok=True)
+    write_site(site, folder)
+    for row in site.rows:
+        if row.problem:
+            err.print(f"note: {row.store}: {row.study}: {row.problem}", soft_wrap=True,
+                      markup=False, style="yellow")  # fmt: skip
+    index = folder / INDEX
+    err.print(f"wrote {index} and {site.studies} pages", soft_wrap=True, markup=False)

@@ -78,14 +78,6 @@ def html_report(
     builds it) with its ``plots`` (see :func:`study_plots`)."""
     doc = result.as_dict()
     parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        # no request may leave the file: nothing but inline styles and data
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-        "style-src 'unsafe-inline'; img-src data:\">",
-        f"<title>{_e(stored.name)}: {_e(stored.kind)} study</title>",
-        f"<style>{_CSS}</style></head><body>",
         f"<h1>{_e(stored.name)}</h1>",
         f'<p class="muted">{_e(stored.kind)} study, reported by Assay {_e(__version__)} '
         "from its store (nothing was run for this report)</p>",
@@ -97,6 +89,23 @@ def html_report(
         _section("Failures", _failures(doc), collapsed=not doc.get("failures")),
         _section("What was run", _what_was_run(stored, result, doc), collapsed=True),
         _section("Resource usage", _resources(doc), collapsed=True),
+    ]
+    return html_document(f"{stored.name}: {stored.kind} study", parts)
+
+
+def html_document(title: str, body: Sequence[str], css: str = "") -> str:
+    """A self-contained page: ``body`` (HTML) under the report's head, with ``css``
+    after the report's own; no request may leave the file (inline styles and data
+    only, said by its Content-Security-Policy)."""
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'; img-src data:\">",
+        f"<title>{_e(title)}</title>",
+        f"<style>{_CSS}{css}</style></head><body>",
+        *body,
         "</body></html>",
     ]
     return "\n".join(parts) + "\n"
