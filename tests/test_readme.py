@@ -131,9 +131,10 @@ def _lexer(text: str) -> Iterator[str]:
     return iter(lex)
 
 
-def readme_commands(text: str | None = None) -> list[Command]:
-    """Every command line of the README's fenced ```sh blocks and ``$`` lines."""
-    lines = (README.read_text(encoding="utf-8") if text is None else text).splitlines()
+def readme_commands(text: str | None = None, path: Path = README) -> list[Command]:
+    """Every command line of a Markdown file's (the README's, by default) fenced ```sh
+    blocks and ``$`` lines; ``text`` instead of the file's, when given."""
+    lines = (path.read_text(encoding="utf-8") if text is None else text).splitlines()
     found: list[Command] = []
     i = 0
     while i < len(lines):
@@ -438,6 +439,11 @@ def test_every_readme_command_is_classified() -> None:
     ids=_ids,
 )
 def test_the_command_parses(command: Command, argv: list[str]) -> None:
+    check_parses(command, argv)
+
+
+def check_parses(command: Command, argv: list[str]) -> None:
+    """click accepts ``assay ARGV`` (and Assay's own checks of quick-mode command lines)."""
     assert argv, f"README line {command.line}: 'assay' alone"
     group = main.make_context("assay", list(argv), resilient_parsing=False)
     name = argv[0]
@@ -462,6 +468,10 @@ def _repo_paths(words: list[str]) -> list[str]:
 def test_the_files_it_names_exist(command: Command) -> None:
     """A repository path an Assay command or a script run by ``sh``/``bash`` names
     exists (a store: the study file that writes it)."""
+    check_files_exist(command)
+
+
+def check_files_exist(command: Command) -> None:
     missing = []
     for words in simple_commands(command.text):
         prog = program_words(words)
@@ -480,7 +490,10 @@ def test_the_files_it_names_exist(command: Command) -> None:
 def test_every_pip_install_line_works_in_a_clone() -> None:
     """``pip install`` lines install the clone (``-e '.[extra]'``), with extras that
     exist: the README is read in a clone, not on PyPI."""
-    text = README.read_text(encoding="utf-8")
+    check_pip_install_lines(README.read_text(encoding="utf-8"))
+
+
+def check_pip_install_lines(text: str) -> None:
     extras = set(
         tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"][
             "optional-dependencies"
@@ -684,11 +697,13 @@ def _check_run(command: Command, run: Run, template: Path, tmp_path: Path, timeo
         assert not problem, f"{problem}\n{said}"
 
 
-def _occurrences(table: dict[str, Run]) -> list[tuple[Command, Run]]:
+def _occurrences(
+    table: dict[str, Run], commands: list[Command] | None = None
+) -> list[tuple[Command, Run]]:
     """Each classified command once (a command shown twice runs once), with its output
-    where one of its occurrences shows it."""
+    where one of its occurrences shows it (of the README's commands, by default)."""
     chosen: dict[str, Command] = {}
-    for c in ASSAY_COMMANDS:
+    for c in ASSAY_COMMANDS if commands is None else commands:
         if c.text in table and (c.text not in chosen or (c.output and not chosen[c.text].output)):
             chosen[c.text] = c
     return [(c, table[c.text]) for c in chosen.values()]
