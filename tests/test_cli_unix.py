@@ -383,8 +383,10 @@ def test_the_quick_study_name_the_readme_shows_is_the_one_assay_gives() -> None:
 
     from assay.cli.common import quick_spec
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    named = set(re.findall(r'"(quick sleep-0-01 [0-9a-f]{8})"', readme))
+    root = Path(__file__).resolve().parent.parent
+    pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    text = "\n".join(p.read_text(encoding="utf-8") for p in pages)
+    named = set(re.findall(r'"(quick sleep-0-01 [0-9a-f]{8})"', text))
     opts = {"shell": False, "timeout": None, "name": None, "store": None}
     spec, _ = quick_spec(("sleep 0.01",), opts, {})
     assert named == {spec.study.name}

@@ -28,20 +28,9 @@ import pytest
 import yaml
 
 from test_readme import (
-    NOT_RUN,
-    RUN,
-    SLOW,
-    Command,
-    Run,
-    _check_run,
-    _occurrences,
     assay_argvs,
-    check_files_exist,
-    check_parses,
     check_pip_install_lines,
-    classified,
     readme_commands,
-    slow_selected,
     template,  # noqa: F401  (the sandbox fixture the commands run in)
 )
 
@@ -244,12 +233,6 @@ COMMANDS = readme_commands(path=GETTING_STARTED)
 ASSAY_COMMANDS = [c for c in COMMANDS if assay_argvs(c.text)]
 
 
-def _ids(value: object) -> str:
-    return (
-        f"getting-started.md:L{value.line}:{value.text[:60]}" if isinstance(value, Command) else "-"
-    )
-
-
 def test_getting_started_has_commands() -> None:
     texts = {c.text for c in ASSAY_COMMANDS}
     assert "assay run examples/run-sqlite-insert.toml" in texts
@@ -259,49 +242,9 @@ def test_getting_started_has_commands() -> None:
     assert any(c.output for c in ASSAY_COMMANDS)
 
 
-def test_every_getting_started_command_is_classified() -> None:
-    """As the README's: in tests/test_readme.py's RUN, SLOW or NOT_RUN."""
-    unclassified = sorted({c.text for c in ASSAY_COMMANDS if classified(c.text) is None})
-    assert not unclassified, "give each a class in tests/test_readme.py: " + "; ".join(unclassified)
-
-
-@pytest.mark.parametrize(
-    ("command", "argv"), [(c, a) for c in ASSAY_COMMANDS for a in assay_argvs(c.text)], ids=_ids
-)
-def test_the_command_parses(command: Command, argv: list[str]) -> None:
-    check_parses(command, argv)
-
-
-@pytest.mark.parametrize("command", COMMANDS, ids=_ids)
-def test_the_files_it_names_exist(command: Command) -> None:
-    check_files_exist(command)
-
-
 def test_every_pip_install_line_works_in_a_clone() -> None:
     check_pip_install_lines(GETTING_STARTED.read_text(encoding="utf-8"))
 
 
-@pytest.mark.parametrize(("command", "run"), _occurrences(RUN, ASSAY_COMMANDS), ids=_ids)
-def test_the_command_runs(command: Command, run: Run, template: Path, tmp_path: Path) -> None:  # noqa: F811
-    _check_run(command, run, template, tmp_path, timeout=120)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(("command", "run"), _occurrences(SLOW, ASSAY_COMMANDS), ids=_ids)
-def test_the_slow_command_runs(
-    command: Command,
-    run: Run,
-    template: Path,  # noqa: F811
-    tmp_path: Path,
-    request: pytest.FixtureRequest,
-) -> None:
-    if not slow_selected(request.config):
-        pytest.skip("minutes on the embedded default: -m slow or ASSAY_SLOW=1")
-    _check_run(command, run, template, tmp_path, timeout=900)
-
-
-def test_not_run_commands_say_why() -> None:
-    """A command of Getting started that is only parse-checked has its reason."""
-    for c in ASSAY_COMMANDS:
-        if c.text in NOT_RUN:
-            assert NOT_RUN[c.text], c.text
+# The pages' commands (parsed, their files, run on the embedded default where quick) are
+# checked with the README's in tests/test_readme.py, which reads every page of docs/.

@@ -107,6 +107,7 @@ class Command:
     line: int
     text: str
     output: tuple[str, ...] | None = None
+    source: str = "README.md"  # the Markdown file, from the repository's root
 
 
 def _clean(text: str) -> str:
@@ -135,6 +136,7 @@ def readme_commands(text: str | None = None, path: Path = README) -> list[Comman
     """Every command line of a Markdown file's (the README's, by default) fenced ```sh
     blocks and ``$`` lines; ``text`` instead of the file's, when given."""
     lines = (path.read_text(encoding="utf-8") if text is None else text).splitlines()
+    source = path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else path.name
     found: list[Command] = []
     i = 0
     while i < len(lines):
@@ -159,14 +161,16 @@ def readme_commands(text: str | None = None, path: Path = README) -> list[Comman
                 joined = _clean(pending + raw)
                 pending = ""
                 if joined:
-                    block.append(Command(first, joined))
+                    block.append(Command(first, joined, source=source))
             # a plain block right after a one-command sh block is that command's output
             nxt = end + 1
             while nxt < len(lines) and not lines[nxt].strip():
                 nxt += 1
             if len(block) == 1 and nxt < len(lines) and lines[nxt].strip() == "```":
                 out_end = next(j for j in range(nxt + 1, len(lines)) if lines[j].strip() == "```")
-                block[0] = Command(block[0].line, block[0].text, tuple(lines[nxt + 1 : out_end]))
+                block[0] = Command(
+                    block[0].line, block[0].text, tuple(lines[nxt + 1 : out_end]), source
+                )
             found += block
         elif lang == "":
             current: Command | None = None
@@ -174,13 +178,13 @@ def readme_commands(text: str | None = None, path: Path = README) -> list[Comman
             for k, raw in enumerate(body):
                 if raw.startswith("$ "):
                     if current is not None:
-                        found.append(Command(current.line, current.text, tuple(output)))
-                    current = Command(start + k + 1, _clean(raw[2:]))
+                        found.append(Command(current.line, current.text, tuple(output), source))
+                    current = Command(start + k + 1, _clean(raw[2:]), source=source)
                     output = []
                 elif current is not None:
                     output.append(raw)
             if current is not None:
-                found.append(Command(current.line, current.text, tuple(output)))
+                found.append(Command(current.line, current.text, tuple(output), source))
         i = end + 1
     return found
 
@@ -220,7 +224,10 @@ def assay_argvs(text: str) -> list[list[str]]:
     return out
 
 
-COMMANDS = readme_commands()
+#: The pages whose commands are checked: the README and every guide (docs/cli.md is
+#: generated from --help and holds no examples to run).
+PAGES = [README, *sorted(p for p in (REPO / "docs").glob("*.md") if p.name != "cli.md")]
+COMMANDS = [c for page in PAGES for c in readme_commands(path=page)]
 ASSAY_COMMANDS = [c for c in COMMANDS if assay_argvs(c.text)]
 
 
@@ -401,7 +408,7 @@ def classified(text: str) -> str | None:
 
 
 def _cid(c: Command) -> str:
-    return f"L{c.line}:{c.text[:70]}"
+    return f"{c.source}:L{c.line}:{c.text[:70]}"
 
 
 def _ids(value: object) -> str:
@@ -430,7 +437,7 @@ def test_every_readme_command_is_classified() -> None:
     twice = sorted(t for t in texts if sum(t in table for table in (RUN, SLOW, NOT_RUN)) > 1)
     assert not twice, twice
     stale = sorted(t for table in (RUN, SLOW, NOT_RUN) for t in table if t not in texts)
-    assert not stale, "classified commands that are no longer in README.md: " + "; ".join(stale)
+    assert not stale, "classified commands in neither README.md nor docs/: " + "; ".join(stale)
 
 
 @pytest.mark.parametrize(
@@ -444,11 +451,11 @@ def test_the_command_parses(command: Command, argv: list[str]) -> None:
 
 def check_parses(command: Command, argv: list[str]) -> None:
     """click accepts ``assay ARGV`` (and Assay's own checks of quick-mode command lines)."""
-    assert argv, f"README line {command.line}: 'assay' alone"
+    assert argv, f"{command.source} line {command.line}: 'assay' alone"
     group = main.make_context("assay", list(argv), resilient_parsing=False)
     name = argv[0]
     sub = main.get_command(group, name)
-    assert sub is not None, f"README line {command.line}: no subcommand {name!r}"
+    assert sub is not None, f"{command.source} line {command.line}: no subcommand {name!r}"
     try:
         ctx = sub.make_context(name, list(argv[1:]), parent=group, resilient_parsing=False)
         with ctx:
@@ -457,7 +464,8 @@ def check_parses(command: Command, argv: list[str]) -> None:
                 refuse_unknown_option(target)
                 hoist_options(target, dict(ctx.params))
     except click.UsageError as exc:
-        pytest.fail(f"README line {command.line}: {command.text}\n  {exc.format_message()}")
+        where = f"{command.source} line {command.line}"
+        pytest.fail(f"{where}: {command.text}\n  {exc.format_message()}")
 
 
 def _repo_paths(words: list[str]) -> list[str]:
@@ -484,7 +492,7 @@ def check_files_exist(command: Command) -> None:
                 p = p.with_name(p.name.removesuffix(".assay.db") + ".toml")
             if not p.exists():
                 missing.append(str(p.relative_to(REPO)))
-    assert not missing, f"README line {command.line}: {command.text}: no {missing}"
+    assert not missing, f"{command.source} line {command.line}: {command.text}: no {missing}"
 
 
 def test_every_pip_install_line_works_in_a_clone() -> None:
@@ -681,7 +689,7 @@ def _check_run(command: Command, run: Run, template: Path, tmp_path: Path, timeo
         assert done.returncode == 0, f"setup {step!r}: {done.returncode}\n{done.stderr[-2000:]}"
     res = _sh(command.text, box, env, timeout=timeout)
     said = (
-        f"README line {command.line}: {command.text}\n"
+        f"{command.source} line {command.line}: {command.text}\n"
         f"stdout:\n{res.stdout[-3000:]}\nstderr:\n{res.stderr[-3000:]}"
     )
     assert res.returncode in run.status, (

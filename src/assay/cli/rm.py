@@ -24,7 +24,7 @@ def rm(studies: tuple[str, ...], store: str | None) -> None:
 
     \b
       assay ls --all                                  (the names, archived ones too)
-      assay rm "quick sleep-0-01 fefca889"
+      assay rm "quick sleep-0-01 039fcda1"
       assay rm --store study.assay.db "my study@archived-20261127T101010-3"
 
     A study that is running is not removed.  Exit status: 0 removed, 2 no such store
