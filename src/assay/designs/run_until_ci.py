@@ -835,7 +835,9 @@ def range_result(pi: PISpec, samples: np.ndarray, res: PIResult, stop: StopSpec)
         return None
     low, mean, high = got
     half = (high - low) / 2
-    rel = half / abs(mean) if mean != 0 else math.inf
+    if not all(math.isfinite(x) for x in (low, mean, high, half)) or mean == 0:
+        return None  # readings near float's limits: their sums overflow
+    rel = half / abs(mean)
     if not rel <= stop.ci_width:
         return None
     return replace(

@@ -96,8 +96,9 @@ def block_range(
         if not bool(np.all(z > 0)):
             return None
         z = 1.0 / z
-    means = np.array([float(b.mean()) for b in np.array_split(z, blocks)])
-    mean = float(z.mean())
+    with np.errstate(over="ignore", invalid="ignore"):  # near float's limits: inf, said
+        means = np.array([float(b.mean()) for b in np.array_split(z, blocks)])
+        mean = float(z.mean())
     if harmonic:
         means, mean = 1.0 / means, 1.0 / mean
     return float(means.min()), mean, float(means.max())
