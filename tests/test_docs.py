@@ -248,3 +248,22 @@ def test_every_pip_install_line_works_in_a_clone() -> None:
 
 # The pages' commands (parsed, their files, run on the embedded default where quick) are
 # checked with the README's in tests/test_readme.py, which reads every page of docs/.
+
+
+def test_the_figures_are_the_projects_own_and_present() -> None:
+    """#43: the docs' figures are made by scripts/gen_docs_figures.py from data in the
+    repository; every one it makes is used by a page, and every one used exists."""
+    import re
+
+    made = set(
+        subprocess.run(
+            [sys.executable, str(ROOT / "scripts" / "gen_docs_figures.py"), "--check"],
+            capture_output=True, text=True, check=True, cwd=ROOT,
+        ).stdout.split()[-1:]
+    )  # fmt: skip
+    assert made == {"present"}
+    used = {
+        m for page in DOCS.glob("*.md") for m in re.findall(r"\]\((img/[^)]+)\)", page.read_text())
+    }
+    on_disk = {f"img/{p.name}" for p in (DOCS / "img").iterdir()}
+    assert used == on_disk and used

@@ -651,7 +651,7 @@ def _ranking(result: Any, trials: Sequence[TrialRecord], path: Path) -> None:
             err = [[mean - low], [high - mean]] if bounded else None
             ax.errorbar([mean], [y], xerr=err, fmt="o", capsize=5, color="tab:blue", mfc=face)
         ax.set_yticks(list(ys))
-        ax.set_yticklabels([str(v.get("variant")) for v in rows], parse_math=False)
+        ax.set_yticklabels(_labels([v.get("variant") for v in rows]), parse_math=False)
         ax.set_ylim(-0.7, len(rows) - 0.3)
         ax.set_xlabel(f"{c['pi']}{_unit(c['unit'])}, {stat} with {c['confidence']:.0%} CI",
                       parse_math=False)  # fmt: skip
@@ -659,6 +659,58 @@ def _ranking(result: Any, trials: Sequence[TrialRecord], path: Path) -> None:
         ax.set_title(f"{c['pi']}: {c['direction']} is better, best on top{note}",
                      parse_math=False, fontsize=10)  # fmt: skip
     _save(fig, path)
+
+
+#: Characters of a variant's name a plot shows (a long command line is cut in its middle:
+#: the axis would crowd out the plot; the tables above have the whole name).
+LABEL_CHARS = 40
+
+
+def _label(name: object, width: int = LABEL_CHARS) -> str:
+    """A name as a plot's label: whole when short, else its start and end around "…".
+
+    >>> _label("sqlite3 db 'PRAGMA synchronous=FULL; INSERT INTO t VALUES (1, 1000);'", 24)
+    "sqlite3 db … (1, 1000);'"
+    """
+    text = str(name)
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
+
+
+def _shared_start(texts: Sequence[str]) -> str:
+    """The characters every text starts with (the lowest and highest share them all)."""
+    first, last = min(texts), max(texts)
+    n = 0
+    while n < min(len(first), len(last)) and first[n] == last[n]:
+        n += 1
+    return first[:n]
+
+
+def _labels(names: Sequence[object], width: int = LABEL_CHARS) -> list[str]:
+    """Plot labels for names that may be long and alike (command lines that differ in
+    one word): what they share at the start and the end is left out ("…"), at word
+    boundaries, so that the labels keep what tells them apart.
+
+    >>> _labels(["sqlite3 /tmp/b.db 'PRAGMA synchronous=OFF; SELECT count(*) FROM t;'",
+    ...          "sqlite3 /tmp/b.db 'PRAGMA synchronous=FULL; SELECT count(*) FROM t;'"])
+    ['…synchronous=OFF;…', '…synchronous=FULL;…']
+    >>> _labels(["a", "b"])
+    ['a', 'b']
+    """
+    texts = [str(n) for n in names]
+    if len(texts) < 2 or all(len(t) <= width for t in texts):
+        return [_label(t, width) for t in texts]
+    pre = _shared_start(texts)
+    pre = pre[: pre.rfind(" ") + 1] if " " in pre else ""  # whole words only
+    suf = _shared_start([t[::-1] for t in texts])[::-1]
+    suf = suf[suf.find(" ") :] if " " in suf else ""
+    out = []
+    for t in texts:
+        mid = t[len(pre) : len(t) - len(suf)] if len(pre) + len(suf) < len(t) else t
+        out.append(("…" if pre and mid != t else "") + mid + ("…" if suf and mid != t else ""))
+    return [_label(o, width) for o in out]
 
 
 def _variant_readings(
@@ -698,7 +750,7 @@ def _samples(result: Any, trials: Sequence[TrialRecord], path: Path) -> None:
             ax.errorbar([est], [y], xerr=err, fmt="D", ms=6, capsize=6, color="black",
                         label=shown)  # fmt: skip
         ax.set_yticks(list(range(len(rows))))
-        ax.set_yticklabels([str(v.get("variant")) for v in rows], parse_math=False)
+        ax.set_yticklabels(_labels([v.get("variant") for v in rows]), parse_math=False)
         ax.set_ylim(-0.7, len(rows) - 0.3)
         ax.set_xlabel(f"{c['pi']}{_unit(c['unit'])}", parse_math=False)
         ax.set_title(f"{c['pi']}: readings per variant, best on top", parse_math=False,
@@ -713,10 +765,10 @@ def _compare_readings(result: Any, trials: Sequence[TrialRecord], path: Path) ->
     comps = result.as_dict()["comparisons"]
     fig, axes = _figure(6.5 * min(len(comps), 2), 3.6, max(len(comps), 1))
     for ax, c in zip(axes, comps, strict=False):
-        for v in c["variants"]:
-            pts = _variant_readings(trials, c["pi"], v.get("variant"))
-            ax.plot([s for s, _ in pts], [x for _, x in pts], "o", ms=3,
-                    label=str(v.get("variant")))  # fmt: skip
+        names = [v.get("variant") for v in c["variants"]]
+        for name, shown in zip(names, _labels(names), strict=True):
+            pts = _variant_readings(trials, c["pi"], name)
+            ax.plot([s for s, _ in pts], [x for _, x in pts], "o", ms=3, label=shown)
         ax.set_xlabel("trial number (time order)")
         ax.set_ylabel(f"{c['pi']}{_unit(c['unit'])}", parse_math=False)
         ax.set_title(f"{c['pi']}: readings as measured", parse_math=False, fontsize=10)
