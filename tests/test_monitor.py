@@ -243,10 +243,6 @@ def test_interval_respects_the_budget_given_a_fake_cost() -> None:
 # ------------------------------------------------------------------ real sampling
 
 
-def _busy_machine() -> bool:
-    return max(psutil.cpu_percent(interval=0.3, percpu=True)) > 50
-
-
 def test_cpu_bound_trial_saturates_a_core() -> None:
     mon = ResourceMonitor()
     mon.start()
@@ -260,13 +256,22 @@ def test_cpu_bound_trial_saturates_a_core() -> None:
 
 
 def test_sleep_does_not_warn_about_cpu() -> None:
-    if _busy_machine():
-        pytest.skip("another process keeps a core busy: the CPU watch would see it")
+    # a sleep uses no CPU: a busy CPU during it is other processes' (the CI's own
+    # neighbours), and the warning must say so rather than blame the benchmark; no
+    # assertion may rest on how busy the machine was (#36)
+    from assay.execute.monitor import others_cores
+
     mon = ResourceMonitor()
     mon.start()
-    run_command(["sleep", "0.4"], timeout=30)
+    res = run_command(["sleep", "0.4"], timeout=30)
     got = mon.stop()
-    assert not any("cpu" in w for w in bottleneck_warnings([got.summary], under_test=None))
+    own = (res.cpu_user or 0.0) + (res.cpu_system or 0.0)
+    others = others_cores(got.summary, own)
+    warned = [w for w in bottleneck_warnings([got.summary], None, others=[others]) if "cpu" in w]
+    if others < 0.05:  # quiet during the sleep (measured in the same window, not assumed)
+        assert not warned
+    elif others >= 0.5:  # busy: the warning says whose CPU it was
+        assert all("busy with them" in w for w in warned), warned
 
 
 # ------------------------------------------------------------------ spec, store, runner
