@@ -65,7 +65,7 @@ def one_run(study: Path, mode: str, seed: int, work: Path) -> dict[str, Any]:
     out = folder / "result.json"
     noisy = None
     if mode != "quiet":
-        noisy = multiprocessing.Process(target=neighbour, args=(seed,), daemon=True)
+        noisy = multiprocessing.Process(target=neighbour, args=(seed,))  # has children
         noisy.start()
     t0 = time.monotonic()
     try:
