@@ -2,9 +2,27 @@ from __future__ import annotations
 
 import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+#: Debian's chromium, which the report and docs tests drive through Playwright (never
+#: ``playwright install``: no browser downloads).
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One chromium for the module (root needs --no-sandbox); the tests that use it are
+    skipped where it or Playwright is missing."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        yield b
+        b.close()
 
 
 @pytest.fixture

@@ -20,7 +20,6 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -197,16 +196,6 @@ def test_the_fetch_check_finds_what_it_should() -> None:
 
 def _have_browser() -> bool:
     return CHROMIUM.exists() and importlib.util.find_spec("playwright") is not None
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-        yield b
-        b.close()
 
 
 @pytest.mark.skipif(not _have_browser(), reason="needs /usr/bin/chromium and playwright")

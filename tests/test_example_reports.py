@@ -25,9 +25,7 @@ from assay.execute.trial import Step, TrialJob, TrialRequest
 from assay.spec import Spec, load_spec
 from assay.store import TrialRecord
 from assay.studies.base import study_kind
-from test_report_html import PLOTS, Opened, _report, browser, needs_browser
-
-__all__ = ["browser"]  # the module-scoped chromium fixture, shared
+from test_report_html import PLOTS, Opened, _report, needs_browser
 
 EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.toml"))
 

@@ -13,7 +13,6 @@ import importlib.util
 import os
 import re
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -168,17 +167,6 @@ def test_hostile_strings_are_escaped_and_show_prints_them_as_text(
 
 
 # --- in the browser ------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """One chromium for the module (root needs --no-sandbox)."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-        yield b
-        b.close()
 
 
 class Opened:

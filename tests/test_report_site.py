@@ -18,7 +18,6 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -317,17 +316,6 @@ def test_the_single_file_mode_is_unchanged(
 
 
 # --- in the browser ------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """One chromium for the module (root needs --no-sandbox)."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-        yield b
-        b.close()
 
 
 #: What in the page's tables is cut at its right edge (or makes the page scroll sideways).
