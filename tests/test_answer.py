@@ -104,3 +104,28 @@ def test_terminal_markdown_and_html_say_the_same(
     assert md.read_text().split("\n")[2].startswith("**")  # first paragraph, bold
     page = (tmp_path / "r.html").read_text()
     assert page.index('id="answer"') < page.index("<h2>")  # before any section
+
+
+def test_an_unbounded_interval_reads_the_same_from_the_json() -> None:
+    """JSON keeps no infinity (null): the answer built from a result whose relative CI
+    is unbounded must equal the one built from its --json (the terminal said "[-∞, +∞]",
+    the document "[+∞, +∞]")."""
+    import math
+
+    doc = {
+        "decided": False,
+        "schedule": {"cycles": 6},
+        "comparisons": [{
+            "pi": "wall_time", "direction": "lower", "alpha": 0.01,
+            "variants": [
+                {"variant": "a", "rank": 1},
+                {"variant": "b", "rank": 2, "relative_to_best": 1.087,
+                 "relative_to_best_low": -math.inf, "relative_to_best_high": math.inf},
+            ],
+        }],
+    }  # fmt: skip
+    from assay.report.export import to_json
+
+    said = answer("compare", doc)
+    assert said == answer("compare", json.loads(to_json(doc)))
+    assert "+108.7% (no CI)" in said

@@ -34,6 +34,8 @@ def _num(x: Any) -> float:
 
 
 def _pct(x: float) -> str:
+    if math.isnan(x):
+        return "n/a"
     return f"{x * 100:+.1f}%" if math.isfinite(x) else ("-∞" if x < 0 else "+∞")
 
 
@@ -68,7 +70,11 @@ def _compare(doc: Mapping[str, Any]) -> str:
     for r in rows[1:]:
         rel = _num(r.get("relative_to_best"))
         low, high = _num(r.get("relative_to_best_low")), _num(r.get("relative_to_best_high"))
-        shown = "n/a" if not math.isfinite(rel) else f"{_pct(rel)} [{_pct(low)}, {_pct(high)}]"
+        # an unbounded interval reads the same from the result and from its --json, where
+        # JSON has no infinity (null): "no CI", not a sign the document cannot keep
+        bounded = math.isfinite(low) and math.isfinite(high)
+        ci = f"[{_pct(low)}, {_pct(high)}]" if bounded else "(no CI)"
+        shown = "n/a" if not math.isfinite(rel) else f"{_pct(rel)} {ci}"
         against.append(f"`{r.get('variant')}` {shown}")
     cycles = (doc.get("schedule") or {}).get("cycles")
     how = f"after {cycles} cycles" if cycles else "from the results given"
