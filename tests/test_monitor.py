@@ -634,3 +634,31 @@ def test_a_paced_watch_counts_its_sampling_threads_cpu_in_its_cost() -> None:
         assert watched == 1
     finally:
         m.close()
+
+
+def test_a_paced_watch_keeps_its_whole_cost_within_budget_of_the_time_since_the_first_trial() -> (
+    None
+):
+    """Issue #44: paced per kind by its recent costs, the watch still took 1.0-1.2% of a
+    busy machine's time against its 1% budget (its first, costlier watches).  By this
+    fake clock the first watch's sampling thread spends 2 s: no trial of its kind is
+    watched again before 2 s / 1% = 200 s, whatever the later watches cost; a new kind's
+    first trial still is."""
+    m = ResourceMonitor(interval=0.005, paced=True, budget=0.01, clock=lambda: 0.0)
+    m._first_in_thread = False
+    try:
+        m.start("a")
+        time.sleep(0.03)
+        m._thread_cpu = 2.0  # as if its thread had spent 2 s
+        assert m.stop().series
+        m._skip_until["a"] = 0.0  # as if its recent costs were nothing
+        watched = 0
+        for _ in range(5):
+            m.start("a")
+            time.sleep(0.01)
+            watched += bool(m.stop().series)
+        assert watched == 0
+        m.start("b")
+        assert m.stop().series  # the first of its kind
+    finally:
+        m.close()
