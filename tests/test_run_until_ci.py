@@ -215,3 +215,19 @@ def test_a_harmonic_pi_with_a_reading_of_zero_says_so_and_the_others_are_reporte
     assert np.isfinite(by_name["time"]["mean"]) and "harmonic" not in (
         by_name["time"]["note"] or ""
     )
+
+
+def test_a_pi_wider_than_its_target_says_why_and_how_many_rounds_would_meet_it() -> None:
+    """Issue #45: `true` on a busy machine spent its 1,000 rounds and said only "the
+    target is not met".  The note names the spread and the rounds the target needs at
+    that spread (the half-width shrinks as 1/sqrt(n)); a met PI has no such note."""
+    from assay.designs.run_until_ci import analyze_samples
+
+    rng = np.random.default_rng(7)
+    x = rng.lognormal(0.0, 0.5, 200)
+    wide = analyze_samples(PISpec(name="t"), x, StopSpec(ci_width=0.01), "readings", 200)
+    assert not wide.met and wide.required_raw is not None
+    assert f"±1.0% needs about {wide.required_raw:,} rounds" in wide.note
+    assert "coefficient of variation" in wide.note
+    met = analyze_samples(PISpec(name="t"), x, StopSpec(ci_width=0.5), "readings", 200)
+    assert met.met and "not met" not in met.note

@@ -421,8 +421,57 @@ def analyze_samples(
         rounds_rejected=rejected,
         required_raw=required,
         met=met,
-        note="; ".join(n for n in (_skew_note(skew), positive_note) if n),
+        note="; ".join(
+            n
+            for n in (
+                _skew_note(skew),
+                positive_note,
+                unmet_note(met, rel, stop.ci_width, ci, sub.size, required, rounds_used, samples),
+            )
+            if n
+        ),
         extra={"skewness": skew} if abs(skew) >= SKEW_NOTE else {},
+    )
+
+
+def unmet_note(
+    met: bool,
+    rel: float,
+    target: float,
+    ci: MeanCI,
+    merged: int,
+    required_raw: int | None,
+    rounds_used: int,
+    samples: np.ndarray,
+) -> str:
+    """Why a PI's finite interval is wider than the target, and what would get there
+    (issue #45: `true` on a busy machine spent its 1,000 rounds at ±8% and said only
+    "not met"): the spread of its merged samples, their merging for autocorrelation,
+    and the rounds the target needs at that spread (the half-width shrinks as 1/√n).
+
+    >>> from assay.stats.intervals import t_interval
+    >>> x = np.array([1.0, 3.0] * 10)
+    >>> note = unmet_note(False, 0.22, 0.05, t_interval(x), 1, 400, 20, x)
+    >>> note.split(":")[0], "±5.0% needs about 400 rounds" in note
+    ('not met at ±22.0% on 20 rounds', True)
+    """
+    if met or not math.isfinite(rel) or rel <= target or ci.mean == 0 or rounds_used < 1:
+        return ""
+    cv = ci.std / abs(ci.mean)
+    why = f"the readings spread (coefficient of variation {cv:.0%}"
+    if merged > 1:
+        why += f" of means of {merged} successive readings, merged for their autocorrelation"
+    why += ")"
+    per_round = samples.size / rounds_used if samples.size else 1.0
+    need = ""
+    if required_raw is not None and per_round > 0:
+        rounds = math.ceil(required_raw / per_round)
+        need = f"; at this spread ±{target:.1%} needs about {rounds:,} rounds"
+    return (
+        f"not met at ±{rel:.1%} on {rounds_used} rounds: {why}{need} (the half-width "
+        "shrinks as 1/√n); a quieter machine (other processes' work spreads short "
+        "commands most), the median for a heavy tail (--median, statistic = 'median') or a "
+        "wider --ci-width gets there sooner"
     )
 
 
