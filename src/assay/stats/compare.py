@@ -41,7 +41,12 @@ from assay.stats.autocorr import subsession_interval
 from assay.stats.intervals import MeanCI, _check_confidence, _t_quantile, t_interval
 from assay.stats.mann_whitney import mann_whitney_p
 from assay.stats.rank_shift import RankShift
-from assay.stats.sequential import DEFAULT_SCALES, mixture_e_value, samples_to_decide
+from assay.stats.sequential import (
+    DEFAULT_SCALES,
+    critical_t,
+    mixture_e_value,
+    samples_to_decide,
+)
 from assay.stats.student_t import nct_cdf, t_ppf, t_sf
 
 # SciPy is imported inside the functions that use it: `assay compare` starts its first
@@ -56,6 +61,7 @@ __all__ = [
     "SummaryStats",
     "VariantStats",
     "WelchResult",
+    "always_valid_relative",
     "analyze_variant",
     "compare_samples",
     "compare_variants",
@@ -1272,10 +1278,41 @@ def welch_e_value(
     scales: Sequence[float] = DEFAULT_SCALES,
 ) -> float:
     """:func:`pair_e_value` from Welch's test of ``a`` against ``b``."""
+    nu, n_eff = _evidence_size(welch, a, b)
+    return mixture_e_value(welch.t, nu, n_eff, scales)
+
+
+def _evidence_size(welch: WelchResult, a: VariantStats, b: VariantStats) -> tuple[float, float]:
+    """The degrees of freedom and effective sample size of :func:`pair_e_value`."""
     n_eff = 1.0 / (1.0 / a.n + 1.0 / b.n)
     rs = [x for x in (a.autocorrelation, b.autocorrelation) if math.isfinite(x)]
     r = min(max([0.0, *rs]), 0.99)  # a summary has no autocorrelation: nan
-    return mixture_e_value(welch.t, welch.df * (1.0 - r) / (1.0 + r), n_eff, scales)
+    return welch.df * (1.0 - r) / (1.0 + r), n_eff
+
+
+def always_valid_relative(
+    comp: Comparison, alpha: float, scales: Sequence[float] = DEFAULT_SCALES
+) -> tuple[float, float]:
+    """The always-valid ``1 - alpha`` interval of ``(mean_a - mean_b) / mean_b``: the
+    relative differences ``R`` at which :func:`pair_e_value` of ``A = (1 + R) B`` stays
+    below ``1 / alpha`` (Fieller's set with :func:`~assay.stats.sequential.critical_t`
+    in place of the t quantile).  It excludes 0 exactly when the pair's e-value reaches
+    ``1 / alpha``, so it agrees with the always-valid stopping rule where the fixed-look
+    interval (``comp.welch.rel_low``, ``rel_high``) may not: that one holds at one look
+    chosen in advance, this one at every look (issue #45).  ``(-inf, inf)`` when no
+    t-statistic can reach the e-value yet.
+
+    >>> c = compare_samples(SummaryStats(1.05, 0.01, 40), SummaryStats(1.0, 0.01, 40))
+    >>> low, high = always_valid_relative(c, 0.01)
+    >>> low < c.welch.rel_low < c.welch.rel_high < high
+    True
+    """
+    nu, n_eff = _evidence_size(comp.welch, comp.a, comp.b)
+    crit = critical_t(alpha, nu, n_eff, scales, rel_tol=1e-6)
+    if not math.isfinite(crit):
+        return -math.inf, math.inf
+    a, b = comp.a, comp.b
+    return _fieller(a.mean, a.var / a.n, b.mean, b.var / b.n, crit)
 
 
 def ranking_by_evidence(
