@@ -279,3 +279,17 @@ def test_the_timed_region_is_the_commands_life() -> None:
     res = run_command(["true"], timeout=10)
     assert res.spawned is not None and res.reaped is not None
     assert res.duration == res.reaped - res.spawned > 0
+
+
+def test_the_command_leads_a_process_group_of_its_own_in_assays_session() -> None:
+    """Issue #45: each trial in a session of its own was, with the scheduler's autogroup
+    (on in Debian's and Ubuntu's kernels), a new task group per trial, and a busy
+    machine's trials took a scheduler tick (4 ms) longer than hyperfine's.  The command
+    leads its own process group (what the kill and Ctrl-C rely on), in Assay's session."""
+    res = run_command(["cat", "/proc/self/stat"], timeout=10)
+    assert res.status == "ok", res.error
+    fields = res.stdout.decode().rsplit(")", 1)[1].split()
+    pid = int(res.stdout.decode().split()[0])
+    pgrp, session = int(fields[2]), int(fields[3])
+    assert pgrp == pid
+    assert session == os.getsid(0)
