@@ -10,8 +10,9 @@ shared objects its parent (the ``assay`` process) has mapped.  The start-up of o
 launch is the first trial's time minus ``time.time_ns()`` taken just before the
 ``assay`` process is started (``sh`` and ``date`` add about a millisecond).
 
-Each launch is ``python -m assay run -r 1`` (the default options: launch-overhead
-probe and bottleneck watch on) in a fresh directory, in two modes: a study file
+Each launch is ``assay run -r 1`` (the installed script a user types; ``python -m
+assay`` for a ``--src`` tree; the default options: launch-overhead probe and
+bottleneck watch on) in a fresh directory, in two modes: a study file
 (``assay run STUDY.toml``) and quick mode (``assay run -- CMD``); and with two states
 of the per-user cache (``XDG_CACHE_HOME``): cold (an empty one for every launch: the
 first run on a machine) and warm (one shared, filled by an unmeasured launch first).
@@ -34,6 +35,7 @@ import argparse
 import datetime as dt
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -71,7 +73,7 @@ def launch(workdir: Path, cache: Path, quick: bool, src: str) -> tuple[float, fl
         study = workdir / "study.toml"
         study.write_text(STUDY.format(stamp=stamp_cmd.replace("\\", "\\\\")))
         target = [str(study)]
-    argv = [sys.executable, "-m", "assay", "run", "-r", "1", "-q", "--json", os.devnull]
+    argv = [*assay_argv(src), "run", "-r", "1", "-q", "--json", os.devnull]
     env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
     if src:
         env["PYTHONPATH"] = os.pathsep.join([src, *filter(None, [env.get("PYTHONPATH")])])
@@ -82,6 +84,15 @@ def launch(workdir: Path, cache: Path, quick: bool, src: str) -> tuple[float, fl
     started, mapped, utime, stime = (workdir / "stamp").read_text().split()[:4]
     cpu = (int(utime) + int(stime)) / os.sysconf("SC_CLK_TCK")
     return (int(started) - t0) / 1e9, cpu, int(mapped)
+
+
+def assay_argv(src: str = "") -> list[str]:
+    """How a user's command line starts Assay: the installed ``assay`` script (its
+    console entry point, issue #45: "what a user's command line sees, from exec to the
+    first trial"), or ``python -m assay`` for a ``--src`` tree (or where no script is on
+    PATH)."""
+    script = shutil.which("assay")
+    return [script] if script and not src else [sys.executable, "-m", "assay"]
 
 
 def compile_bytecode(tree: str) -> None:
@@ -108,9 +119,9 @@ def compile_bytecode(tree: str) -> None:
 #: hyperfine``, ``pip install pyperf``).
 PEERS = {
     "assay": [
-        [sys.executable, "-m", "assay", "--version"],
-        [sys.executable, "-m", "assay", "--help"],
-        [sys.executable, "-m", "assay", "run", "--help"],
+        [*assay_argv(), "--version"],
+        [*assay_argv(), "--help"],
+        [*assay_argv(), "run", "--help"],
     ],
     "hyperfine": [["hyperfine", "--version"], ["hyperfine", "--help"]],
     "pyperf": [  # (it has no --version)
@@ -145,9 +156,7 @@ def peers(launches: int) -> None:
     print("| tool | command | median | min |")
     print("|---|---|---|---|")
     for key, (tool, cmd) in labels.items():
-        shown = " ".join(
-            ["assay" if tool == "assay" else tool, *cmd[3 if cmd[0] == sys.executable else 1 :]]
-        )
+        shown = " ".join([tool, *cmd[3 if cmd[0] == sys.executable else 1 :]])
         ts = times[key]
         med, low = statistics.median(ts) * 1e3, min(ts) * 1e3
         print(f"| {tool} | `{shown}` | {med:.0f} ms | {low:.0f} ms |")
