@@ -245,8 +245,19 @@ _CLIPPED = """() => {
 }"""
 
 
+#: A column of each design's main table, as its card labels it (the terminal's header).
+_CARD_LABEL = {
+    "run": "mean ± CI half-width",
+    "compare": "mean ± CI half-width",
+    "scan": "mean ± CI half-width",
+    "order": "fixed median [95% CI]",
+    "sweep": "R² min",
+    "knobs": "permutation ΔR² ± sd",
+}
+
+
 @needs_browser
-@pytest.mark.parametrize("kind", ["run", "compare", "scan"])
+@pytest.mark.parametrize("kind", list(_CARD_LABEL))
 def test_results_fit_a_phone_as_cards(
     browser: Any, stores: dict[str, Path], tmp_path: Path, kind: str
 ) -> None:
@@ -260,7 +271,9 @@ def test_results_fit_a_phone_as_cards(
     labels = first.locator("td").evaluate_all(
         "cells => cells.map(c => getComputedStyle(c, '::before').content)"
     )
-    assert '"mean ± CI half-width: "' in labels  # each value with its label, as a card
+    # each value with its label, as a card: the terminal's words (#38: order, sweep and
+    # knobs were tables of raw JSON fields, cut at the right edge at 390 px)
+    assert f'"{_CARD_LABEL[kind]}: "' in labels
     dark = browser.new_page(viewport={"width": 390, "height": 900}, color_scheme="dark")
     dark.goto(html.resolve().as_uri())
     background = dark.evaluate("getComputedStyle(document.body).backgroundColor")

@@ -21,6 +21,7 @@ from typing import Any
 from assay._version import __version__
 from assay.designs.run_until_ci import WPS_PI
 from assay.report.format import format_estimate
+from assay.report.grid import Grid
 from assay.stats.intervals import t_interval
 from assay.store import TrialRecord
 from assay.studies.base import StoredStudy
@@ -83,7 +84,7 @@ def html_report(
         "from its store (nothing was run for this report)</p>",
         _answer(stored.kind, doc),
         # the answer and its evidence first; the details after, collapsed
-        _section("Results", _results(stored.kind, doc)),
+        _section("Results", _results(stored.kind, doc, result)),
         _section("Plots", _plots(plots)),
         _section("Warnings", _warnings(doc, result)),
         _section("Failures", _failures(doc), collapsed=not doc.get("failures")),
@@ -206,6 +207,17 @@ def _records(rows: Sequence[Mapping[str, Any]], caption: str = "") -> str:
 _WIDE = 9  # columns beyond which a table is transposed
 
 
+def _cards(rows: Sequence[Mapping[str, Any]], caption: str) -> str:
+    """Records as a table whose rows become cards on a narrow screen (a column per key,
+    numbers to 4 significant digits)."""
+    if not rows:
+        return f'<p class="muted">{_e(caption)}: none</p>'
+    keys: list[str] = []
+    for row in rows:
+        keys.extend(k for k in row if k not in keys and not _nested(row[k]))
+    return _human(keys, [[_plain(row.get(k)) for k in keys] for row in rows], caption)
+
+
 def _td(value: Any) -> str:
     number = isinstance(value, int | float) and not isinstance(value, bool)
     return f'<td class="num">{_cell(value)}</td>' if number else f"<td>{_cell(value)}</td>"
@@ -279,16 +291,22 @@ def _resources(doc: Mapping[str, Any]) -> str:
     return "\n".join(out) or '<p class="muted">not monitored</p>'
 
 
-def _human(header: Sequence[str], rows: Sequence[Sequence[object]], caption: str) -> str:
+def _human(
+    header: Sequence[str],
+    rows: Sequence[Sequence[object]],
+    caption: str,
+    right: frozenset[int] = frozenset(),
+) -> str:
     """A table of values already in human units (the terminal's and the Markdown's
-    wording); on a narrow screen each row is a card of ``label: value`` lines."""
+    wording); on a narrow screen each row is a card of ``label: value`` lines.  Numbers,
+    and the columns in ``right``, are right-aligned."""
     cap = f"<caption>{_e(caption)}</caption>" if caption else ""
     head = "".join(f"<th>{_e(h)}</th>" for h in header)
     body = "".join(
         "<tr>"
         + "".join(
-            f'<td data-label="{_e(h)}"{_num_class(v)}>{_e(v)}</td>'
-            for h, v in zip(header, row, strict=True)
+            f'<td data-label="{_e(h)}"{_NUM if i in right else _num_class(v)}>{_e(v)}</td>'
+            for i, (h, v) in enumerate(zip(header, row, strict=True))
         )
         + "</tr>"
         for row in rows
@@ -296,9 +314,12 @@ def _human(header: Sequence[str], rows: Sequence[Sequence[object]], caption: str
     return f'<table class="cards">{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
+_NUM = ' class="num"'
+
+
 def _num_class(value: object) -> str:
     number = isinstance(value, int | float) and not isinstance(value, bool)
-    return ' class="num"' if number else ""
+    return _NUM if number else ""
 
 
 def _raw(rows: Sequence[Mapping[str, Any]], caption: str) -> str:
@@ -335,7 +356,64 @@ def _pairs(pairs: Sequence[Mapping[str, Any]]) -> str:
     return _human(header, rows, "adjacent pairs") if rows else ""
 
 
-def _results(kind: str, doc: Mapping[str, Any]) -> str:
+def _grid(grid: Grid) -> str:
+    """A table the terminal shows too (:class:`~assay.report.grid.Grid`), in its words."""
+    return _human(grid.header, grid.rows, grid.title, grid.right) if grid.rows else ""
+
+
+def _anova_terms(terms: Sequence[Mapping[str, Any]]) -> str:
+    """The final model's ANOVA terms: share of the variance, F and p, as the terminal
+    words them."""
+    from assay.report.compare import format_p
+
+    def num(x: Any, fmt: str) -> str:
+        return format(float(x), fmt) if isinstance(x, int | float) else "—"
+
+    rows = [
+        [
+            str(t.get("term", "")).replace(":", " × "),
+            str(t.get("df", "")),
+            f"{num(t.get('pct_var'), '.1f')}%",
+            num(t.get("f"), ".3g"),
+            format_p(float(t["p"])) if isinstance(t.get("p"), int | float) else "—",
+        ]
+        for t in terms
+    ]
+    header = ["term", "df", "share of variance", "F", "p"]
+    table = _human(header, rows, "ANOVA terms of the final model") if rows else ""
+    return table + _raw(terms, "the ANOVA terms")
+
+
+def _knobs(doc: Mapping[str, Any], result: Any) -> list[str]:
+    """Each PI's knob ranking, top-k curve and stability, then the validation: the
+    terminal's tables; every field folded under them."""
+    from assay.report.knobs import curve_grid, ranking_grid, stability_grid, validation_grid
+
+    out: list[str] = []
+    analysis = getattr(result, "analysis", None)
+    if analysis is None:
+        for r in doc.get("rankings", []):
+            out.append(_records(r.get("knobs", []), f"knob importance: {r.get('pi')}"))
+        return out
+    unsafe = {k.name for k in analysis.space.knobs if k.unsafe}
+    for r, raw in zip(analysis.rankings, doc.get("rankings", []), strict=False):
+        top = ", ".join(f"{n} ⚠" if n in unsafe else n for n in r.top)
+        out.append(f"<h3>{_e(r.pi)}</h3><p><strong>top {r.top_k} by {_e(r.by)} importance: "
+                   f"{_e(top)}</strong></p>")  # fmt: skip
+        out.append(_grid(ranking_grid(r, unsafe, "knob importance", None)))
+        if r.disagreement:
+            out.append(f"<p>{_e(r.disagreement)}</p>")
+        out.append(_grid(curve_grid(r)))
+        out.append(_grid(stability_grid(r)))
+        out.append(f"<p>{_e(r.stability_verdict())}</p>")
+        out.extend(f"<p>{_e(note)}</p>" for note in r.notes)
+        out.append(_raw(raw.get("knobs", []), f"knob importance: {r.pi}"))
+    if analysis.validation:
+        out.append(_grid(validation_grid(analysis.validation, analysis.primary.top_k)))
+    return out
+
+
+def _results(kind: str, doc: Mapping[str, Any], result: Any = None) -> str:
     """Every PI's estimate with its CI, n and method, in the terminal's units and words;
     every field of the JSON folded under each table."""
     from assay.report.markdown import compare_rows, run_rows
@@ -356,31 +434,35 @@ def _results(kind: str, doc: Mapping[str, Any]) -> str:
             out.append(_raw(c.get("variants", []), "the ranking"))
             out.append(_raw(c.get("pairs", []), "the pairs"))
     elif kind == "order":
+        from assay.report.order import order_grid
+
         out.append(
             f"<p>verdict: {_e(doc.get('verdict'))}</p><p>method: {_e(doc.get('method'))}</p>"
         )
-        out.append(_records(doc.get("tests", []), f"each test: {doc.get('pi')} fixed vs random"))
+        if result is not None:
+            out.append(_grid(order_grid(result)))
+        out.append(_raw(doc.get("tests", []), f"each test: {doc.get('pi')} fixed vs random"))
     elif kind == "sweep":
+        from assay.report.sweep import steps_grid
+
         summary = doc.get("summary") or {}
         out.append(f"<pre>{_e(summary.get('text', ''))}</pre>")
-        out.append(_records(doc.get("steps", []), "steps (validation R² per split in the plot)"))
+        if result is not None and result.steps:
+            title = "steps (validation R² per split in the plot)"
+            out.append(_grid(steps_grid(result.steps, title, len(result.params))))
+        out.append(_raw(doc.get("steps", []), "the steps"))
         analysis = doc.get("analysis") or {}
         anova = analysis.get("anova") or {}
-        out.append(_records(anova.get("terms", []), "ANOVA terms of the final model"))
+        out.append(_anova_terms(anova.get("terms", [])))
         tests: list[Mapping[str, Any]] = [
             t for t in (anova.get("settings_test"), anova.get("lack_of_fit")) if t
         ]
         if tests:
-            out.append(_records(tests, f"against the pure error ({anova.get('pure_error_df')} df)"))
-        out.append(_records(analysis.get("important_points", []), "important settings"))
+            out.append(_cards(tests, f"against the pure error ({anova.get('pure_error_df')} df)"))
+        out.append(_cards(analysis.get("important_points", []), "important settings"))
         out.append(_sweep_settings(doc))
     elif kind == "knobs":
-        for r in doc.get("rankings", []):
-            out.append(f"<h3>{_e(r.get('pi'))}</h3><p>method: {_e(r.get('r2_method'))}</p>")
-            out.append(_dl((k, v) for k, v in r.items() if not _nested(v) and k != "pi"))
-            out.append(_records(r.get("knobs", []), "knob importance"))
-            out.append(_records(r.get("r2_curve", []), "R² of the top-k knobs"))
-        out.append(_records(doc.get("validation", []), "validation of the top knobs"))
+        out.extend(_knobs(doc, result))
     trials = doc.get("trials")
     if isinstance(trials, dict):
         out.append(_dl([("trials", trials.get("total")), ("by status", trials.get("by_status"))]))
@@ -412,7 +494,7 @@ def _sweep_settings(doc: Mapping[str, Any]) -> str:
     more = len(settings) - len(rows)
     caption = f"each setting: {name} mean ± {conf:.0%} CI over its repetitions (t interval)"
     caption += f"; the first {len(rows)} of {len(settings)}" if more > 0 else ""
-    return _records(rows, caption)
+    return _cards(rows, caption)
 
 
 def _warnings(doc: Mapping[str, Any], result: Any) -> str:

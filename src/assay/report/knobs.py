@@ -19,6 +19,7 @@ from rich.text import Text
 
 from assay.report.fit import fitted
 from assay.report.format import format_estimate
+from assay.report.grid import Grid
 from assay.report.safe import plain
 from assay.report.terminal import LiveLine
 from assay.stats.importance import KnobImportance, PIRanking, ValidationRow
@@ -108,94 +109,76 @@ def importance_cells(k: KnobImportance, *, unsafe: bool = False) -> list[str]:
     ]
 
 
-def _ranking_table(r: PIRanking, unsafe: set[str], title: str, limit: int | None) -> Table:
+def ranking_grid(r: PIRanking, unsafe: set[str], title: str, limit: int | None) -> Grid:
+    """The knobs of one PI by importance, as the terminal and the HTML report show them."""
     arrow = "↑" if r.direction == "higher" else "↓"
-    table = Table(
-        title=Text(plain(f"{title}: {r.pi} {arrow}")), title_justify="left", show_edge=False
-    )
-    for name, just in (
-        ("#", "right"),
-        ("knob", "left"),
-        ("impurity", "right"),
-        ("rank", "right"),
-        ("permutation ΔR² ± sd", "right"),
-        ("rank", "right"),
-        ("distinct", "right"),
-    ):
-        table.add_column(name, justify=just)  # type: ignore[arg-type]
-    top = set(r.top)
-    for k in r.knobs[: limit or len(r.knobs)]:
-        cells = importance_cells(k, unsafe=k.knob in unsafe)
-        style = "bold" if k.knob in top else None
-        table.add_row(*(Text(plain(c)) for c in cells), style=style)  # names are never markup
-    return table
+    header = ["#", "knob", "impurity", "rank", "permutation ΔR² ± sd", "rank", "distinct"]
+    rows = [importance_cells(k, unsafe=k.knob in unsafe) for k in r.knobs[: limit or len(r.knobs)]]
+    return Grid(f"{title}: {r.pi} {arrow}", header, rows, right=frozenset({0, 2, 3, 4, 5, 6}))
 
 
-def _curve_table(r: PIRanking) -> Table:
-    table = Table(
-        title=f"top-k models: {r.pi} (out-of-bag R²; all {len(r.knobs)} knobs: {_num(r.r2_oob)})",
-        title_justify="left",
-        show_edge=False,
+def _ranking_table(r: PIRanking, unsafe: set[str], title: str, limit: int | None) -> Table:
+    top = set(r.top)  # the top-k knobs in bold
+    return ranking_grid(r, unsafe, title, limit).table(
+        lambda row, c, text: "bold" if r.knobs[row].knob in top else None
     )
-    table.add_column("k", justify="right")
-    table.add_column("knob added")
-    table.add_column("OOB R²", justify="right")
-    table.add_column("of all-knobs R²", justify="right")
+
+
+def curve_grid(r: PIRanking) -> Grid:
+    """The out-of-bag R² of the models of the top k knobs, k = 1, 2, ..."""
+    rows = []
     for p in r.curve:
         share = (
             p.r2 / r.r2_oob if r.r2_oob and math.isfinite(r.r2_oob) and r.r2_oob > 0 else math.nan
         )
-        table.add_row(
-            str(p.k), p.knob, _num(p.r2), "n/a" if not math.isfinite(share) else f"{share:.0%}"
+        rows.append(
+            [str(p.k), p.knob, _num(p.r2), "n/a" if not math.isfinite(share) else f"{share:.0%}"]
         )
-    return table
+    title = f"top-k models: {r.pi} (out-of-bag R²; all {len(r.knobs)} knobs: {_num(r.r2_oob)})"
+    header = ["k", "knob added", "OOB R²", "of all-knobs R²"]
+    return Grid(title, header, rows, right=frozenset({0, 2, 3}))
+
+
+def _curve_table(r: PIRanking) -> Table:
+    return curve_grid(r).table()
+
+
+def stability_grid(r: PIRanking) -> Grid:
+    """How often random subsets of the samples give the same top k."""
+    rows = [
+        [
+            str(s.size), str(s.repeats), f"{s.iou_mean:.2f}", f"{s.iou_min:.2f}",
+            f"{s.identical:.0%}", _num(s.r2_mean),
+        ]
+        for s in r.stability
+    ]  # fmt: skip
+    title = f"stability of the top {r.top_k}: {r.pi} (random subsets vs all {r.n_samples} samples)"
+    header = ["subset size", "repeats", "IoU mean", "IoU min", "same top-k", "OOB R²"]
+    return Grid(title, header, rows, right=frozenset(range(6)))
 
 
 def _stability_table(r: PIRanking) -> Table:
-    table = Table(
-        title=(
-            f"stability of the top {r.top_k}: {r.pi} (random subsets vs all {r.n_samples} samples)"
-        ),
-        title_justify="left",
-        show_edge=False,
-    )
-    table.add_column("subset size", justify="right")
-    table.add_column("repeats", justify="right")
-    table.add_column("IoU mean", justify="right")
-    table.add_column("IoU min", justify="right")
-    table.add_column("same top-k", justify="right")
-    table.add_column("OOB R²", justify="right")
-    for s in r.stability:
-        table.add_row(
-            str(s.size),
-            str(s.repeats),
-            f"{s.iou_mean:.2f}",
-            f"{s.iou_min:.2f}",
-            f"{s.identical:.0%}",
-            _num(s.r2_mean),
-        )
-    return table
+    return stability_grid(r).table()
 
 
-def _validation_table(rows: Sequence[ValidationRow], k: int) -> Table:
-    table = Table(
-        title=f"validation: best with only the top {k} knobs varied vs best of all-knob samples",
-        title_justify="left",
-        show_edge=False,
-    )
-    table.add_column("PI")
-    table.add_column("best, all knobs (n)", justify="right")
-    table.add_column(f"best, top {k} (n)", justify="right")
-    table.add_column("top-k ÷ all (1 = as good)", justify="right")
-    for v in rows:
-        arrow = "↑" if v.direction == "higher" else "↓"
-        table.add_row(
-            f"{v.pi} {arrow}",
+def validation_grid(rows: Sequence[ValidationRow], k: int) -> Grid:
+    """The best reading with only the top k knobs varied against the best of all."""
+    cells = [
+        [
+            f"{v.pi} {'↑' if v.direction == 'higher' else '↓'}",
             f"{v.best_full:.4g} ({v.n_full})",
             f"{v.best_top:.4g} ({v.n_top})",
             _num(v.ratio, 3),
-        )
-    return table
+        ]
+        for v in rows
+    ]
+    title = f"validation: best with only the top {k} knobs varied vs best of all-knob samples"
+    header = ["PI", "best, all knobs (n)", f"best, top {k} (n)", "top-k ÷ all (1 = as good)"]
+    return Grid(title, header, cells, right=frozenset({1, 2, 3}))
+
+
+def _validation_table(rows: Sequence[ValidationRow], k: int) -> Table:
+    return validation_grid(rows, k).table()
 
 
 def _tune_lines(tune: TuneResult) -> list[Text | Table]:

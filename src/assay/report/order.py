@@ -20,6 +20,7 @@ from rich.text import Text
 from assay.report.export import rows_to_csv
 from assay.report.fit import fitted
 from assay.report.format import _decimals, _scale_time, format_duration
+from assay.report.grid import Grid, columns
 from assay.report.safe import plain
 from assay.report.terminal import LiveLine, footer_lines
 from assay.stats.order import HOST_COLUMN, ORDER_COLUMNS, MedianCI
@@ -117,7 +118,20 @@ def format_median(ci: MedianCI, unit: str) -> str:
 ORDER_DROP_ORDER = ("drift ρ (p)", "pooled p", "MWU p", "n (f/r)", "Δ% means")
 
 
+_VERDICT_STYLE = {"matters": "bold red", "same": "green", "not tested": "yellow"}
+
+
 def _table(res: OrderResult) -> Table:
+    """The per-test table of the terminal (:func:`order_grid`, verdicts in colour)."""
+    grid = order_grid(res)
+    last = len(grid.header) - 1
+    return grid.table(lambda r, c, text: _VERDICT_STYLE.get(text) if c == last else None)
+
+
+def order_grid(res: OrderResult) -> Grid:
+    """Each test: runs and trials fixed/random, the medians with their CIs, the change
+    of the means, the p-values and the verdict, as the terminal and the HTML report
+    show them."""
     # here: report.compare imports SciPy (~0.6 s), and assay order imports this module
     # before its first trial
     from assay.report.compare import format_p
@@ -126,57 +140,38 @@ def _table(res: OrderResult) -> Table:
     arrow = "↓" if res.direction == "lower" else "↑"
     conf = f"{a.confidence:.0%}"
     title = f"{res.study}: {res.pi} {arrow}" + (f" ({res.unit})" if res.unit else "")
-    table = Table(title=Text(plain(title)), title_justify="left", show_edge=False)
-    table.add_column("test")
-    table.add_column("runs (f/r)", justify="right", no_wrap=True)
-    table.add_column("n (f/r)", justify="right", no_wrap=True)
-    table.add_column(f"fixed median [{conf} CI]", justify="right", no_wrap=True)
-    table.add_column(f"random median [{conf} CI]", justify="right", no_wrap=True)
-    table.add_column("Δ% means", justify="right", no_wrap=True)
-    # p-values on run medians (they decide), then the pooled trials' (they do not)
-    table.add_column("KW p", justify="right", no_wrap=True)
-    table.add_column("MWU p", justify="right", no_wrap=True)
-    table.add_column("pooled p", justify="right", no_wrap=True)
-    table.add_column("drift ρ (p)", justify="right", no_wrap=True)
-    table.add_column("order", no_wrap=True)
+    header = [
+        "test", "runs (f/r)", "n (f/r)", f"fixed median [{conf} CI]",
+        f"random median [{conf} CI]", "Δ% means",
+        # p-values on run medians (they decide), then the pooled trials' (they do not)
+        "KW p", "MWU p", "pooled p", "drift ρ (p)", "order",
+    ]  # fmt: skip
+    rows: list[list[str]] = []
     for r in a.results:
         c = r.comparison
         d = r.drift_random
         drift = "n/a" if not math.isfinite(d.rho) else f"{d.rho:+.2f} ({format_p(d.p_value)})"
         if c is None:
-            table.add_row(
-                Text(plain(r.test)),
-                "",
-                "",
-                "",
-                "",
-                "",
-                "",
-                "",
-                "",
-                drift,
-                Text("not tested", style="yellow"),
-            )
+            rows.append([r.test, *([""] * 8), drift, "not tested"])
             continue
         runs = "" if r.per_run is None else f"{r.per_run.n_fixed}/{r.per_run.n_random}"
         kw = format_p(r.per_run.kruskal_p) if r.per_run is not None else "n/a"
         mwu = format_p(r.per_run.mann_whitney_p) if r.per_run is not None else "n/a"
         delta = f"{c.delta_percent:+.1f}%" if math.isfinite(c.delta_percent) else "n/a"
-        verdict = Text("matters", "bold red") if r.significant else Text("same", "green")
-        table.add_row(
-            Text(plain(r.test)),
-            runs,
-            f"{c.n_fixed}/{c.n_random}",
-            format_median(c.median_fixed, res.unit),
-            format_median(c.median_random, res.unit),
-            delta,
-            kw,
-            mwu,
-            format_p(r.pooled_p),
-            drift,
-            verdict,
-        )
-    return table
+        rows.append([
+            r.test, runs, f"{c.n_fixed}/{c.n_random}",
+            format_median(c.median_fixed, res.unit), format_median(c.median_random, res.unit),
+            delta, kw, mwu, format_p(r.pooled_p), drift,
+            "matters" if r.significant else "same",
+        ])  # fmt: skip
+    everything = frozenset(range(len(header)))
+    return Grid(
+        title,
+        header,
+        rows,
+        right=columns(header, left=["test", "order"]),
+        no_wrap=everything - {0},
+    )
 
 
 def schedule_text(res: OrderResult) -> str:

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from assay.report.format import format_duration, format_estimate
+from assay.report.grid import Grid, columns
 from assay.report.terminal import LiveLine, footer_lines
 
 if TYPE_CHECKING:
@@ -22,31 +23,31 @@ def _r2(x: float) -> str:
     return f"{x:.3f}" if math.isfinite(x) else "n/a"
 
 
-def steps_table(steps: list[StepResult], title: str, n_params: int = 2) -> Table:
+def steps_grid(steps: list[StepResult], title: str, n_params: int = 2) -> Grid:
     """One row per step of Algorithm 1: settings measured, rate, R² over the splits
     (a step stored as main+2way with one parameter, before that form was refused for
-    one parameter, is shown as what it was: main effects)."""
-    table = Table(title=Text(title), title_justify="left", show_edge=False)
+    one parameter, is shown as what it was: main effects); the terminal's and the HTML
+    report's."""
     ceilings = any(math.isfinite(s.ceiling[0]) for s in steps)
     names = ["step", "settings", "rate", "R² min", "R² median"]
     names += ["R² ceiling"] if ceilings else []  # the noise between repetitions allows
-    for name in (*names, "model", "done"):
-        table.add_column(name, justify="left" if name in ("model", "done") else "right")
+    names += ["model", "done"]
+    rows = []
     for s in steps:
         finite = sorted(v for v in s.r2 if math.isfinite(v))
         median = finite[len(finite) // 2] if finite else math.nan
         form = "main" if n_params < 2 and s.form == "main+2way" else s.form
-        table.add_row(
-            str(s.step),
-            f"{s.n_measured}/{s.n_candidates}",
-            f"{s.sampling_rate:.1%}",
-            _r2(s.r2_min),
-            _r2(median),
-            *([_r2(s.ceiling[0])] if ceilings else []),
-            f"{s.model} ({form})" if s.model == "anova" else s.model,
-            s.reason or "",
-        )
-    return table
+        rows.append([
+            str(s.step), f"{s.n_measured}/{s.n_candidates}", f"{s.sampling_rate:.1%}",
+            _r2(s.r2_min), _r2(median), *([_r2(s.ceiling[0])] if ceilings else []),
+            f"{s.model} ({form})" if s.model == "anova" else s.model, s.reason or "",
+        ])  # fmt: skip
+    return Grid(title, names, rows, right=columns(names, left=["model", "done"]))
+
+
+def steps_table(steps: list[StepResult], title: str, n_params: int = 2) -> Table:
+    """:func:`steps_grid` as the terminal shows it."""
+    return steps_grid(steps, title, n_params).table()
 
 
 def _counted(what: str, full: int, missed: tuple[str, ...], extra: tuple[str, ...]) -> str:
