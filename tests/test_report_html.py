@@ -353,3 +353,23 @@ def test_the_ranking_chart_of_a_median_study_draws_medians(
     html._ranking(types.SimpleNamespace(as_dict=lambda: {"comparisons": [comp | {
         "statistic": "mean"}]}), [], tmp_path / "r.png")  # fmt: skip
     assert list(saved[1].axes[0].lines[0].get_xdata()) == [5.0]  # type: ignore[attr-defined]
+
+
+def test_a_run_against_a_baseline_reports_the_change_against_the_gate(tmp_path: Path) -> None:
+    """#38: `--report` of `assay run --baseline` shows each PI's change with its CI, the
+    gate's verdict and a plot of the change against the threshold."""
+    import json
+
+    old, page = tmp_path / "old.json", tmp_path / "r.html"
+    pi = {"name": "wall_time", "unit": "s", "direction": "lower", "mean": 0.001,
+          "half_width": 1e-5, "n_samples": 20, "confidence": 0.95}  # fmt: skip
+    old.write_text(json.dumps({"study": "old", "pis": [pi]}), encoding="utf-8")
+    res = _invoke("run", "--store", str(tmp_path / "b.assay.db"), "-r", "60", "--no-overhead",
+                  "-q", "--baseline", str(old), "--fail-if-worse", "5%", "--report", str(page),
+                  "--", "sleep", "0.01")  # fmt: skip
+    assert res.exit_code in (1, 5), res.output  # ten times as long (or no CI: undecided)
+    html = page.read_text(encoding="utf-8")
+    assert 'id="change-vs-baseline"' in html and "old.json" in html
+    assert re.search(r"(worse|undecided) \(threshold 5%\)", html), html
+    plot = html.split('id="plot-baseline"')[1].split("</figure>")[0]
+    assert "<svg" in plot and "threshold" in plot

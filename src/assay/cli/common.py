@@ -10,7 +10,7 @@ import contextlib
 import difflib
 import shlex
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
@@ -547,10 +547,12 @@ def write_outputs(opts: dict[str, Any], makers: dict[str, Callable[[], str]]) ->
             write_text(opts[key], make())
 
 
-def write_study_report(opts: dict[str, Any], store_path: Path, study: str, err: Console) -> None:
+def write_study_report(
+    opts: dict[str, Any], store_path: Path, study: str, err: Console, baseline: Sequence[Any] = ()
+) -> None:
     """``--report PATH``: the HTML report of the study just run, as ``assay report``
-    writes it from the store; a report that cannot be made is a warning (the study's
-    results are stored and its exit status stands)."""
+    writes it from the store, with its ``--baseline`` comparisons; a report that cannot
+    be made is a warning (the study's results are stored and its exit status stands)."""
     path = opts.get("report_out")
     if not path:
         return
@@ -558,7 +560,7 @@ def write_study_report(opts: dict[str, Any], store_path: Path, study: str, err: 
     from assay.report.html import study_report
 
     try:
-        write_text(path, study_report(store_path, study)[0])
+        write_text(path, study_report(store_path, study, baseline=baseline)[0])
     except (StudyError, StoreError, SpecError, ValueError, OSError) as exc:
         err.print(Text.assemble(("warning:", "yellow"), f" --report {path}: not written: {exc}"))
         return

@@ -220,7 +220,7 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
         },
     )
     write_hyperfine_exports(opts, store_path, spec)
-    write_study_report(opts, store_path, spec.study.name, err)
+    write_study_report(opts, store_path, spec.study.name, err, comparisons)
     if baseline is not None and spec.stop.fail_if_worse is not None:
         sys.exit(exits.baseline_status(result, comparisons))
     sys.exit(exits.run_status(result))

@@ -73,10 +73,16 @@ class Plot:
 
 
 def html_report(
-    stored: StoredStudy, result: Any, trials: Sequence[TrialRecord], plots: Sequence[Plot]
+    stored: StoredStudy,
+    result: Any,
+    trials: Sequence[TrialRecord],
+    plots: Sequence[Plot],
+    baseline: Sequence[Any] = (),
 ) -> str:
     """The report page of a stored study's ``result`` (as its runner's ``stored()``
-    builds it) with its ``plots`` (see :func:`study_plots`)."""
+    builds it) with its ``plots`` (see :func:`study_plots`); ``baseline``: each PI
+    against a baseline result (``assay run --baseline``: a
+    :class:`~assay.studies.baseline.BaselineComparison` each), shown after the results."""
     doc = result.as_dict()
     parts = [
         f"<h1>{_e(stored.name)}</h1>",
@@ -85,6 +91,7 @@ def html_report(
         _answer(stored.kind, doc),
         # the answer and its evidence first; the details after, collapsed
         _section("Results", _results(stored.kind, doc, result)),
+        _section("Change vs baseline", baseline_html(baseline)) if baseline else "",
         _section("Plots", _plots(plots)),
         _section("Warnings", _warnings(doc, result)),
         _section("Failures", _failures(doc), collapsed=not doc.get("failures")),
@@ -113,16 +120,56 @@ def html_document(title: str, body: Sequence[str], css: str = "") -> str:
 
 
 def study_report(
-    store_path: Path, study: str | None, *, png: bool = False
+    store_path: Path, study: str | None, *, png: bool = False, baseline: Sequence[Any] = ()
 ) -> tuple[str, list[Plot]]:
     """The report page of ``study`` as its store holds it, and its plots (``assay
-    report``, and ``--report`` at the end of a study command).  Raises what
+    report``, and ``--report`` at the end of a study command, which passes its
+    ``--baseline`` comparisons).  Raises what
     :func:`assay.studies.stored.stored_result` raises."""
     from assay.studies.stored import stored_result
 
     stored, result, trials = stored_result(store_path, study)
     plots = study_plots(stored, result, trials, png=png)
-    return html_report(stored, result, trials, plots), plots
+    return html_report(stored, result, trials, plots, baseline), plots
+
+
+def baseline_html(comparisons: Sequence[Any]) -> str:
+    """Each PI against the baseline: the Markdown's table (the change with its CI,
+    Welch's p, the gate) and a plot of each change's CI against the gate's threshold."""
+    from assay.report.markdown import baseline_rows
+
+    header, rows = baseline_rows(comparisons)
+    table = _human(header, rows, "each PI: new result vs the baseline")
+    plot = _render(
+        "baseline", "change vs baseline", lambda p: _baseline_plot(comparisons, p), False
+    )
+    return table + _plots([plot])
+
+
+def _baseline_plot(comparisons: Sequence[Any], path: Path) -> None:
+    """Each PI's relative change with its CI (the worse way to the right), zero, and
+    the gate's threshold where there is one."""
+    fig, (ax,) = _figure(6.4, 1.2 + 0.5 * len(comparisons))
+    labels = _labels([c.pi for c in comparisons])
+    for i, c in enumerate(comparisons):
+        worse = 1.0 if c.direction == "lower" else -1.0  # a regression to the right
+        x, low, high = (worse * v * 100 for v in (c.relative, c.rel_low, c.rel_high))
+        low, high = min(low, high), max(low, high)
+        colour = {"worse": "#c0392b", "not worse": "#1e8449"}.get(
+            c.gate.verdict if c.gate is not None else "", "#2c6fbb"
+        )
+        if math.isfinite(low) and math.isfinite(high):
+            ax.errorbar([x], [i], xerr=[[x - low], [high - x]], fmt="o", capsize=4, color=colour)
+        else:
+            ax.plot([x], [i], "o", color=colour)
+        if c.gate is not None:
+            ax.axvline(c.gate.threshold * 100, color="#c0392b", linestyle="--", linewidth=1)
+    ax.axvline(0.0, color="#888888", linewidth=1)
+    ax.set_yticks(range(len(comparisons)))
+    ax.set_yticklabels(labels, parse_math=False)  # names are text, never math
+    ax.set_ylim(-0.7, len(comparisons) - 0.3)
+    ax.set_xlabel("change vs baseline, % (to the right: worse; dashed: the gate's threshold)")
+    _save(fig, path)
 
 
 def _e(value: Any) -> str:

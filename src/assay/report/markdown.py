@@ -96,20 +96,25 @@ def run_markdown(
     return text
 
 
-def baseline_markdown(comparisons: Sequence[Any]) -> str:
-    """Each PI against the baseline: the change with its CI, Welch's p and the verdict."""
+def baseline_rows(comparisons: Sequence[Any]) -> tuple[list[str], list[list[object]]]:
+    """Each PI against the baseline: the change with its CI, Welch's p and the verdict,
+    as the Markdown and the HTML report show them."""
     # here: stats.gate imports SciPy (~0.6 s), and assay run imports this module before
     # its first trial
     from assay.stats.gate import change_text
 
-    rows = []
+    rows: list[list[object]] = []
     for c in comparisons:
-        verdict = "—" if c.gate is None else c.gate.verdict
+        verdict = "—" if c.gate is None else f"{c.gate.verdict} (threshold {c.gate.limit})"
         p = f"{c.p_value:.2g}" if math.isfinite(c.p_value) else "n/a"
         change = change_text(c.relative, c.rel_low, c.rel_high) or "no interval"
         rows.append([c.pi, change, p, verdict, c.source])
-    header = ["PI", "change vs baseline [CI]", "Welch p", "gate", "baseline"]
-    return markdown_table(header, rows)
+    return ["PI", "change vs baseline [CI]", "Welch p", "gate", "baseline"], rows
+
+
+def baseline_markdown(comparisons: Sequence[Any]) -> str:
+    """Each PI against the baseline (:func:`baseline_rows`) as a Markdown table."""
+    return markdown_table(*baseline_rows(comparisons))
 
 
 _MEDIAN = ("median", "median_low", "median_high")
