@@ -50,7 +50,9 @@ border-bottom:1px solid #ccc}
 @media (prefers-color-scheme: dark){body{background:#121212;color:#ddd}
 th{background:#222}th,td{border-color:#444}pre{background:#1c1c1c;border-color:#333}
 .muted{color:#999}.answer{background:#16261d}figure svg{background:#fff}}
-@media print{details{display:block}}
+@media print{details{display:block}table{display:table;width:100%;font-size:.7rem}
+th,td{overflow-wrap:break-word;padding:.2em .3em}figure,tr{break-inside:avoid}
+h2,h3{break-after:avoid}}
 @media (max-width:600px){table.cards{display:table;width:100%}table.cards thead{display:none}
 table.cards tr{display:block;border:1px solid #ddd;margin-bottom:.7em}
 table.cards td{display:block;border:none;text-align:left}
