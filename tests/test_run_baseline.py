@@ -95,7 +95,7 @@ def test_the_same_speed_passes_and_the_markdown_says_so(tmp_path: Path, old_resu
                  "--fail-if-worse", "5%", "--markdown", "-")  # fmt: skip
     assert res.exit_code == exits.OK, res.output
     assert "| PI | change vs baseline [CI] | Welch p | gate | baseline |" in res.stdout
-    assert "| not worse | old.json |" in res.stdout
+    assert "| not worse (threshold 5%) | old.json |" in res.stdout
 
 
 def test_a_change_at_the_threshold_is_undecided(tmp_path: Path, old_result: Path) -> None:
