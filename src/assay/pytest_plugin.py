@@ -15,6 +15,13 @@ and the ratio to the test's previous stored run.  ``--assay-compare`` holds ever
 against its previous run with Assay's regression gate; with ``--assay-fail-if-worse
 5%`` a test slower by more than 5% with the CI's confidence fails the session (exit
 status 1).  ``--assay-disable`` calls each function once, untimed (a plain test).
+A test may set its own targets with a marker, which win over the options::
+
+    @pytest.mark.assay(ci_width="2%", max_time=30, fail_if_worse="10%")
+    def test_parse(assay_benchmark): ...
+
+(``fail_if_worse`` is that test's gate when the session compares: ``--assay-compare``
+or ``--assay-fail-if-worse``).
 Under pytest-xdist workers nothing is timed: parallel tests disturb each other's
 timings, so such tests are skipped, saying why.
 
@@ -30,7 +37,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
@@ -104,6 +111,20 @@ class Measured:
     result: PIResult
     previous: dict[str, Any] | None
     verdict: GateVerdict | None = None
+    threshold: float | None = None  # the gate's, when the session fails on it
+
+
+@dataclass(frozen=True)
+class Targets:
+    """One test's targets: the session's options, or its ``@pytest.mark.assay``."""
+
+    ci_width: float
+    max_time: float
+    threshold: float | None  # --assay-fail-if-worse or the marker's fail_if_worse
+
+
+#: What ``@pytest.mark.assay(...)`` takes.
+MARKER_KEYS = ("ci_width", "max_time", "fail_if_worse")
 
 
 @dataclass
@@ -123,6 +144,12 @@ _KEY = pytest.StashKey[AssayBench]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "assay(ci_width='5%', max_time=10, fail_if_worse='5%'): this test's targets for "
+        "the assay_benchmark fixture (over --assay-ci-width, --assay-max-time and "
+        "--assay-fail-if-worse)",
+    )
     store = config.getoption("assay_store")
     worse = config.getoption("assay_fail_if_worse")
     threshold = None if worse is None else _share(worse)
@@ -147,9 +174,10 @@ class Benchmark:
     returns the function's return value (from one untimed call before the timing);
     :attr:`result` is the measurement (None when disabled)."""
 
-    def __init__(self, state: AssayBench, nodeid: str) -> None:
+    def __init__(self, state: AssayBench, nodeid: str, targets: Targets | None = None) -> None:
         self._state = state
         self._nodeid = nodeid
+        self.targets = targets or Targets(state.ci_width, state.max_time, state.threshold)
         self.result: PIResult | None = None
 
     def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -172,30 +200,66 @@ class Benchmark:
             warnings.simplefilter("ignore", TargetNotMetWarning)
             self.result = measure(
                 call,
-                ci_width=self._state.ci_width,
-                max_time=self._state.max_time,
+                ci_width=self.targets.ci_width,
+                max_time=self.targets.max_time,
             )
-        self._state.measured.append(_record(self._state, self._nodeid, self.result))
+        self._state.measured.append(
+            _record(self._state, self._nodeid, self.result, self.targets.threshold)
+        )
         return value
 
 
 @pytest.fixture
 def assay_benchmark(request: pytest.FixtureRequest) -> Benchmark:
     """Measure ``fn(*args, **kwargs)`` until its CI is as narrow as ``--assay-ci-width``
-    asks: ``assay_benchmark(fn, *args, **kwargs)``."""
-    return Benchmark(request.config.stash[_KEY], request.node.nodeid)
+    (or the test's ``@pytest.mark.assay(ci_width=...)``) asks:
+    ``assay_benchmark(fn, *args, **kwargs)``."""
+    state = request.config.stash[_KEY]
+    nodeid = request.node.nodeid
+    marker = request.node.get_closest_marker("assay")
+    return Benchmark(state, nodeid, _targets(state, nodeid, marker))
 
 
-def _record(state: AssayBench, nodeid: str, result: PIResult) -> Measured:
+def _targets(state: AssayBench, nodeid: str, marker: pytest.Mark | None) -> Targets:
+    """The session's targets, with what the test's marker sets instead; a marker that
+    cannot be read fails the test, saying which key and what was expected."""
+    if marker is None:
+        return Targets(state.ci_width, state.max_time, state.threshold)
+
+    def bad(why: str) -> NoReturn:
+        pytest.fail(f"{nodeid}: @pytest.mark.assay: {why}", pytrace=False)
+
+    if marker.args:
+        bad(f"takes keywords only ({', '.join(MARKER_KEYS)}), got {marker.args!r}")
+    unknown = sorted(set(marker.kwargs) - set(MARKER_KEYS))
+    if unknown:
+        bad(f"unknown {', '.join(unknown)}: expected {', '.join(MARKER_KEYS)}")
+    kw = marker.kwargs
+    try:
+        ci_width = _share(str(kw["ci_width"])) if "ci_width" in kw else state.ci_width
+        worse = kw.get("fail_if_worse")
+        threshold = _share(str(worse)) if worse is not None else state.threshold
+    except pytest.UsageError as exc:
+        bad(str(exc))
+    max_time = kw.get("max_time", state.max_time)
+    if isinstance(max_time, bool) or not isinstance(max_time, int | float) or not max_time > 0:
+        bad(f"max_time={max_time!r}: expected a number of seconds above 0")
+    return Targets(ci_width, float(max_time), threshold)
+
+
+def _record(
+    state: AssayBench, nodeid: str, result: PIResult, threshold: float | None = None
+) -> Measured:
     """Store ``result`` as a new session of the test's study, read the previous one
-    and, with ``--assay-compare``, gate it."""
+    and, with ``--assay-compare`` (or a threshold), gate it."""
     from assay.studies.run import in_process_spec, record_in_process
 
     spec = in_process_spec(nodeid, ["pytest", nodeid], f"{STUDY_KIND} {nodeid}")
     previous = record_in_process(state.store, spec, result, {"pytest": nodeid})
-    measured = Measured(nodeid, result, previous)
-    if state.compare and previous is not None:
-        measured.verdict = _gate(result, previous, state.threshold or 0.0)
+    compared = state.compare and previous is not None
+    measured = Measured(nodeid, result, previous, threshold=threshold if compared else None)
+    if compared and previous is not None:
+        measured.verdict = _gate(result, previous, threshold or 0.0)
     return measured
 
 
@@ -273,15 +337,20 @@ def table_rows(measured: list[Measured]) -> list[list[str]]:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash.get(_KEY, None)
-    if state is None or state.threshold is None:
+    if state is None:
         return
     if _regressed(state) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def _regressed(state: AssayBench) -> bool:
-    """Whether the gate found a benchmark worse than its previous run."""
-    return any(m.verdict is not None and m.verdict.verdict == "worse" for m in state.measured)
+def _regressed(state: AssayBench) -> list[Measured]:
+    """The benchmarks the gate found worse than their previous run beyond a threshold
+    (the session's or their marker's)."""
+    return [
+        m
+        for m in state.measured
+        if m.threshold is not None and m.verdict is not None and m.verdict.verdict == "worse"
+    ]
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -295,17 +364,15 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for row in rows:
         tr.write_line("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)))
     for m in state.measured:
-        if m.verdict is not None and (
-            state.threshold is not None or m.verdict.verdict != "undecided"
-        ):
-            worse = m.verdict.verdict == "worse" and state.threshold is not None
+        if m.verdict is not None and (m.threshold is not None or m.verdict.verdict != "undecided"):
+            worse = m.verdict.verdict == "worse" and m.threshold is not None
             tr.write_line(f"{m.nodeid}: {m.verdict.text()}", red=worse, bold=worse)
     if state.compare and not any(m.previous for m in state.measured):
         tr.write_line("--assay-compare: no previous run stored to compare with")
-    if state.threshold is not None and _regressed(state):
+    for m in _regressed(state):
         tr.write_line(
-            f"assay: a benchmark is slower than its previous run by more than "
-            f"{state.threshold:.0%}: the session fails",
+            f"assay: {m.nodeid} is slower than its previous run by more than "
+            f"{m.verdict.limit if m.verdict else ''}: the session fails",
             red=True,
             bold=True,
         )
