@@ -102,3 +102,33 @@ def test_a_neighbour_that_spins_is_seen_in_the_report(
     seen = json.loads(res.stdout)["resources"]["interference"]
     assert seen["trials"] >= 1 and seen["disturbed"] >= 1, seen
     assert seen["max_cores"] >= DISTURBED_CORES
+
+
+def test_a_run_reports_each_pi_again_without_the_disturbed_trials() -> None:
+    """#36: "the PI's CI with and without those trials".  Forty trials read 10 ms; the
+    five watched while other processes kept 1.5 cores busy read 30 ms.  Without them
+    the mean is 10 ms; an unwatched trial stays in (its interference is not known)."""
+    from assay.spec import parse_spec_data
+    from assay.store import TrialRecord
+    from assay.studies.run import without_disturbed
+
+    spec = parse_spec_data({"study": {"name": "s"}, "benchmark": {"command": ["true"]}})
+    quiet, busy = _series(0.1, 0.0), _series(1.0, 1.0)  # busy: 2 cores, the trial 0.5
+    jitter = np.random.default_rng(1).normal(0.0, 1e-4, 40)
+    trials = []
+    for i in range(40):
+        hit = i % 8 == 3  # trials 3, 11, 19, 27, 35
+        took = (0.03 if hit else 0.01) + jitter[i]
+        trials.append(
+            TrialRecord(
+                seq=i, status="ok", duration=took, readings={"wall_time": took},
+                cpu_user=0.1 if hit else 0.02, cpu_system=0.0,
+                resources=busy if hit else (quiet if i % 2 == 0 else {}),
+            )
+        )  # fmt: skip
+    got = without_disturbed(spec, trials)
+    assert got is not None and got["left_out"] == 5 and got["watched"] == 5 + 20
+    (pi,) = got["pis"]
+    assert pi["name"] == "wall_time" and pi["mean"] == pytest.approx(0.01, rel=0.01)
+    clean = [t for t in trials if (t.duration or 0) < 0.02]
+    assert without_disturbed(spec, clean) is None  # none disturbed: nothing to say

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from assay.execute.executor import ExecutorStatus
-from assay.execute.monitor import BUDGET, MIN_CPU_WINDOW
+from assay.execute.monitor import BUDGET, DISTURBED_CORES, MIN_CPU_WINDOW
 from assay.execute.overhead import LaunchOverhead
 from assay.report.answer import answer
 from assay.report.fit import fitted
@@ -159,6 +159,28 @@ def render_baseline(comparisons: Sequence[BaselineComparison], console: Console)
         console.print(Text("baseline: no PI of this result has a usable interval", "yellow"))
 
 
+def without_disturbed_line(w: Mapping[str, Any]) -> str:
+    """Each PI again without the disturbed trials (``StudyResult.without_disturbed``).
+
+    >>> line = without_disturbed_line({"left_out": 3, "watched": 14, "pis": [{"name": "t",
+    ...     "unit": "s", "mean": 0.0115, "half_width": 0.0002, "relative_half_width": 0.017}]})
+    >>> line.split(": ")[1]
+    't 11.50 ms ± 0.20 ms (±1.7%)'
+    """
+    parts = []
+    for p in w.get("pis") or []:
+        mean, half = p.get("mean"), p.get("half_width")
+        if mean is None or not math.isfinite(float(mean)):
+            parts.append(f"{p.get('name')}: no valid CI")
+            continue
+        est = format_estimate(float(mean), math.inf if half is None else float(half), p["unit"])
+        parts.append(f"{p.get('name')} {est} ({format_percent(p.get('relative_half_width'))})")
+    return (
+        f"without the {w['left_out']} disturbed trials (of {w['watched']} watched; other "
+        f"processes used {DISTURBED_CORES:g} core or more): " + "; ".join(parts)
+    )
+
+
 def render_result(res: StudyResult, console: Console) -> None:
     """The final summary a reader can trust: every number with its CI, n and method."""
     table = Table(title=Text(plain(res.study)), title_justify="left", show_edge=False)
@@ -189,6 +211,8 @@ def render_result(res: StudyResult, console: Console) -> None:
     said = answer("run", res.as_dict())
     if said:
         lines.append(Text(plain(f"answer: {said}"), style="bold"))
+    if res.without_disturbed:
+        lines.append(Text(plain(without_disturbed_line(res.without_disturbed)), style="yellow"))
     ran = (
         f" · {res.trials_total} trials ({by}) · measured {format_duration(res.elapsed_s)}"
         if res.trials_total

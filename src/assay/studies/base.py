@@ -29,6 +29,7 @@ from assay.execute.executor import Executor, LocalExecutor
 from assay.execute.interrupts import InterruptCheck
 from assay.execute.leftovers import end_running, stop_leftover
 from assay.execute.monitor import (
+    DISTURBED_CORES,
     ResourceSummary,
     bottleneck_warnings,
     others_cores,
@@ -54,6 +55,7 @@ __all__ = [
     "StudyOptions",
     "bookkeeping_median",
     "bookkeeping_per_trial",
+    "disturbed_trials",
     "execution_dict",
     "execution_fields",
     "failure_summary",
@@ -287,6 +289,19 @@ def trial_cpu(t: TrialRecord) -> float | None:
     if t.cpu_user is None or t.cpu_system is None:
         return None
     return t.cpu_user + t.cpu_system
+
+
+def disturbed_trials(trials: list[TrialRecord]) -> tuple[set[tuple[int, int]], int]:
+    """The ``(run, seq)`` of the watched trials during which other processes used
+    :data:`~assay.execute.monitor.DISTURBED_CORES` or more of the CPU, and how many
+    trials were watched (an unwatched trial's interference is not known)."""
+    watched = [t for t in trials if t.resources]
+    bad = {
+        (t.run, t.seq)
+        for t in watched
+        if others_cores(summarize(t.resources), trial_cpu(t)) >= DISTURBED_CORES
+    }
+    return bad, len(watched)
 
 
 def watch_report(

@@ -40,6 +40,7 @@ from assay.studies.base import (
     Study,
     StudyError,
     StudyOptions,
+    disturbed_trials,
     execution_dict,
     execution_fields,
     host_warnings,
@@ -97,6 +98,8 @@ class StudyResult:
     session_measured_s: float | None = None  # of which its commands ran
     warnings: list[str] = field(default_factory=list)
     resources: dict[str, Any] | None = None  # the bottleneck watch (None: not monitored)
+    # each PI again without the trials other processes disturbed (None: none seen)
+    without_disturbed: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -105,6 +108,7 @@ class StudyResult:
             "done": self.decision.done,
             "reason": self.decision.reason,
             "pis": [r.as_dict() for r in self.results],
+            "without_disturbed": self.without_disturbed,
             **execution_dict(self),
         }
 
@@ -452,5 +456,24 @@ class Runner(Study):
             decision=decision,
             warnings=warnings,
             resources=resources,
+            without_disturbed=without_disturbed(self.spec, st.trials),
             **execution_fields(st),
         )
+
+
+def without_disturbed(spec: Spec, trials: list[TrialRecord]) -> dict[str, Any] | None:
+    """Each PI analysed again without the watched trials that other processes disturbed
+    (issue #36: "the PI's CI with and without those trials"), so that a reader sees
+    whether the neighbours moved the answer; None when no trial was seen disturbed.
+    Unwatched trials stay in: their interference is not known."""
+    bad, watched = disturbed_trials(trials)
+    if not bad:
+        return None
+    kept = [t for t in trials if (t.run, t.seq) not in bad]
+    again = analyse(spec, kept, locate=False)
+    pis = [
+        {k: getattr(r, k) for k in ("name", "unit", "mean", "low", "high", "half_width",
+                                    "relative_half_width", "confidence", "rounds_used")}
+        for r in again
+    ]  # fmt: skip
+    return {"left_out": len(bad), "watched": watched, "pis": pis}
