@@ -392,3 +392,46 @@ def test_a_run_against_a_baseline_reports_the_change_against_the_gate(tmp_path: 
     assert re.search(r"(worse|undecided) \(threshold 5%\)", html), html
     plot = html.split('id="plot-baseline"')[1].split("</figure>")[0]
     assert "<svg" in plot and "threshold" in plot
+
+
+def _result_schema() -> dict[str, Any]:
+    import json
+    from importlib.resources import files
+
+    return dict(json.loads(files("assay").joinpath("schemas/result.schema.json").read_text()))
+
+
+@pytest.mark.parametrize("kind", ["run", "compare", "scan", "order", "sweep", "knobs"])
+def test_every_designs_json_follows_the_shipped_schema(stores: dict[str, Path], kind: str) -> None:
+    """#40: a versioned, documented result schema, shipped in the package: every
+    design's --json carries schema_version and kind and validates; run and compare
+    carry every reading (with its round and position), as hyperfine's `times`."""
+    import json
+
+    import jsonschema
+
+    schema = _result_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    res = _invoke("show", str(stores[kind]), "--json", "-", "-q")
+    doc = json.loads(res.stdout)
+    jsonschema.validate(doc, schema, cls=jsonschema.Draft202012Validator)
+    assert doc["schema_version"] == 1
+    assert doc["kind"] == ("compare" if kind == "scan" else kind)
+    if kind in ("run", "compare", "scan"):
+        total = sum(len(s["values"]) for s in doc["samples"] if s["pi"] == "wall_time")
+        assert total == doc["trials"]["by_status"].get("ok", 0)
+
+
+def test_a_document_that_breaks_the_schema_is_refused() -> None:
+    """The schema can fail: a run document without its PIs, or of an unknown kind."""
+    import jsonschema
+
+    schema = _result_schema()
+    bad = [
+        {"schema_version": 1, "kind": "run", "study": "s", "warnings": []},
+        {"schema_version": 1, "kind": "tune", "study": "s", "warnings": []},
+        {"schema_version": 2, "kind": "knobs", "study": "s", "warnings": []},
+    ]
+    for doc in bad:
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(doc, schema, cls=jsonschema.Draft202012Validator)

@@ -291,6 +291,46 @@ def trial_cpu(t: TrialRecord) -> float | None:
     return t.cpu_user + t.cpu_system
 
 
+#: The version of the result documents ``--json`` writes (their ``schema_version``):
+#: raised when a field is removed or changes meaning; new fields keep it.  The JSON
+#: Schema is ``assay/schemas/result.schema.json``.
+RESULT_SCHEMA_VERSION = 1
+
+
+def result_header(kind: str) -> dict[str, Any]:
+    """The first fields of every result document: its schema version and its design."""
+    return {"schema_version": RESULT_SCHEMA_VERSION, "kind": kind}
+
+
+def samples_dict(
+    pis: Sequence[Any], trials: list[TrialRecord], key: str | None = None
+) -> list[dict[str, Any]]:
+    """Every reading of each PI (per ``key`` of the trials' settings, e.g. the variant)
+    in trial order, with each trial's run and sequence number (a comparison's cycle is
+    its ``setting``'s, its position in the cycle the order of the sequence numbers): what
+    another tool needs to analyse the study again, as hyperfine's ``times``."""
+    groups: dict[Any, list[TrialRecord]] = {}
+    for t in trials:
+        if t.ok:
+            groups.setdefault(None if key is None else t.setting.get(key), []).append(t)
+    out: list[dict[str, Any]] = []
+    for name, mine in groups.items():
+        for pi in pis:
+            got = [t for t in mine if pi.name in t.readings]
+            row: dict[str, Any] = {} if key is None else {key: name}
+            row |= {
+                "pi": pi.name,
+                "unit": pi.unit,
+                "runs": [t.run for t in got],
+                "seqs": [t.seq for t in got],
+                "values": [t.readings[pi.name] for t in got],
+            }
+            if key == "variant":
+                row["cycles"] = [t.setting.get("cycle") for t in got]
+            out.append(row)
+    return out
+
+
 def disturbed_trials(trials: list[TrialRecord]) -> tuple[set[tuple[int, int]], int]:
     """The ``(run, seq)`` of the watched trials during which other processes used
     :data:`~assay.execute.monitor.DISTURBED_CORES` or more of the CPU, and how many

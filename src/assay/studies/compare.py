@@ -54,6 +54,8 @@ from assay.studies.base import (
     failure_summary,
     host_warnings,
     open_stored,
+    result_header,
+    samples_dict,
     stderr_warning,
     watch_report,
 )
@@ -108,10 +110,12 @@ class CompareResult:
     variants: list[str] = field(default_factory=list)  # in the order given (file, --from)
     gates: list[GateVerdict] = field(default_factory=list)  # --fail-if-worse, if asked
     scan: ScanSummary | None = None  # variants that differ only in parameter values
+    samples: list[dict[str, Any]] = field(default_factory=list)  # by variant and PI
 
     def as_dict(self) -> dict[str, Any]:
         d = self.decision
         return {
+            **result_header("compare"),
             "study": self.study,
             "store": self.store,
             "done": d.done,
@@ -127,6 +131,7 @@ class CompareResult:
             "by_host": {h: comparison_dict(c) for h, c in self.by_host.items()},
             "gate": [g.as_dict() for g in self.gates],
             "scan": None if self.scan is None else self.scan.as_dict(),
+            "samples": self.samples,
         }
 
     def gate(self, threshold: float, baseline: str | None = None) -> list[GateVerdict]:
@@ -701,6 +706,7 @@ class CompareRunner(Study):
             warnings=warnings,
             resources=by_variant or None,
             scan=scan_summary(self.spec, comparisons[0]),
+            samples=samples_dict(pis, trials, "variant"),
             **execution_fields(st),
         )
 

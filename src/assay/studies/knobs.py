@@ -50,6 +50,7 @@ from assay.studies.base import (
     StudyOptions,
     failure_summary,
     open_stored,
+    result_header,
 )
 from assay.studies.settings import (
     SettingsProgress,
@@ -95,10 +96,17 @@ class KnobsResult:
     warnings: list[str] = field(default_factory=list)
     not_measured: int = 0  # assay show: planned samples with no stored trial
     reading: Measurements | None = None  # --from: how the file was read
+    study: str = ""  # the study's name ("" with --from: the file names the input)
+    store: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         """Everything, as plain data for ``--json``."""
-        data = self.analysis.as_dict()
+        data = {
+            **result_header("knobs"),
+            "study": self.study,
+            "store": self.store,
+            **self.analysis.as_dict(),
+        }
         if self.reading is not None:
             data["input"] = self.reading.as_dict()
         data["warnings"] = list(self.warnings)
@@ -234,7 +242,9 @@ def rank_samples(
         for r in analysis.rankings
         if r.knobs[0].impurity > 0.9 and r.knobs[0].knob not in declared_knobs
     ]
-    result = KnobsResult(analysis, warnings=warnings, reading=samples.reading)
+    result = KnobsResult(
+        analysis, warnings=warnings, reading=samples.reading, study=f"knobs --from {samples.source}"
+    )
     if tune:
         y = (
             composite_score(analysis.objective, samples.values)
@@ -440,7 +450,12 @@ class KnobsRunner:
         analysis = self._rank(samples, ok, metrics, session.trials)
         val = self._measured(session, self._validation(analysis), "top-k validation samples")
         analysis = self._validated(analysis, metrics, val)
-        result = KnobsResult(analysis, tuned_on_model=False)
+        result = KnobsResult(
+            analysis,
+            tuned_on_model=False,
+            study=self.spec.study.name,
+            store=str(self.store_path),
+        )
         if self.tune:
             result.tune, result.cost = self._tune_live(session, analysis, ok, metrics)
         return result
@@ -458,7 +473,13 @@ class KnobsRunner:
             analysis = self._validated(analysis, metrics, self._values(session, val_settings))
             keys = {setting_key(t.setting) for t in st.trials}
             missing = [s for s in [*samples, *val_settings] if session.key(s) not in keys]
-            return KnobsResult(analysis, tuned_on_model=False, not_measured=len(missing))
+            return KnobsResult(
+                analysis,
+                tuned_on_model=False,
+                not_measured=len(missing),
+                study=self.spec.study.name,
+                store=str(self.store_path),
+            )
 
     def _tune_live(
         self,

@@ -46,6 +46,7 @@ from assay.studies.base import (
     execution_fields,
     host_warnings,
     open_stored,
+    result_header,
     stderr_warning,
     watch_report,
 )
@@ -158,6 +159,7 @@ class OrderResult:
     def as_dict(self) -> dict[str, Any]:
         """The JSON form of the result."""
         return {
+            **result_header("order"),
             "study": self.study,
             "store": self.store,
             "done": self.trials_total >= self.trials_planned,

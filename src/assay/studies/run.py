@@ -45,6 +45,8 @@ from assay.studies.base import (
     execution_fields,
     host_warnings,
     open_stored,
+    result_header,
+    samples_dict,
     stderr_warning,
     watch_report,
     with_quiet_waits,
@@ -100,15 +102,18 @@ class StudyResult:
     resources: dict[str, Any] | None = None  # the bottleneck watch (None: not monitored)
     # each PI again without the trials other processes disturbed (None: none seen)
     without_disturbed: dict[str, Any] | None = None
+    samples: list[dict[str, Any]] = field(default_factory=list)  # every reading, by PI
 
     def as_dict(self) -> dict[str, Any]:
         return {
+            **result_header("run"),
             "study": self.study,
             "store": self.store,
             "done": self.decision.done,
             "reason": self.decision.reason,
             "pis": [r.as_dict() for r in self.results],
             "without_disturbed": self.without_disturbed,
+            "samples": self.samples,
             **execution_dict(self),
         }
 
@@ -457,6 +462,7 @@ class Runner(Study):
             warnings=warnings,
             resources=resources,
             without_disturbed=without_disturbed(self.spec, st.trials),
+            samples=samples_dict(_pis_to_analyse(self.spec), st.trials),
             **execution_fields(st),
         )
 

@@ -49,6 +49,7 @@ from assay.studies.base import (
     bookkeeping_median,
     bookkeeping_per_trial,
     open_stored,
+    result_header,
     setting_host_warnings,
     trial_failures,
     watch_report,
@@ -230,6 +231,7 @@ class SweepResult:
     def as_dict(self) -> dict[str, Any]:
         return (
             {
+                **result_header("sweep"),
                 "study": self.study,
                 "store": self.store,
                 "space": self.space,
