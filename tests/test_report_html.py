@@ -376,13 +376,17 @@ def test_the_ranking_chart_of_a_median_study_draws_medians(
 
 def test_a_run_against_a_baseline_reports_the_change_against_the_gate(tmp_path: Path) -> None:
     """#38: `--report` of `assay run --baseline` shows each PI's change with its CI, the
-    gate's verdict and a plot of the change against the threshold."""
+    gate's verdict, a plot of the change against the threshold and, when the baseline
+    file has its readings, the two distributions overlaid."""
     import json
 
     old, page = tmp_path / "old.json", tmp_path / "r.html"
     pi = {"name": "wall_time", "unit": "s", "direction": "lower", "mean": 0.001,
           "half_width": 1e-5, "n_samples": 20, "confidence": 0.95}  # fmt: skip
-    old.write_text(json.dumps({"study": "old", "pis": [pi]}), encoding="utf-8")
+    samples = [{"pi": "wall_time", "unit": "s", "runs": [0] * 4, "seqs": [0, 1, 2, 3],
+                "values": [0.00099, 0.001, 0.00101, 0.001]}]  # fmt: skip
+    doc = {"schema_version": 1, "kind": "run", "study": "old", "pis": [pi], "samples": samples}
+    old.write_text(json.dumps(doc), encoding="utf-8")
     res = _invoke("run", "--store", str(tmp_path / "b.assay.db"), "-r", "60", "--no-overhead",
                   "-q", "--baseline", str(old), "--fail-if-worse", "5%", "--report", str(page),
                   "--", "sleep", "0.01")  # fmt: skip
@@ -392,6 +396,9 @@ def test_a_run_against_a_baseline_reports_the_change_against_the_gate(tmp_path: 
     assert re.search(r"(worse|undecided) \(threshold 5%\)", html), html
     plot = html.split('id="plot-baseline"')[1].split("</figure>")[0]
     assert "<svg" in plot and "threshold" in plot
+    # the baseline's readings (schema 1's samples) overlaid on the new ones
+    overlay = html.split('id="plot-baseline-readings"')[1].split("</figure>")[0]
+    assert "baseline (n=4)" in overlay and "new (n=" in overlay
 
 
 def _result_schema() -> dict[str, Any]:

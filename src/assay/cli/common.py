@@ -10,7 +10,7 @@ import contextlib
 import difflib
 import shlex
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
@@ -548,7 +548,12 @@ def write_outputs(opts: dict[str, Any], makers: dict[str, Callable[[], str]]) ->
 
 
 def write_study_report(
-    opts: dict[str, Any], store_path: Path, study: str, err: Console, baseline: Sequence[Any] = ()
+    opts: dict[str, Any],
+    store_path: Path,
+    study: str,
+    err: Console,
+    baseline: Sequence[Any] = (),
+    readings: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
 ) -> None:
     """``--report PATH``: the HTML report of the study just run, as ``assay report``
     writes it from the store, with its ``--baseline`` comparisons; a report that cannot
@@ -560,7 +565,8 @@ def write_study_report(
     from assay.report.html import study_report
 
     try:
-        write_text(path, study_report(store_path, study, baseline=baseline)[0])
+        page = study_report(store_path, study, baseline=baseline, readings=readings)[0]
+        write_text(path, page)
     except (StudyError, StoreError, SpecError, ValueError, OSError) as exc:
         err.print(Text.assemble(("warning:", "yellow"), f" --report {path}: not written: {exc}"))
         return

@@ -201,6 +201,7 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
         print_session_line(result, err)
     data = result.as_dict()
     comparisons = []
+    readings: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {}
     if baseline is not None:
         from assay.studies.baseline import compare_with_baseline
 
@@ -209,6 +210,8 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
         )
         render_baseline(comparisons, console)
         data["baseline"] = [c.as_dict() for c in comparisons]
+        new = {str(x["pi"]): tuple(x["values"]) for x in data["samples"] if x.get("values")}
+        readings = {c.pi: (baseline[c.pi].readings, new.get(c.pi, ())) for c in comparisons}
     write_outputs(
         opts,
         {
@@ -220,7 +223,7 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
         },
     )
     write_hyperfine_exports(opts, store_path, spec)
-    write_study_report(opts, store_path, spec.study.name, err, comparisons)
+    write_study_report(opts, store_path, spec.study.name, err, comparisons, readings)
     if baseline is not None and spec.stop.fail_if_worse is not None:
         sys.exit(exits.baseline_status(result, comparisons))
     sys.exit(exits.run_status(result))

@@ -18,6 +18,8 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from assay._version import __version__
 from assay.designs.run_until_ci import WPS_PI
 from assay.report.format import format_estimate
@@ -80,6 +82,7 @@ def html_report(
     trials: Sequence[TrialRecord],
     plots: Sequence[Plot],
     baseline: Sequence[Any] = (),
+    readings: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
 ) -> str:
     """The report page of a stored study's ``result`` (as its runner's ``stored()``
     builds it) with its ``plots`` (see :func:`study_plots`); ``baseline``: each PI
@@ -93,7 +96,7 @@ def html_report(
         _answer(stored.kind, doc),
         # the answer and its evidence first; the details after, collapsed
         _section("Results", _results(stored.kind, doc, result)),
-        _section("Change vs baseline", baseline_html(baseline)) if baseline else "",
+        _section("Change vs baseline", baseline_html(baseline, readings)) if baseline else "",
         _section("Plots", _plots(plots)),
         _section("Warnings", _warnings(doc, result)),
         _section("Failures", _failures(doc), collapsed=not doc.get("failures")),
@@ -122,7 +125,12 @@ def html_document(title: str, body: Sequence[str], css: str = "") -> str:
 
 
 def study_report(
-    store_path: Path, study: str | None, *, png: bool = False, baseline: Sequence[Any] = ()
+    store_path: Path,
+    study: str | None,
+    *,
+    png: bool = False,
+    baseline: Sequence[Any] = (),
+    readings: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
 ) -> tuple[str, list[Plot]]:
     """The report page of ``study`` as its store holds it, and its plots (``assay
     report``, and ``--report`` at the end of a study command, which passes its
@@ -132,20 +140,56 @@ def study_report(
 
     stored, result, trials = stored_result(store_path, study)
     plots = study_plots(stored, result, trials, png=png)
-    return html_report(stored, result, trials, plots, baseline), plots
+    return html_report(stored, result, trials, plots, baseline, readings), plots
 
 
-def baseline_html(comparisons: Sequence[Any]) -> str:
+def baseline_html(
+    comparisons: Sequence[Any],
+    readings: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
+) -> str:
     """Each PI against the baseline: the Markdown's table (the change with its CI,
-    Welch's p, the gate) and a plot of each change's CI against the gate's threshold."""
+    Welch's p, the gate), a plot of each change's CI against the gate's threshold and,
+    where the baseline file has its readings (``readings``: PI -> (old, new)), the two
+    distributions overlaid."""
     from assay.report.markdown import baseline_rows
 
     header, rows = baseline_rows(comparisons)
     table = _human(header, rows, "each PI: new result vs the baseline")
-    plot = _render(
-        "baseline", "change vs baseline", lambda p: _baseline_plot(comparisons, p), False
-    )
-    return table + _plots([plot])
+    plots = [
+        _render("baseline", "change vs baseline", lambda p: _baseline_plot(comparisons, p), False)
+    ]
+    both = {pi: pair for pi, pair in (readings or {}).items() if pair[0] and pair[1]}
+    if both:
+        units = {c.pi: c.unit for c in comparisons}
+        plots.append(
+            _render(
+                "baseline-readings",
+                "readings: baseline and new",
+                lambda p: _overlay_plot(both, units, p),
+                False,
+            )
+        )
+    return table + _plots(plots)
+
+
+def _overlay_plot(
+    readings: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    units: Mapping[str, str],
+    path: Path,
+) -> None:
+    """Each PI's baseline and new readings as overlaid histograms, their means marked."""
+    shown = list(readings.items())[:4]
+    fig, axes = _figure(4.2 * len(shown), 3.0, ncols=len(shown))
+    for ax, (pi, (old, new)) in zip(axes, shown, strict=True):
+        both = [*old, *new]
+        bins = np.linspace(min(both), max(both), 30) if max(both) > min(both) else 10
+        for values, label, colour in ((old, "baseline", "#888888"), (new, "new", "#2c6fbb")):
+            ax.hist(values, bins=bins, alpha=0.55, color=colour, label=f"{label} (n={len(values)})")
+            ax.axvline(float(np.mean(values)), color=colour, linewidth=1.5)
+        ax.set_xlabel(f"{pi}{_unit(units.get(pi, ''))}", parse_math=False)
+        ax.set_ylabel("readings")
+        ax.legend(frameon=False, fontsize=9)
+    _save(fig, path)
 
 
 def _baseline_plot(comparisons: Sequence[Any], path: Path) -> None:

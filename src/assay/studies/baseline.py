@@ -36,6 +36,9 @@ class Baseline:
 
     source: str  # the file's name
     summary: SummaryStats
+    # its readings, where the file has them (an Assay document's samples, hyperfine's
+    # times): the report draws them beside the new ones
+    readings: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -163,6 +166,7 @@ def read_baseline(
                 path, f"has no PI of this study (it has {have}; the study: {', '.join(wanted)})"
             )
     out: dict[str, Baseline] = {}
+    kept = _assay_readings(path) if results[0].format == "assay" else {}
     for name, r in matched.items():
         unit = wanted[name].unit
         if r.unit and unit and r.unit != unit:
@@ -170,11 +174,31 @@ def read_baseline(
                 path, f"PI {name!r} is in {r.unit!r} there but in {unit!r} in this study"
             )
         try:
-            out[name] = Baseline(Path(r.source).name, _old_summary(r, confidence))
+            readings = kept.get(name) or (() if r.samples is None else tuple(map(float, r.samples)))
+            out[name] = Baseline(Path(r.source).name, _old_summary(r, confidence), readings)
         except ValueError as exc:
             raise ResultFileError(
                 path, f"PI {name!r}: its samples give no interval ({exc})"
             ) from None
+    return out
+
+
+def _assay_readings(path: str | Path) -> dict[str, tuple[float, ...]]:
+    """An Assay run document's readings by PI (its ``samples``, schema 1); none from an
+    older document or another file (the summary alone is then compared)."""
+    import json
+
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    rows = doc.get("samples") if isinstance(doc, dict) else None
+    out: dict[str, tuple[float, ...]] = {}
+    for row in rows if isinstance(rows, list) else []:
+        if isinstance(row, dict) and row.get("variant") is None and isinstance(row.get("pi"), str):
+            values = row.get("values")
+            if isinstance(values, list):
+                out[row["pi"]] = tuple(float(v) for v in values if isinstance(v, int | float))
     return out
 
 
