@@ -217,6 +217,7 @@ def test_report_in_the_browser(
         assert box is not None and box["width"] > 200 and box["height"] > 100
         assert svg.locator("text").count() > 0
     assert opened.errors == [] and opened.requests == [] and opened.dialogs == []
+    assert page.evaluate(_CLIPPED) == []  # nothing of the results cut at 1280 px either
     body = page.inner_text("body")
     assert f"reported by Assay {__version__}" in body
     # the answer first, in the first screen; the details folded until opened
