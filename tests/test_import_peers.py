@@ -671,3 +671,54 @@ def test_a_hostile_go_line_is_read_in_linear_time(tmp_path: Path) -> None:
     p = _write(tmp_path / "spaces.txt", line + line)
     with pytest.raises(ResultFileError, match="expected value-unit pairs"):
         read_result_file(p)
+
+
+# ----------------------------------------------------------------------------- asv
+
+#: Written by asv 0.6.6's own ``Results.add_result`` / ``Results.save`` (results format
+#: 2): one parametrized time benchmark (n = 10, 100), 10 samples each, and a memory
+#: benchmark of one value; with ``record_samples`` (asv run --record-samples) and without.
+ASV_SAMPLES = Path(__file__).parent / "data" / "asv_samples.json"
+ASV_SUMMARY = Path(__file__).parent / "data" / "asv_summary.json"
+
+
+def test_asv_results_are_read_one_variant_per_parameter_combination() -> None:
+    """#40: asv's results files were not read ("expected a hyperfine --export-json ...")."""
+    got = read_result_file(ASV_SAMPLES)
+    assert [(r.name, r.format, r.unit) for r in got] == [
+        ("benchmarks.TimeSuite.time_sort(10)", "asv", "s"),
+        ("benchmarks.TimeSuite.time_sort(100)", "asv", "s"),
+    ]
+    assert [r.samples.size for r in got if r.samples is not None] == [10, 10]
+    # the memory figure is one value: left out, and said
+    assert "left out, one value and no interval each: benchmarks.MemSuite.mem_list" in (
+        got[0].note or ""
+    )
+
+
+def test_asv_without_samples_is_its_99_interval_as_a_summary_with_a_note() -> None:
+    got = read_result_file(ASV_SUMMARY)
+    assert all(r.samples is None for r in got)
+    fast, slow = got
+    assert slow.summary.mean > fast.summary.mean
+    assert fast.summary.n == 10 and fast.summary.mean == pytest.approx(0.01007, rel=1e-3)
+    # the 99% interval [0.0098678, 0.010344] as a normal one over 10 repeats
+    half = (0.010344 - 0.0098678) / 2
+    assert fast.summary.var == pytest.approx((half / 2.5758293035489) ** 2 * 10, rel=1e-6)
+    assert "summary only: asv's result and its 99% interval over 10 repeats" in (fast.note or "")
+    res = _compare("--from", str(ASV_SUMMARY))
+    assert res.exit_code == 0, res.output
+    assert "benchmarks.TimeSuite.time_sort(10)" in res.output.split("time_sort(100)")[0]
+
+
+def test_asv_is_detected_by_its_result_columns_and_a_bad_file_names_the_field(
+    tmp_path: Path,
+) -> None:
+    doc = json.loads(ASV_SAMPLES.read_text())
+    assert detect_format(doc) == "asv"
+    doc["results"]["benchmarks.TimeSuite.time_sort"][1] = [["10", "100", "1000"]]
+    res = _compare("--from", str(_write(tmp_path / "bad.json", doc)))
+    assert res.exit_code == 2
+    assert "asv results JSON" in res.output and "2 results for 3 parameter combinations" in (
+        res.output
+    )

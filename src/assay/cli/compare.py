@@ -183,7 +183,7 @@ def _compare_spec(target: tuple[str, ...], opts: dict[str, Any]) -> tuple[Spec, 
     "from_files",
     is_flag=True,
     help="Compare existing results: TARGET is hyperfine/pyperf/Assay JSON files, Google "
-    "Benchmark/pytest-benchmark JSON, go test -bench output or criterion folders.",
+    "Benchmark/pytest-benchmark/asv JSON, go test -bench output or criterion folders.",
 )
 @click.option(
     "--format",
@@ -264,7 +264,7 @@ def compare(target: tuple[str, ...], **opts: Any) -> None:
     Study mode, variants from a study file (resumes if interrupted):
       assay compare examples/compare-sqlite-sync.toml
     Existing results (hyperfine --export-json, pyperf, assay --json, Google Benchmark,
-    pytest-benchmark, go test -bench output, criterion folders; --format to force one):
+    pytest-benchmark, asv, go test -bench output, criterion folders; --format to force one):
       assay compare --from old.json new.json
     As hyperfine users write it (each command one string; --shell for shell syntax):
       assay compare "sleep 0.01" "sleep 0.02"

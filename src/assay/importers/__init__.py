@@ -1,5 +1,5 @@
 """Results measured elsewhere, read for Assay's analyses: hyperfine, pyperf, Google
-Benchmark, Go, criterion.rs, pytest-benchmark and Assay files (``compare --from``), and
+Benchmark, Go, criterion.rs, pytest-benchmark, asv and Assay files (``compare --from``), and
 the CSV files of ``order``, ``sweep`` and ``knobs --from``.
 
 Every reader names the file, the line or field, and what was expected when it refuses.
@@ -8,7 +8,14 @@ Every reader names the file, the line or field, and what was expected when it re
 from typing import Literal
 
 ResultFormat = Literal[
-    "hyperfine", "pyperf", "assay", "google-benchmark", "go", "criterion", "pytest-benchmark"
+    "hyperfine",
+    "pyperf",
+    "assay",
+    "google-benchmark",
+    "go",
+    "criterion",
+    "pytest-benchmark",
+    "asv",
 ]
 
 #: The formats ``compare --from`` reads (``--format`` names one); here, not in
@@ -21,4 +28,5 @@ RESULT_FORMATS: tuple[ResultFormat, ...] = (
     "go",
     "criterion",
     "pytest-benchmark",
+    "asv",
 )

@@ -27,6 +27,12 @@ adds the file and the format.
   top); samples are ``stats.data`` (``--benchmark-save-data``), else the summary
   ``mean``, ``stddev`` and ``rounds``, with a note.
 
+* **asv** (airspeed velocity) ``results/<machine>/<commit>-<env>.json`` (results format
+  2, :func:`parse_asv`): a ``results`` object and its ``result_columns``; one variant per
+  benchmark and combination of its parameters; samples are the ``samples`` column
+  (``asv run --record-samples``), else a summary from the result (asv's median) and its
+  99% interval (``stats_ci_99_a``/``_b``) over ``stats_repeat`` repeats, with a note.
+
 Nothing here reads a file or imports NumPy.
 """
 
@@ -36,7 +42,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -47,6 +53,7 @@ __all__ = [
     "PeerVariant",
     "criterion_folders",
     "looks_like_go_bench",
+    "parse_asv",
     "parse_criterion_estimates",
     "parse_criterion_sample",
     "parse_go_bench",
@@ -586,3 +593,117 @@ def parse_pytest_benchmark(doc: Any) -> list[PeerVariant]:
             )
         )
     return out
+
+
+#: The unit of an asv benchmark, by the prefix of its function's name (asv's rule).
+_ASV_UNITS = (("timeraw_", "s"), ("time_", "s"), ("peakmem_", "B"), ("mem_", "B"))
+#: z for asv's 99% intervals: a summary's spread from one (no SciPy here).
+_Z99 = 2.5758293035489
+
+
+def parse_asv(doc: Any) -> list[PeerVariant]:
+    """Variants from a parsed asv results file (results format 2).
+
+    Each row of ``results`` is aligned with ``result_columns`` (asv drops trailing
+    empty columns); ``result`` and ``samples`` hold one entry per combination of the
+    benchmark's ``params``.  A combination without samples is the summary of its
+    99% interval (``stats_ci_99_a``, ``stats_ci_99_b``) and ``stats_repeat``, taken as
+    normal around the result; a failed one (``null``) is left out.
+
+    Examples
+    --------
+    >>> doc = {"version": 2, "result_columns": ["result", "params", "version",
+    ...     "started_at", "duration", "stats_ci_99_a", "stats_ci_99_b", "stats_q_25",
+    ...     "stats_q_75", "stats_number", "stats_repeat", "samples"],
+    ...     "results": {"b.time_sort": [[0.5, 0.7], [["10", "100"]], "v", 0, 1.0,
+    ...         [0.4, 0.6], [0.6, 0.8], None, None, [1, 1], [10, 10],
+    ...         [[0.5, 0.51, 0.49], None]]}}
+    >>> [(v.name, v.unit, v.samples, v.summary is not None) for v in parse_asv(doc)]
+    [('b.time_sort(10)', 's', [0.5, 0.51, 0.49], False), ('b.time_sort(100)', 's', None, True)]
+    """
+    if not isinstance(doc, dict):
+        raise PeerFormatError("expected a JSON object")
+    columns = doc.get("result_columns")
+    results = doc.get("results")
+    if not isinstance(columns, list) or not isinstance(results, dict):
+        raise PeerFormatError("expected a 'results' object and a 'result_columns' list")
+    if doc.get("version") not in (None, 2):
+        raise PeerFormatError(f"results format {doc.get('version')!r}: only format 2 is read")
+    out: list[PeerVariant] = []
+    lone: list[str] = []  # a single value (a memory figure, a track_): nothing to compare
+    for name, row in results.items():
+        where = f"results[{name!r}]"
+        if not isinstance(row, list):
+            raise PeerFormatError(f"{where}: expected a list aligned with result_columns")
+        cell = dict(zip(columns, row, strict=False))
+        values = cell.get("result")
+        if values is None:
+            continue  # the benchmark failed or was skipped: nothing measured
+        if not isinstance(values, list):
+            raise PeerFormatError(f"{where}: expected 'result' to be a list, one per combination")
+        labels = _asv_labels(str(name), cell.get("params"), len(values), where)
+        unit = next(
+            (u for prefix, u in _ASV_UNITS if str(name).rsplit(".", 1)[-1].startswith(prefix)), ""
+        )
+        samples = cell.get("samples")
+        for i, (label, value) in enumerate(zip(labels, values, strict=True)):
+            got = samples[i] if isinstance(samples, list) and i < len(samples) else None
+            if isinstance(got, list) and got:
+                out.append(PeerVariant(label, unit, f"{where}.samples[{i}]", samples=got))
+            elif value is not None:
+                summary = _asv_summary(label, unit, cell, i, value, f"{where}")
+                if summary is None:
+                    lone.append(label)
+                else:
+                    out.append(summary)
+    if not out:
+        why = f" (one value each, no interval: {', '.join(lone)})" if lone else ""
+        raise PeerFormatError(f"no benchmark with samples or an interval in 'results'{why}")
+    if lone:  # said once, with the first variant
+        said = f"left out, one value and no interval each: {', '.join(lone)}"
+        first = out[0]
+        out[0] = replace(first, note=f"{first.note}; {said}" if first.note else said)
+    return out
+
+
+def _asv_labels(name: str, params: Any, n: int, where: str) -> list[str]:
+    """The names of a benchmark's parameter combinations, in asv's order (the product
+    of its parameters' values), ``name(v1, v2)``; ``name`` alone without parameters."""
+    if not params:
+        if n != 1:
+            raise PeerFormatError(f"{where}: {n} results but no 'params'")
+        return [name]
+    combos: list[list[str]] = [[]]
+    for values in params:
+        if not isinstance(values, list):
+            raise PeerFormatError(f"{where}: expected 'params' to be a list of lists")
+        combos = [[*c, str(v)] for c in combos for v in values]
+    if len(combos) != n:
+        raise PeerFormatError(f"{where}: {n} results for {len(combos)} parameter combinations")
+    return [f"{name}({', '.join(c)})" for c in combos]
+
+
+def _asv_summary(
+    label: str, unit: str, cell: dict[str, Any], i: int, value: Any, where: str
+) -> PeerVariant | None:
+    def at(column: str) -> Any:
+        got = cell.get(column)
+        return got[i] if isinstance(got, list) and i < len(got) else None
+
+    low, high, repeat = at("stats_ci_99_a"), at("stats_ci_99_b"), at("stats_repeat")
+    if low is None or high is None or repeat is None:
+        return None  # one value (asv computes no interval for it)
+    mean = _num(value, f"{where}.result[{i}]")
+    n = _count(repeat, f"{where}.stats_repeat[{i}]")
+    half = (
+        _num(high, f"{where}.stats_ci_99_b[{i}]") - _num(low, f"{where}.stats_ci_99_a[{i}]")
+    ) / 2
+    sd = half / _Z99 * n**0.5
+    return PeerVariant(
+        label,
+        unit,
+        f"{where}.result[{i}]",
+        summary=(mean, sd * sd, n),
+        note=f"summary only: asv's result and its 99% interval over {n} repeats "
+        "(asv run --record-samples keeps every sample)",
+    )

@@ -94,6 +94,7 @@ PEER_LABELS: dict[str, str] = {
     "go": "Go benchmark text",
     "criterion": "criterion.rs results",
     "pytest-benchmark": "pytest-benchmark JSON",
+    "asv": "asv results JSON",
 }
 
 #: pyperf unit names and the unit Assay reports.
@@ -366,6 +367,8 @@ def detect_format(doc: Any) -> Format | None:
     mean = doc.get("mean")
     if isinstance(mean, dict) and "point_estimate" in mean:
         return "criterion"
+    if isinstance(doc.get("results"), dict) and isinstance(doc.get("result_columns"), list):
+        return "asv"
     return None
 
 
@@ -806,7 +809,7 @@ def read_result_file(
             p,
             "expected a hyperfine --export-json, pyperf or Assay --json file "
             "(a JSON object with a 'results', 'benchmarks' or 'pis' list), or Google "
-            "Benchmark, pytest-benchmark or criterion JSON, or go test -bench output",
+            "Benchmark, pytest-benchmark, criterion or asv JSON, or go test -bench output",
         )
     if found == "assay":
         return parse_assay(doc, p, pi)
@@ -817,6 +820,7 @@ def read_result_file(
     parse = {
         "google-benchmark": peers.parse_google_benchmark,
         "pytest-benchmark": peers.parse_pytest_benchmark,
+        "asv": peers.parse_asv,
     }[found]
     try:
         variants = parse(doc)
