@@ -507,3 +507,30 @@ def test_reader_either_reads_or_raises_one_clear_error(tmp_path_factory, text: s
     assert (table["position"] >= 0).all()
     assert table["value"].map(lambda v: v == v and abs(v) != float("inf")).all()
     assert not table.duplicated(["run", "position", "test"]).any()
+
+
+def test_an_order_json_is_read_back_by_order_from_with_the_same_analysis(
+    write_study, py: str, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """#40: Assay's own order --json was not read back ("not a readable CSV file"); its
+    trials (``samples``, schema 1) now are, and give the study's own analysis."""
+    study = _study(write_study, py, tmp_path, name="round")
+    out = tmp_path / "r.json"
+    ran = _invoke([str(study), "--no-overhead", "--no-monitor", "-q", "--json", str(out)])
+    assert ran.exit_code == 0, ran.output
+    back = _invoke(["--from", str(out), "--json", "-", "-q"])
+    assert back.exit_code == 0, back.output
+    first, again = json.loads(out.read_text()), json.loads(back.stdout)
+    assert again["verdict"] == first["verdict"] and again["order_matters"]
+    assert [(t["test"], t["p_value"]) for t in again["tests"]] == [
+        (t["test"], t["p_value"]) for t in first["tests"]
+    ]
+    # a result of another design, and one from before the trials were kept, are refused
+    doc = {**first, "kind": "compare"}
+    (tmp_path / "c.json").write_text(json.dumps(doc))
+    refused = _invoke(["--from", str(tmp_path / "c.json")])
+    assert refused.exit_code == 2 and "kind 'order'" in refused.output
+    old = {k: v for k, v in first.items() if k != "samples"}
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    refused = _invoke(["--from", str(tmp_path / "old.json")])
+    assert refused.exit_code == 2 and "no 'samples' list" in refused.output

@@ -147,6 +147,8 @@ def read_order_file(path: str | Path, *, metrics: Sequence[str] | None = None) -
         raise OrderDataError(f"{p}: not a UTF-8 text file: {_EXPECTED}") from None
     except InputFileError as exc:
         raise OrderDataError(f"{p}: {exc}; {_EXPECTED}") from None
+    if text.lstrip().startswith("{"):  # an Assay order --json document: its trials
+        return _parse_assay_json(p, text)
     try:
         return _parse(p, text, tuple(metrics) if metrics else None)
     except csv.Error as exc:
@@ -295,6 +297,57 @@ def _parse(p: Path, text: str, metrics: tuple[str, ...] | None) -> OrderTrials:
     if not long and ("order_type" in names or "run_num" in names):
         return _parse_ordersage(p, records(), names, metrics)
     return _parse_long(p, records(), names, metrics)
+
+
+def _parse_assay_json(p: Path, text: str) -> OrderTrials:
+    """The trials of an ``assay order --json`` document (its ``samples``, schema 1): the
+    same table the study analysed, so the analysis of the file is the study's."""
+    import json
+
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise OrderDataError(f"{p}: not a readable JSON file ({exc}): {_EXPECTED}") from None
+    if not isinstance(doc, dict) or doc.get("kind") != "order":
+        kind = doc.get("kind") if isinstance(doc, dict) else None
+        raise OrderDataError(
+            f"{p}: a JSON file must be an 'assay order --json' result (kind 'order'), "
+            f"got kind {kind!r}: {_EXPECTED}"
+        )
+    samples = doc.get("samples")
+    if not isinstance(samples, list):
+        raise OrderDataError(
+            f"{p}: no 'samples' list (a result written before Assay kept its trials in "
+            "the JSON): read the study's trials with 'assay export' instead"
+        )
+    host = any(isinstance(r, dict) and HOST_COLUMN in r for r in samples)
+    rows = _Rows(p, host)
+    for i, r in enumerate(samples):
+        where = f"samples[{i}]"
+        if not isinstance(r, dict):
+            raise OrderDataError(
+                f"{p}: {where}: expected an object with {', '.join(ORDER_COLUMNS)}"
+            )
+        test, order, run = r.get("test"), r.get("order"), r.get("run")
+        position, value = r.get("position"), r.get("value")
+        if not isinstance(test, str) or order not in ("fixed", "random"):
+            raise OrderDataError(
+                f"{p}: {where}: expected a 'test' name and an 'order' of fixed or random"
+            )
+        if isinstance(position, bool) or not isinstance(position, int) or position < 0:
+            raise OrderDataError(f"{p}: {where}: 'position': expected a whole number >= 0")
+        number = _float(str(value)) if isinstance(value, int | float) else None
+        if number is None:
+            raise OrderDataError(f"{p}: {where}: 'value': expected a finite number, got {value!r}")
+        if isinstance(run, bool) or not isinstance(run, int | str):
+            raise OrderDataError(f"{p}: {where}: 'run': expected a run id")
+        rows.slot(i + 1, f"{order}:{run}", repr(run), position, test)
+        # (fixed and random runs may share numbers in a study's table: the id keeps its
+        # order, as the study's analysis tells its runs apart)
+        rows.rows.append(
+            (test, order, f"{order}:{run}", position, number, str(r.get(HOST_COLUMN, "")))
+        )
+    return rows.result("assay")
 
 
 def _missing(p: Path, names: list[str], wanted: Iterable[str], expected: str) -> None:

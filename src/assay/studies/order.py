@@ -172,6 +172,9 @@ class OrderResult:
             "sources": self.sources,
             "metrics": self.metrics,
             "metrics_note": self.metrics_text,
+            # every successful trial (test, order, run, position, value[, host]): what
+            # 'assay order --from' reads back, and another tool analyses again
+            "samples": _records(self.table),
         }
 
 
@@ -603,3 +606,11 @@ def order_from_csv(
         metrics=list(read.metrics),
         metrics_text=read.metrics_text(),
     )
+
+
+def _records(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """A trial table's rows as plain JSON values (NumPy's scalars become Python's)."""
+    import json
+
+    rows: list[dict[str, Any]] = json.loads(table.to_json(orient="records"))
+    return rows
