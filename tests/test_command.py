@@ -293,3 +293,55 @@ def test_the_command_leads_a_process_group_of_its_own_in_assays_session() -> Non
     pgrp, session = int(fields[2]), int(fields[3])
     assert pgrp == pid
     assert session == os.getsid(0)
+
+
+_IN_A_TERMINAL = """
+import os, pty, sys
+pid, fd = pty.fork()
+if pid == 0:  # a session with the pty as its terminal, as an interactive shell's
+    from assay.execute.command import run_command
+    r = run_command(sys.argv[1:], timeout=120)
+    print("RESULT", r.status, round(r.duration), r.error, flush=True)
+    os._exit(0)
+out = b""
+while True:
+    try:
+        chunk = os.read(fd, 4096)
+    except OSError:
+        break
+    if not chunk:
+        break
+    out += chunk
+os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors="replace"))
+"""
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["python3", "-c", "open('/dev/tty').read()"], "SIGTTIN: it read or wrote the terminal"),
+        (
+            # a descendant's read stops the whole process group, the leader with it
+            ["sh", "-c", "python3 -c 'open(\"/dev/tty\").read()'; true"],
+            "SIGTTIN: it read or wrote the terminal",
+        ),
+    ],
+    ids=["leader", "descendant"],
+)
+def test_a_command_that_reads_the_terminal_fails_at_once_instead_of_waiting_stopped(
+    argv: list[str], said: str
+) -> None:
+    """In its own process group (#45), a command that reads the terminal of an
+    interactive Assay is stopped by SIGTTIN; it would sit stopped until its timeout
+    (600 s by default).  The trial ends within seconds, saying why."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _IN_A_TERMINAL, *argv], capture_output=True, text=True, timeout=100
+    )
+    line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT")), done.stdout)
+    assert line.startswith("RESULT failed"), line
+    assert said in line and "stopped by job control" in line, line
+    assert int(line.split()[2]) < 60  # seconds, against the 120 s timeout

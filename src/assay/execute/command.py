@@ -45,6 +45,15 @@ TrialStatus = Literal["ok", "failed", "timeout", "parse_error", "launch_error", 
 _READ = 256 * 1024  # bytes per read of a pipe
 _DRAIN_S = 2.0  # after the kill, how long a pipe may stay open (a writer out of reach)
 _POLL_S = 0.01  # without pidfd_open (Linux < 5.3): how often to look for the exit
+#: How often a running trial's first process is checked for a stop by job control (it
+#: read or wrote the terminal from its own process group: SIGTTIN stops the whole group)
+_STOP_CHECK_S = 1.0
+#: What a trial stopped by job control says (it would otherwise wait for its timeout)
+STOPPED_ERROR = (
+    "stopped by job control ({why}): the command runs in a process group of its own, "
+    "away from the terminal, and reading or writing the terminal stops it; give it its "
+    "input another way (a file, --prepare, an environment variable)"
+)
 # poll(2), as subprocess uses: fewer system calls in the timed region than epoll
 _Selector = getattr(selectors, "PollSelector", selectors.SelectSelector)
 
@@ -302,7 +311,7 @@ def run_command(
                     launch.close_child_ends()
             tree.attach(child.pid)
             try:
-                end, timed_out, usage = _follow(
+                end, timed_out, usage, stopped = _follow(
                     child, launch, tree, out, err, t0 + timeout, keep_descendants
                 )
             except BaseException:
@@ -323,8 +332,11 @@ def run_command(
                 gc.enable()
     code = child.code
     assert code is not None  # reaped by _follow
-    if timed_out:
-        status: TrialStatus = "timeout"
+    if stopped is not None:
+        status: TrialStatus = "failed"
+        error = STOPPED_ERROR.format(why=stopped) + "; every process it started was killed"
+    elif timed_out:
+        status = "timeout"
         error = f"timed out after {timeout:g} s; every process it started was killed"
     elif code != 0:
         status = "failed"
@@ -513,9 +525,11 @@ def _follow(
     err: Spool,
     deadline: float,
     keep: bool,
-) -> tuple[float, bool, resource.struct_rusage]:
+) -> tuple[float, bool, resource.struct_rusage, str | None]:
     """Read the pipes until the command ends, or the deadline; kill its tree when the
-    trial is over; the reap's time, whether it timed out and the command's usage."""
+    trial is over; the reap's time, whether it timed out, the command's usage and, for a
+    command stopped by job control (it read the terminal from its own process group:
+    SIGTTIN), why (else None): killed at once, not left stopped until its timeout."""
     sel = _Selector()
     sel.register(launch.out, selectors.EVENT_READ, out)
     sel.register(launch.err, selectors.EVENT_READ, err)
@@ -527,6 +541,8 @@ def _follow(
     usage: resource.struct_rusage | None = None
     timed_out = False
     drain_until = deadline
+    stopped: str | None = None
+    watch = _StopWatch(child.pid)
     try:
         while end is None or pipes:
             now = time.perf_counter()
@@ -545,12 +561,20 @@ def _follow(
             if end is None and pidfd is None and not timed_out:
                 usage = child.reap(block=False)
                 exited = usage is not None
+            if end is None and not timed_out and stopped is None:
+                stopped = watch.check(now)
+                if stopped is not None:
+                    timed_out = True  # ended as a timeout ends: everything killed
+                    tree.kill()
+                    _kill_group(child)
             if end is None and (timed_out or exited):
                 exited = True
             else:
                 limit = (deadline if end is None else drain_until) - now
                 if end is None and pidfd is None:
                     limit = min(limit, _POLL_S)
+                elif end is None:
+                    limit = min(limit, max(watch.due - now, 0.0))
                 for key, _ in sel.select(max(limit, 0.0)):
                     if key.data is None:
                         exited = True
@@ -575,7 +599,43 @@ def _follow(
         if pidfd is not None:
             os.close(pidfd)
     assert usage is not None
-    return end, timed_out, usage
+    return end, timed_out, usage, stopped
+
+
+class _StopWatch:
+    """Looks, every :data:`_STOP_CHECK_S` of a trial, whether its first process was
+    stopped by SIGTTIN or SIGTTOU (``waitid``: cheap, and the signal is known).  A read
+    of the terminal by any process of the group stops them all, the first one with
+    them; a process that left the group, or stops for another reason (SIGSTOP), is left
+    alone."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.due = time.perf_counter() + _STOP_CHECK_S
+
+    def check(self, now: float) -> str | None:
+        if now < self.due:
+            return None
+        self.due = now + _STOP_CHECK_S
+        signo = _leader_stop(self.pid)
+        if signo in _TERMINAL_STOPS:
+            return f"{signal.Signals(signo).name}: it read or wrote the terminal"
+        return None
+
+
+_TERMINAL_STOPS = (signal.SIGTTIN, signal.SIGTTOU)
+
+
+def _leader_stop(pid: int) -> int | None:
+    """The signal that stopped the command's first process, if it is stopped (left
+    waitable: the reap still sees its exit)."""
+    try:
+        info = os.waitid(os.P_PID, pid, os.WSTOPPED | os.WNOHANG | os.WNOWAIT)
+    except (ChildProcessError, OSError):
+        return None
+    if info is None or info.si_code != os.CLD_STOPPED:
+        return None
+    return int(info.si_status)
 
 
 def _pidfd(pid: int) -> int | None:
