@@ -522,6 +522,10 @@ def test_an_order_json_is_read_back_by_order_from_with_the_same_analysis(
     assert back.exit_code == 0, back.output
     first, again = json.loads(out.read_text()), json.loads(back.stdout)
     assert again["verdict"] == first["verdict"] and again["order_matters"]
+    # the PI as the study named it (a CSV's is "value")
+    assert [again[k] for k in ("pi", "unit", "direction")] == [
+        first[k] for k in ("pi", "unit", "direction")
+    ]
     assert [(t["test"], t["p_value"]) for t in again["tests"]] == [
         (t["test"], t["p_value"]) for t in first["tests"]
     ]

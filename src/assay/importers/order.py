@@ -33,6 +33,7 @@ Bonferroni correction counts every metric.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import math
 import os
 from collections import Counter
@@ -87,11 +88,13 @@ class OrderTrials:
     """A ``--from`` file read: its successful trials, and the failed ones counted."""
 
     table: pd.DataFrame  # ORDER_COLUMNS, plus HOST_COLUMN when the file names hosts
-    source_format: str  # "long" or "ordersage"
+    source_format: str  # "long", "ordersage" or "assay" (an order --json result)
     failed: dict[str, int] = field(default_factory=dict)  # failed trials by test
     statuses: dict[str, int] = field(default_factory=dict)  # failed trials by status
     metrics: tuple[str, ...] = ()  # the metrics each trial was split into (none: one value)
     metrics_from: str = ""  # where their names came from ("--metrics", "default", ...)
+    # an Assay order --json document names its PI: (name, unit, direction)
+    pi: tuple[str, str, str] | None = None
 
     @property
     def failed_total(self) -> int:
@@ -347,7 +350,12 @@ def _parse_assay_json(p: Path, text: str) -> OrderTrials:
         rows.rows.append(
             (test, order, f"{order}:{run}", position, number, str(r.get(HOST_COLUMN, "")))
         )
-    return rows.result("assay")
+    read = rows.result("assay")
+    name, unit, direction = doc.get("pi"), doc.get("unit"), doc.get("direction")
+    if isinstance(name, str) and name and direction in ("lower", "higher"):
+        pi = (name, unit if isinstance(unit, str) else "", str(direction))
+        return dataclasses.replace(read, pi=pi)
+    return read
 
 
 def _missing(p: Path, names: list[str], wanted: Iterable[str], expected: str) -> None:

@@ -586,13 +586,17 @@ def order_from_csv(
             f"(completion_status: {statuses}; by test: {by_test})",
         )
     by_status = {"ok": len(table), **({"failed": failed} if failed else {})}
-    kind = "OrderSage results" if read.source_format == "ordersage" else "trials"
+    kind = {"ordersage": "OrderSage results", "assay": "an assay order --json result"}.get(
+        read.source_format, "trials"
+    )
+    # an Assay result names its PI, its unit and which way is better; a CSV does not
+    pi, its_unit, direction = read.pi or ("value", "", "lower")
     return OrderResult(
         study=f"order --from {Path(path).name}",
         store="",
-        pi="value",
-        unit=unit,
-        direction="lower",
+        pi=pi,
+        unit=unit or its_unit,
+        direction=direction,
         analysis=analysis,
         plan=None,
         reason=f"analysed {len(table)} {'readings' if read.metrics else 'trials'} from {path} "
