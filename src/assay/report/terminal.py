@@ -325,6 +325,8 @@ def executor_line(executor: Mapping[str, Any] | None) -> str:
     >>> executor_line({"kind": "dask", "scheduler": "tcp://h:1", "workers": {
     ...     "w1": {"host": "vm (10.0.0.2)"}, "w2": {"host": "vm (10.0.0.3)"}}})
     'ran on a Dask cluster (tcp://h:1): 2 workers on hosts vm (10.0.0.2) ×1, vm (10.0.0.3) ×1'
+    >>> executor_line({"kind": "dask", "scheduler": "tls://h:1", "workers": {"w": {"host": "a"}}})
+    'ran on a Dask cluster (tls://h:1): 1 worker on host a ×1'
     """
     if not executor or executor.get("kind") != "dask":
         return ""
@@ -335,10 +337,8 @@ def executor_line(executor: Mapping[str, Any] | None) -> str:
         hosts[host] = hosts.get(host, 0) + 1
     named = ", ".join(f"{h} ×{n}" for h, n in sorted(hosts.items()))
     where = "host" if len(hosts) == 1 else "hosts"
-    return (
-        f"ran on a Dask cluster ({executor.get('scheduler', '?')}): "
-        f"{len(workers)} workers on {where} {named}"
-    )
+    them = f"{len(workers)} worker{'' if len(workers) == 1 else 's'}"
+    return f"ran on a Dask cluster ({executor.get('scheduler', '?')}): {them} on {where} {named}"
 
 
 def session_line(res: Any) -> Text | None:
