@@ -5,7 +5,7 @@ the CSV files of ``order``, ``sweep`` and ``knobs --from``.
 Every reader names the file, the line or field, and what was expected when it refuses.
 """
 
-from typing import Literal
+from typing import Literal, get_args
 
 ResultFormat = Literal[
     "hyperfine",
@@ -18,15 +18,7 @@ ResultFormat = Literal[
     "asv",
 ]
 
-#: The formats ``compare --from`` reads (``--format`` names one); here, not in
-#: :mod:`assay.importers.results`, so that the command line lists them without NumPy.
-RESULT_FORMATS: tuple[ResultFormat, ...] = (
-    "hyperfine",
-    "pyperf",
-    "assay",
-    "google-benchmark",
-    "go",
-    "criterion",
-    "pytest-benchmark",
-    "asv",
-)
+#: The formats ``compare --from`` reads (``--format`` names one), in the order of
+#: :data:`ResultFormat`; here, not in :mod:`assay.importers.results`, so that the command
+#: line lists them without NumPy.
+RESULT_FORMATS: tuple[ResultFormat, ...] = get_args(ResultFormat)
