@@ -2,12 +2,13 @@
 
 Runs ``assay sweep examples/sqlite-sweep.toml`` (in a scratch folder, its own store)
 quiet, then with a neighbour that keeps every core busy for a random half of the time
-in bursts of seconds, under ``interference = "warn"`` (the default) and ``"wait"``;
+in bursts of seconds, under ``interference = "warn"`` (the default), ``"wait"`` and
+``"repeat"``;
 prints, per run, the settings measured, wall time, the stop reason, the significant
 parameters and the interference line, as a Markdown table for bench/RESULTS.md.
 
 The neighbour is seeded: bursts and pauses are drawn from U(1, 4) s, one busy loop per
-core during a burst. Run: python bench/bench_noisy_neighbour.py [--modes quiet,warn,wait]
+core during a burst. Run: python bench/bench_noisy_neighbour.py [--modes quiet,warn,wait,repeat]
 [--seed 1] [--study examples/sqlite-sweep.toml]
 """
 
@@ -58,8 +59,8 @@ def one_run(study: Path, mode: str, seed: int, work: Path) -> dict[str, Any]:
     folder = work / mode
     folder.mkdir()
     text = study.read_text(encoding="utf-8")
-    if mode == "wait":
-        text += '\n[stop]\ninterference = "wait"\n'
+    if mode in ("wait", "repeat"):
+        text += f'\n[stop]\ninterference = "{mode}"\n'
     target = folder / study.name
     target.write_text(text, encoding="utf-8")
     out = folder / "result.json"

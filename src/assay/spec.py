@@ -453,8 +453,9 @@ class StopSpec(_Model):
     confirm_rounds: Annotated[int, Field(ge=1)] = 2
     max_failures: Annotated[float, Field(gt=0, le=1)] = 0.5
     # other processes on the CPU: "warn" reports them (the interference line); "wait"
-    # also holds each trial until they have left (assay.execute.interference)
-    interference: Literal["warn", "wait"] = "warn"
+    # also holds each trial until they have left; "repeat" also measures a trial they
+    # disturbed again, the disturbed one kept aside (assay.execute.interference)
+    interference: Literal["warn", "wait", "repeat"] = "warn"
     # comparisons (assay compare): Welch's threshold, and Pilot's optional third
     # condition (every variant's CI within ci_width as well as the ranking decided)
     alpha: Annotated[float, Field(gt=0, lt=1)] = 0.01

@@ -350,6 +350,11 @@ class HostRun:
         return f"{self.host} ({self.role}[{self.index}])"
 
 
+#: The status of a trial ``interference = "repeat"`` set aside and measured again: kept
+#: in the store, left out of :meth:`Store.trials` (and so of every analysis) unless asked.
+DISTURBED = "disturbed"
+
+
 @dataclass
 class TrialRecord:
     """One trial as stored."""
@@ -1020,11 +1025,13 @@ class Store:
         ).fetchone()
         return row is not None
 
-    def trials(self, study_id: int, run: int | None = None) -> list[TrialRecord]:
+    def trials(
+        self, study_id: int, run: int | None = None, *, disturbed: bool = False
+    ) -> list[TrialRecord]:
         """All trials of a study in execution order, with readings and unit readings:
         those committed, and those waiting in the journal of a session that runs in
         another process or was killed (see the module's docstring; they have no id
-        yet)."""
+        yet).  Trials set aside as :data:`DISTURBED` only with ``disturbed``."""
         self.commit_queued()
         # the journal before the database: a trial committed in between is read twice
         # (and kept once), not missed
@@ -1035,7 +1042,7 @@ class Store:
         )
         if extra:
             out = sorted([*out, *extra], key=lambda t: (t.run, t.seq))
-        return out
+        return out if disturbed else [t for t in out if t.status != DISTURBED]
 
     def _waiting(self, study_id: int) -> list[TrialRecord]:
         """The trials in the study's journal that are not committed yet (none for a

@@ -149,10 +149,11 @@ def stop_options(f: F) -> F:
         ),
         click.option(
             "--interference",
-            type=click.Choice(["warn", "wait"]),
+            type=click.Choice(["warn", "wait", "repeat"]),
             help="Other processes on the CPU: 'warn' (the default) reports them; 'wait' "
             "also holds each trial until they have used under half a core for 0.3 s "
-            "(at most 30 s a trial).",
+            "(at most 30 s a trial); 'repeat' also measures again (up to twice) a trial "
+            "of 0.1 s or more they disturbed, keeping the disturbed one aside.",
         ),
         click.option(
             "--min-samples",

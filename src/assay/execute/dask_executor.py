@@ -92,18 +92,25 @@ def run_block(job: TrialJob, requests: Sequence[TrialRequest], monitor: bool) ->
     host = worker_host()
     records: list[TrialRecord] = []
     for request in requests:
-        try:
-            if job.reset is not None:
-                run_step(job, job.reset)
-            if job.quiet_wait:
-                _worker_gate().before_trial()
-            record = run_trial(job, request, watch)
-            record.host = host
-            records.append(record)
-            if job.conclude is not None:
-                run_step(job, job.conclude)
-        except StudyError as exc:
-            return BlockResult(records, f"{platform.node()}: {exc}")
+        attempt, again = 0, True
+        while again:
+            try:
+                if job.reset is not None:
+                    run_step(job, job.reset)
+                gate = _worker_gate() if job.quiet_wait else None
+                if gate is not None:
+                    gate.before_trial()
+                mark = gate.mark() if gate is not None and job.repeat_disturbed else None
+                record = run_trial(job, request, watch)
+                record.host = host
+                # interference = "repeat": a disturbed trial is set aside, measured again
+                again = gate is not None and gate.repeat_if_disturbed(record, mark, attempt)
+                attempt += 1
+                records.append(record)
+                if job.conclude is not None:
+                    run_step(job, job.conclude)
+            except StudyError as exc:
+                return BlockResult(records, f"{platform.node()}: {exc}")
     return BlockResult(records)
 
 

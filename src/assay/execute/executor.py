@@ -137,26 +137,32 @@ class LocalExecutor(Executor):
         self, job: TrialJob, requests: Sequence[TrialRequest]
     ) -> Generator[TrialRecord, None, None]:
         for request in requests:
-            reset_s = 0.0
-            if job.reset is not None:
-                r0 = time.perf_counter()
-                run_step(job, job.reset)
-                reset_s = time.perf_counter() - r0
-            if job.quiet_wait:
-                if self._gate is None:
-                    self._gate = QuietGate()
-                reset_s += self._gate.before_trial()  # not Assay's own cost
-            before = time.perf_counter()
-            prev = self._prev_end
-            record = run_trial(job, request, self._monitor)
-            start = record.spawned if record.spawned is not None else before
-            record.bookkeeping_s = None if prev is None else max(start - prev - reset_s, 0.0)
-            self._prev_end = record.reaped if record.reaped is not None else time.perf_counter()
-            if job.conclude is not None:
-                try:
-                    run_step(job, job.conclude)
-                except StudyError:
-                    yield record  # measured before its conclude failed: kept
-                    raise
-                self._prev_end = time.perf_counter()  # not Assay's own cost either
-            yield record
+            attempt, again = 0, True
+            while again:
+                reset_s = 0.0
+                if job.reset is not None:
+                    r0 = time.perf_counter()
+                    run_step(job, job.reset)
+                    reset_s = time.perf_counter() - r0
+                gate = None
+                if job.quiet_wait:
+                    gate = self._gate = self._gate or QuietGate()
+                    reset_s += gate.before_trial()  # not Assay's own cost
+                mark = gate.mark() if gate is not None and job.repeat_disturbed else None
+                before = time.perf_counter()
+                prev = self._prev_end
+                record = run_trial(job, request, self._monitor)
+                start = record.spawned if record.spawned is not None else before
+                record.bookkeeping_s = None if prev is None else max(start - prev - reset_s, 0.0)
+                self._prev_end = record.reaped if record.reaped is not None else time.perf_counter()
+                # interference = "repeat": a disturbed trial is set aside, measured again
+                again = gate is not None and gate.repeat_if_disturbed(record, mark, attempt)
+                attempt += 1
+                if job.conclude is not None:
+                    try:
+                        run_step(job, job.conclude)
+                    except StudyError:
+                        yield record  # measured before its conclude failed: kept
+                        raise
+                    self._prev_end = time.perf_counter()  # not Assay's own cost either
+                yield record

@@ -1,4 +1,5 @@
-"""``interference = "wait"``: hold the next trial while other processes use the CPU.
+"""``interference = "wait"``: hold the next trial while other processes use the CPU;
+``"repeat"``: also measure again a trial they disturbed.
 
 The watch (:func:`~assay.execute.monitor.others_cores`) says, after the fact, how much
 CPU other processes took during a trial. This gate acts on it: over the trials since
@@ -13,6 +14,12 @@ What it cannot tell apart: a server your benchmark talks to that Assay did not s
 a child (it counts as "others"; started in ``setup`` it is a child only until it
 detaches). Linux only: elsewhere (no /proc/stat) it never waits.
 
+``repeat`` judges each trial of at least :data:`WINDOW_S` on its own (shorter ones
+only through the gate's window): a trial during which the others used
+``threshold_cores`` or more is set aside (:func:`set_aside`: stored with status
+:data:`DISTURBED`, out of the analysis, never deleted) and measured again after the
+gate's wait, at most :data:`MAX_REPEATS` times; a trial still disturbed then is kept.
+
 All of it is local to one host; a Dask worker runs its own gate.
 """
 
@@ -22,10 +29,14 @@ import os
 import time
 from dataclasses import dataclass, field
 
+from assay.store import DISTURBED, TrialRecord
+
 #: Shortest window whose others' CPU share is judged (/proc/stat counts 10 ms ticks).
 WINDOW_S = 0.1
 #: The step of the wait's probes.
 PROBE_S = 0.1
+#: How many times ``interference = "repeat"`` measures one disturbed trial again.
+MAX_REPEATS = 2
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -93,7 +104,30 @@ class QuietGate:
     waits: int = 0
     waited_s: float = 0.0
     gave_up: int = 0
+    repeated: int = 0  # trials set aside and measured again (interference = "repeat")
+    kept_disturbed: int = 0  # disturbed after MAX_REPEATS repeats: kept in the analysis
     _last: _Mark | None = field(default=None, repr=False)
+
+    def mark(self) -> _Mark | None:
+        """The machine's and this process's CPU time now (where a trial starts)."""
+        return _mark()
+
+    def repeat_if_disturbed(self, record: TrialRecord, start: _Mark | None, attempt: int) -> bool:
+        """``interference = "repeat"``: whether ``record`` (an ok trial begun at
+        ``start``, its ``attempt``-th repeat) must be measured again; if so it is set
+        aside (:func:`set_aside`).  A trial too short to judge alone is never repeated."""
+        now = _mark()
+        if not record.ok or start is None or now is None or now.at - start.at < WINDOW_S:
+            return False
+        others = others_between(start, now)
+        if others < self.threshold_cores:
+            return False
+        if attempt >= MAX_REPEATS:
+            self.kept_disturbed += 1
+            return False
+        self.repeated += 1
+        set_aside(record, others, self.threshold_cores)
+        return True
 
     def before_trial(self) -> float:
         """Wait, if the others were busy since the last look; the seconds waited."""
@@ -137,12 +171,31 @@ class QuietGate:
         return waited
 
     def summary(self) -> dict[str, float] | None:
-        """What the gate did, for the result (None when it never waited)."""
-        if not self.waits:
+        """What the gate did, for the result (None when it never waited nor repeated)."""
+        if not (self.waits or self.repeated or self.kept_disturbed):
             return None
         return {
             "waits": float(self.waits),
             "waited_s": self.waited_s,
             "gave_up": float(self.gave_up),
             "threshold_cores": self.threshold_cores,
+            "repeated": float(self.repeated),
+            "kept_disturbed": float(self.kept_disturbed),
         }
+
+
+def set_aside(record: TrialRecord, others: float, threshold: float) -> None:
+    """Mark a disturbed trial for the store: status :data:`DISTURBED`, the reason, and a
+    negative ``seq`` of its own (its place is the repeat's; the store keeps both).
+
+    >>> t = TrialRecord(seq=7, status="ok")
+    >>> set_aside(t, 1.26, 0.5)
+    >>> t.status, t.seq < 0, t.error
+    ('disturbed', True, 'other processes used 1.3 cores during it (0.5 or more): measured again')
+    """
+    record.status = DISTURBED
+    record.error = (
+        f"other processes used {others:.1f} cores during it ({threshold:g} or more): measured again"
+    )
+    # unique in the study (run, seq): microseconds since the epoch, and the seq's low bits
+    record.seq = -(time.time_ns() // 1000 * 16 + record.seq % 16) - 1

@@ -53,6 +53,8 @@ class TrialJob:
     conclude: Step | None = None  # run after every trial
     # interference = "wait": hold each trial while other processes use the CPU
     quiet_wait: bool = False
+    # interference = "repeat": also measure again a trial they disturbed (with quiet_wait)
+    repeat_disturbed: bool = False
     # where the session's running benchmarks are noted (a killed session's leftover is
     # stopped); the study removes it at the session's end (leftovers.end_running)
     running_file: Path | None = None

@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from assay.execute.executor import ExecutorStatus
+from assay.execute.interference import MAX_REPEATS
 from assay.execute.monitor import BUDGET, DISTURBED_CORES, MIN_CPU_WINDOW
 from assay.execute.overhead import LaunchOverhead
 from assay.report.answer import answer
@@ -283,6 +284,36 @@ def resources_line(r: Mapping[str, Any], label: str = "") -> str:
     )
 
 
+def gate_text(waits: Mapping[str, Any] | None) -> str:
+    """What ``interference = "wait"`` / ``"repeat"`` did, as "; …" (or "").
+
+    >>> text = gate_text({"waits": 2, "waited_s": 3.04, "threshold_cores": 0.5,
+    ...                   "repeated": 3, "kept_disturbed": 1})
+    >>> for part in text.split("; ")[1:]: print(part)
+    held 2 trials until others used < 0.5 core (3.0 s in all)
+    measured 3 disturbed trials again (set aside, not analysed
+    1 still disturbed after 2 repeats, kept)
+    """
+    if not waits:
+        return ""
+    held, n = "", int(waits["waits"])
+    if n:
+        held = (
+            f"; held {n} trial{'s' if n != 1 else ''} until others used "
+            f"< {float(waits['threshold_cores']):g} core ({float(waits['waited_s']):.1f} s in all"
+            + (f", gave up {int(waits['gave_up'])} times" if waits.get("gave_up") else "")
+            + ")"
+        )
+    again, kept = int(waits.get("repeated", 0)), int(waits.get("kept_disturbed", 0))
+    if again or kept:
+        still = f"; {kept} still disturbed after {MAX_REPEATS} repeats, kept" if kept else ""
+        held += (
+            f"; measured {again} disturbed trial{'s' if again != 1 else ''} again "
+            f"(set aside, not analysed{still})"
+        )
+    return held
+
+
 def interference_line(i: Mapping[str, Any] | None, label: str = "") -> str:
     """Other processes' use of the CPU during the watched trials, or "" if unknown.
 
@@ -292,17 +323,7 @@ def interference_line(i: Mapping[str, Any] | None, label: str = "") -> str:
     'other processes used 0.5 core or more in 12 of 40 watched trials'
     """
     where = f" ({label})" if label else ""
-    waits = (i or {}).get("waits")
-    held = ""
-    if waits:
-        held = (
-            f'; interference = "wait" held {int(waits["waits"])} '
-            f"trial{'s' if int(waits['waits']) != 1 else ''} until others "
-            f"used < {float(waits['threshold_cores']):g} core "
-            f"({float(waits['waited_s']):.1f} s in all"
-            + (f", gave up {int(waits['gave_up'])} times" if waits.get("gave_up") else "")
-            + ")"
-        )
+    held = gate_text((i or {}).get("waits"))
     if not i or not i.get("trials"):
         return f"interference{where}: {held[2:]}" if held else ""
     n, bad, limit = int(i["trials"]), int(i["disturbed"]), float(i["threshold_cores"])

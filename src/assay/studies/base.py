@@ -40,7 +40,7 @@ from assay.execute.overhead import LaunchOverhead, measure_launch_overhead
 from assay.execute.trial import Step, TrialJob, TrialRequest
 from assay.rolespec import host_values, measured_role
 from assay.spec import Spec, invalid_fields
-from assay.store import Store, TrialRecord, study_file
+from assay.store import DISTURBED, Store, TrialRecord, study_file
 from assay.template import placeholders, render
 
 __all__ = [
@@ -570,7 +570,8 @@ class Study:
             cwd=self.cwd,
             reset=self._step(b.reset, "reset"),
             conclude=self._step(b.conclude, "conclude"),
-            quiet_wait=self.spec.stop.interference == "wait",
+            quiet_wait=self.spec.stop.interference in ("wait", "repeat"),
+            repeat_disturbed=self.spec.stop.interference == "repeat",
             running_file=self.running_file,
             ignore_failure=b.ignore_failure,
         )
@@ -704,6 +705,9 @@ class Study:
                 for record in records:
                     st.interrupted()
                     st.store.queue_trial(st.study_id, record, st.session)
+                    if record.status == DISTURBED:  # set aside: stored, not analysed
+                        st.measured_now += record.duration or 0.0
+                        continue
                     last = st.trials[-1] if st.trials else None
                     in_order = in_order and (
                         last is None or (last.run, last.seq) < (record.run, record.seq)

@@ -133,6 +133,6 @@ def export_store(path: Path, study: str | None = None, *, archived: bool = False
         else:
             chosen = listed
         with store.reading("read the trials"):
-            pairs = [(name, t) for sid, name in chosen for t in store.trials(sid)]
+            pairs = [(name, t) for sid, name in chosen for t in store.trials(sid, disturbed=True)]
     trials, units = tables(pairs)
     return Export([name for _, name in chosen], trials, units)

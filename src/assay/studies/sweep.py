@@ -53,6 +53,7 @@ from assay.studies.base import (
     setting_host_warnings,
     trial_failures,
     watch_report,
+    with_quiet_waits,
 )
 from assay.studies.settings import (
     SettingsProgress,
@@ -505,6 +506,7 @@ class SweepRunner:
         warnings.extend(setting_host_warnings(self.spec, trials, self.params))
         watch, resources = watch_report(self.spec, trials)
         warnings.extend(watch)
+        resources = with_quiet_waits(resources, self.runner.executor.quiet_waits())
         return SweepResult(
             study=self.spec.study.name,
             store=str(self.store_path),
