@@ -91,6 +91,7 @@ def one_run(study: Path, mode: str, seed: int, work: Path) -> dict[str, Any]:
         "wall_s": wall,
         "doc": doc,
         "interference": " ".join(seen)[:240],
+        "gate": _gate((doc.get("resources") or {}).get("interference", {}).get("waits")),
         "tail": "\n".join(lines[-5:]),
     }
 
@@ -108,13 +109,23 @@ def _summary(doc: dict[str, Any]) -> tuple[str, str, str, str]:
     return measured, reason[:60], sig[:110], r2
 
 
+def _gate(waits: dict[str, float] | None) -> str:
+    """What ``wait`` / ``repeat`` did: trials held (seconds), trials measured again."""
+    if not waits:
+        return "—"
+    return (
+        f"held {int(waits['waits'])} ({waits['waited_s']:.0f} s), "
+        f"repeated {int(waits.get('repeated', 0))} (kept {int(waits.get('kept_disturbed', 0))})"
+    )
+
+
 def _g(x: Any) -> str:
     return f"{x:.3f}" if isinstance(x, int | float) else "n/a"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--modes", default="quiet,warn,wait")
+    ap.add_argument("--modes", default="quiet,warn,wait,repeat")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--study", type=Path, default=ROOT / "examples" / "sqlite-sweep.toml")
     args = ap.parse_args()
@@ -127,9 +138,9 @@ def main() -> None:
     print()
     print(
         "| run | exit | wall time | settings measured | stop reason | min R² / ceiling | "
-        "significant | interference |"
+        "significant | interference | wait / repeat |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     work = Path(tempfile.mkdtemp(prefix="assay-noisy-"))
     try:
         for mode in args.modes.split(","):
@@ -137,7 +148,7 @@ def main() -> None:
             measured, reason, sig, r2 = _summary(r["doc"])
             print(
                 f"| {mode} | {r['exit']} | {r['wall_s']:.0f} s | {measured} | {reason} | "
-                f"{r2} | {sig} | {r['interference']} |",
+                f"{r2} | {sig} | {r['interference']} | {r['gate']} |",
                 flush=True,
             )
             if not r["doc"]:
