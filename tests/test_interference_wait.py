@@ -227,3 +227,25 @@ def test_a_dask_worker_repeats_a_disturbed_trial_too(monkeypatch) -> None:  # ty
     block = run_block(job, [TrialRequest(seq=0, argv=["sleep", "0.12"])], False)
     assert [t.status for t in block.records] == [DISTURBED, "ok"]
     assert block.records[0].seq < 0 and block.records[1].seq == 0
+
+
+def test_sweep_takes_the_policy_on_its_command_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`assay sweep STUDY --interference repeat` (the README's advice) reaches [stop]."""
+    from assay.cli.sweep import _overrides
+    from assay.spec import load_spec
+
+    study = tmp_path / "s.toml"
+    study.write_text(
+        '[study]\nname = "s"\n[benchmark]\ncommand = ["sleep", "{t}"]\n'
+        "[sweep]\nparams = { t = [0.01, 0.02] }\n"
+    )
+    opts = dict.fromkeys(
+        ("sampler", "start", "step", "r2", "model", "max_settings", "max_time", "seed",
+         "repetitions", "log")
+    )  # fmt: skip
+    spec = _overrides(load_spec(study), {**opts, "interference": "repeat"})
+    assert spec.stop.interference == "repeat"
+    res = CliRunner().invoke(
+        main, ["sweep", "--from", str(study), "--metric", "x", "--interference", "wait"]
+    )
+    assert res.exit_code == 2 and "not with --from" in res.output

@@ -31,6 +31,17 @@ if TYPE_CHECKING:
     from assay.spec import Spec
 
 
+#: ``--interference`` ([stop] interference): run, compare and sweep take it.
+INTERFERENCE_OPTION = click.option(
+    "--interference",
+    type=click.Choice(["warn", "wait", "repeat"]),
+    help="Other processes on the CPU: 'warn' (the default) reports them; 'wait' "
+    "also holds each trial until they have used under half a core for 0.3 s "
+    "(at most 30 s a trial); 'repeat' also measures again (up to twice) a trial "
+    "of 0.1 s or more they disturbed, keeping the disturbed one aside.",
+)
+
+
 def err_console() -> Console:
     """Progress, notes and errors: stderr, outside text never markup nor escapes."""
     return SafeConsole(stderr=True, soft_wrap=True)
@@ -147,14 +158,7 @@ def stop_options(f: F) -> F:
             type=click.FloatRange(min=0, min_open=True),
             help="Stop after this many seconds of measured time.",
         ),
-        click.option(
-            "--interference",
-            type=click.Choice(["warn", "wait", "repeat"]),
-            help="Other processes on the CPU: 'warn' (the default) reports them; 'wait' "
-            "also holds each trial until they have used under half a core for 0.3 s "
-            "(at most 30 s a trial); 'repeat' also measures again (up to twice) a trial "
-            "of 0.1 s or more they disturbed, keeping the disturbed one aside.",
-        ),
+        INTERFERENCE_OPTION,
         click.option(
             "--min-samples",
             type=click.IntRange(min=2),

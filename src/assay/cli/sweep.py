@@ -10,6 +10,7 @@ import click
 
 from assay.cli import exits
 from assay.cli.common import (
+    INTERFERENCE_OPTION,
     REPORT_OPTION,
     cluster_options,
     err_console,
@@ -83,6 +84,9 @@ def _overrides(spec: Any, opts: dict[str, Any]) -> Any:
         changes["transform"] = "log"
     if opts["repetitions"] is not None:
         changes["repetitions"] = _count(opts["repetitions"])
+    if opts.get("interference") is not None:
+        stop = spec.stop.model_copy(update={"interference": opts["interference"]})
+        spec = spec.model_copy(update={"stop": stop})
     if not changes:
         return spec
     sweep = spec.sweep.model_copy(update=changes)
@@ -144,6 +148,7 @@ def _overrides(spec: Any, opts: dict[str, Any]) -> Any:
 @click.option("--store", type=click.Path(dir_okay=False), help="SQLite store to use.")
 @click.option("--fresh", is_flag=True, help="Archive this study's stored trials and start again.")
 @click.option("--no-monitor", is_flag=True, help="Turn off the bottleneck watch.")
+@INTERFERENCE_OPTION
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
 @REPORT_OPTION
 @cluster_options
@@ -177,6 +182,8 @@ def sweep(target: str, **opts: Any) -> None:
         check_outputs(opts, plot_suffixes=(".png", ".svg"))
         if opts["from_file"]:
             refuse_cluster_with_from(opts, err)
+            if opts["interference"]:
+                raise SpecError("--interference: not with --from (nothing is measured)")
             if not opts["metric"]:
                 raise SpecError("--from needs --metric NAME (and optionally --params a,b,...)")
             params = [p.strip() for p in (opts["params"] or "").split(",") if p.strip()]
