@@ -4,6 +4,7 @@ is SIGKILLed mid-study and when the driver itself is killed and started again.""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -456,6 +457,76 @@ def test_a_sweep_runs_on_an_ssh_cluster_named_in_the_study_file(
     assert executor["kind"] == "dask" and len(executor["workers"]) == 2
     assert executor["scheduler"].startswith("tls://127.0.0.1:")  # the study's own TLS
     assert not list(Path("/tmp").glob("assay-tls-*"))  # its credentials removed
+
+
+SSH_RUN_STUDY = """
+[study]
+name = "ssh-lifetime"
+
+[benchmark]
+command = ["sleep", "0.2"]
+
+[stop]
+max_rounds = 1000
+min_rounds = 1000
+
+[cluster]
+hosts = ["127.0.0.1"]
+port = {port}
+user = "{user}"
+key = "{key}"
+known_hosts = "{known_hosts}"
+remote_python = "{py}"
+idle_timeout = 3
+"""
+
+
+def _dask_under(sshd_config: Path) -> list[psutil.Process]:
+    """The Dask scheduler, nanny and worker processes the test's sshd started."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmd = proc.info["cmdline"] or []
+        if str(sshd_config) in cmd:
+            for child in proc.children(recursive=True):
+                with contextlib.suppress(psutil.Error):
+                    line = " ".join(child.cmdline())
+                    if "distributed" in line or "dask" in line:
+                        found.append(child)
+    return found
+
+
+def test_a_killed_drivers_ssh_cluster_ends_by_itself(
+    tmp_path: Path, sshd: dict[str, object]
+) -> None:
+    """#41: a SIGKILLed driver left its scheduler and a worker on every host running
+    (6 min later). The scheduler ends once the driver's heartbeat has stopped for
+    [cluster] idle_timeout seconds, and its workers with it."""
+    study = _write(tmp_path, SSH_RUN_STUDY, **sshd)
+    config = Path(str(sshd["key"])).parent / "sshd_config"
+    before = set(Path("/tmp").glob("assay-tls-*"))
+    proc = _assay("run", str(study), "-q", "--no-overhead", "--no-monitor")
+    deadline = time.monotonic() + 120
+    while len(_dask_under(config)) < 2:  # the scheduler and the worker (and its nanny)
+        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+        assert time.monotonic() < deadline, "the cluster did not start within 120 s"
+        time.sleep(0.2)
+    time.sleep(2 * 3.0)  # trials run; the heartbeat keeps the cluster past idle_timeout
+    cluster = _dask_under(config)
+    assert proc.poll() is None and len(cluster) >= 2, "the cluster ended under its driver"
+    _kill_tree(proc)
+    # the sshd's sessions end with the driver: its processes are then init's children
+    deadline = time.monotonic() + 90
+    while left := [p for p in cluster if p.is_running() and p.status() != "zombie"]:
+        if time.monotonic() > deadline:
+            for p in left:
+                p.kill()
+            pytest.fail(f"still running 90 s after the driver's kill: {left}")
+        time.sleep(0.5)
+    # and the study's TLS key is not left in the hosts' /tmp (here: this machine's)
+    while new := set(Path("/tmp").glob("assay-tls-*")) - before:
+        if time.monotonic() > deadline:
+            pytest.fail(f"the study's credentials outlived its driver: {new}")
+        time.sleep(0.5)
 
 
 def test_an_ssh_host_that_refuses_is_a_clear_error(tmp_path: Path, sshd: dict[str, object]) -> None:

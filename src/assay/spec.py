@@ -307,7 +307,8 @@ class ClusterSpec(_Model):
     installed, that the hosts run.  ``[cluster.roles]`` groups the hosts into roles
     (see :mod:`assay.rolespec`; ``hosts`` then defaults to theirs); ``measure`` is the
     role that runs the measured command, ``on_host_failure`` whether a trial that
-    failed on one host (its step failed, its worker died) stops the study.
+    failed on one host (its step failed, its worker died) stops the study;
+    ``idle_timeout`` how long the cluster outlives its driver (its heartbeat).
     """
 
     hosts: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
@@ -321,6 +322,9 @@ class ClusterSpec(_Model):
     known_hosts: str | None = None  # default: ~/.ssh/known_hosts; "none": not checked
     remote_python: str | None = None  # default: the hosts' python3
     require_identical: bool = False  # refuse hosts whose CPU, cores or memory differ
+    # seconds the scheduler and workers outlive their driver (a killed `assay`): the
+    # driver's heartbeat keeps them; without it the scheduler ends, and its workers
+    idle_timeout: Annotated[float, Field(ge=2)] = 60.0
 
     @field_validator("hosts")
     @classmethod

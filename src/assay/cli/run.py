@@ -60,6 +60,7 @@ Study file (TOML):
                port = 22  known_hosts = "~/.ssh/known_hosts"  remote_python = "python3"
                scheduler = "10.0.0.1"  require_identical = false  (trials on a Dask
                cluster over SSH, one worker per host; or --workers N / --cluster ADDRESS)
+               idle_timeout = 60  (seconds the cluster outlives its driver)
 """
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -212,11 +213,45 @@ def _ssh_executor(spec: ClusterSpec, monitor: bool) -> Iterator[Executor]:
                 f"[cluster]: cannot start the Dask cluster over SSH on "
                 f"{', '.join(spec.hosts)}: {type(exc).__name__}: {exc}"
             ) from None
-        with _closed_quietly(cluster), _closed_quietly(client := Client(cluster)):
+        with (
+            _closed_quietly(cluster),
+            _closed_quietly(client := Client(cluster)),
+            _heartbeat(client, spec.idle_timeout),
+        ):
             roles = spec if spec.roles is not None else None
             yield _dask_executor(
                 client, roles, monitor, len(spec.hosts), identical=spec.require_identical
             )
+
+
+@contextlib.contextmanager
+def _heartbeat(client: Any, idle_timeout: float) -> Iterator[None]:
+    """Keep an SSH cluster alive while this driver is: the scheduler was started with
+    ``idle_timeout`` (it ends once idle that long: no task and no heartbeat) and its
+    workers with the same ``death_timeout``, so a killed driver's cluster ends by itself
+    (#41: a scheduler and a worker on every host were still up 6 min later).  A
+    heartbeat every quarter of the timeout restarts the scheduler's idle clock, also
+    while the driver analyses or waits between batches."""
+    beat = idle_timeout / 4
+    stop = threading.Event()
+
+    def keep_alive(dask_scheduler: Any) -> None:
+        # runs on the scheduler (a local function: pickled by value, so its host needs
+        # no Assay): its idle clock starts again
+        dask_scheduler.idle_since = None
+
+    def run() -> None:
+        while not stop.wait(beat):
+            with contextlib.suppress(Exception):  # a lost scheduler is the study's to report
+                client.run_on_scheduler(keep_alive)
+
+    thread = threading.Thread(target=run, name="assay-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=beat)
 
 
 def ssh_cluster(spec: ClusterSpec, scheduler: str, security: Any = None) -> Any:
@@ -244,6 +279,8 @@ def ssh_cluster(spec: ClusterSpec, scheduler: str, security: Any = None) -> Any:
                     "name": i,
                     "host": host,
                     "protocol": protocol,
+                    # a worker whose scheduler is gone (or never came) ends by itself
+                    "death_timeout": spec.idle_timeout,
                 },
                 "worker_class": "distributed.Nanny",  # SSHCluster's default
                 "remote_python": spec.remote_python,
@@ -262,6 +299,8 @@ def ssh_cluster(spec: ClusterSpec, scheduler: str, security: Any = None) -> Any:
                 "port": 0,
                 "dashboard_address": None,
                 "protocol": protocol,
+                # ends once its driver's heartbeat has stopped that long (_heartbeat)
+                "idle_timeout": spec.idle_timeout,
             },
             "remote_python": spec.remote_python,
         },

@@ -26,6 +26,7 @@ import contextlib
 import re
 import secrets
 import shlex
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -191,7 +192,52 @@ def credentials_on_hosts(
     ]
     try:
         asyncio.run(_on_hosts(hosts, options, write))
-        yield RemoteCredentials(folder, remote_config(folder))
+        with _removed_when_gone(hosts, options, folder):
+            yield RemoteCredentials(folder, remote_config(folder))
     finally:
         with contextlib.suppress(Exception):  # a host gone: its /tmp is its own to clean
             asyncio.run(_on_hosts(hosts, options, [(f"rm -rf -- {q}", "")]))
+
+
+@contextlib.contextmanager
+def _removed_when_gone(
+    hosts: Sequence[str], options: dict[str, Any], folder: str
+) -> Iterator[None]:
+    """On every host, an SSH session that removes ``folder`` once its input ends: at the
+    block's end, or when this process dies (a killed driver: its connections close and
+    the hosts' sshd ends the sessions' input), so the study's key does not outlive it
+    on the hosts (#41).  Best effort: a host it cannot reach keeps the folder until the
+    block's own removal."""
+    import asyncssh
+
+    q = shlex.quote(folder)
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="assay-tls-guard", daemon=True)
+    thread.start()
+    guards: list[tuple[Any, Any]] = []
+
+    async def start(host: str) -> None:
+        conn = await asyncssh.connect(host, **options)
+        guards.append((conn, await conn.create_process(f"cat > /dev/null; rm -rf -- {q}")))
+
+    async def start_all() -> None:
+        await asyncio.gather(*(start(h) for h in dict.fromkeys(hosts)), return_exceptions=True)
+
+    async def stop_all() -> None:
+        for conn, proc in guards:
+            with contextlib.suppress(Exception):
+                proc.stdin.write_eof()
+                await asyncio.wait_for(proc.wait(), 10)
+            conn.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(conn.wait_closed(), 5)
+
+    try:
+        asyncio.run_coroutine_threadsafe(start_all(), loop).result(timeout=60)
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(stop_all(), loop).result(timeout=30)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=5)
+        loop.close()
