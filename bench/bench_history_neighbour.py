@@ -34,6 +34,7 @@ from bench_noisy_neighbour import neighbour
 COMMITS = 12
 STEP_AT = 7  # the first commit with the bigger file (1-based)
 SIZE = 6_000_000  # bytes hashed per trial (~15 ms of sha256 on the development VM)
+POLICIES = ("warn", "wait")  # [stop] interference
 
 STUDY = """\
 [study]
@@ -46,8 +47,9 @@ git_repo = "."
 [stop]
 ci_width = 0.03
 min_rounds = 10
-max_rounds = 60
-max_time = 20
+max_rounds = {max_rounds}
+max_time = {max_time}
+interference = "{interference}"
 """
 
 
@@ -64,13 +66,18 @@ def git(repo: Path, *args: str) -> str:
     ).stdout.strip()
 
 
-def make_repo(folder: Path, step: bool) -> tuple[Path, str, str]:
+def make_repo(
+    folder: Path, step: bool, max_rounds: int = 60, max_time: float = 20.0
+) -> tuple[Path, str, str]:
     """The repository, its base commit (the data, not measured) and its last commit."""
     repo = folder / ("step" if step else "same")
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
     (repo / "data").write_bytes(os.urandom(SIZE * 2))
-    (repo / "study.toml").write_text(STUDY, encoding="utf-8")
+    for policy in POLICIES:
+        text = STUDY.replace("{interference}", policy).replace("{max_rounds}", str(max_rounds))
+        text = text.replace("{max_time}", f"{max_time:g}")
+        (repo / f"study-{policy}.toml").write_text(text, encoding="utf-8")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "base")
     base = git(repo, "rev-parse", "HEAD")
@@ -86,7 +93,14 @@ def make_repo(folder: Path, step: bool) -> tuple[Path, str, str]:
 
 
 def one_history(
-    repo: Path, base: str, last: str, store: Path, sequential: bool, seed: int
+    repo: Path,
+    base: str,
+    last: str,
+    store: Path,
+    sequential: bool,
+    seed: int,
+    policy: str,
+    block: int | None = None,
 ) -> dict[str, Any]:
     """One ``assay history --run-commits base..last`` in a fresh store."""
     cmd = [
@@ -94,7 +108,8 @@ def one_history(
         "--json", "-", "-q", "--no-overhead",
     ]  # fmt: skip
     cmd += ["--sequential"] if sequential else ["--order-seed", str(seed)]
-    cmd += ["--", str(repo / "study.toml")]
+    cmd += [] if block is None or sequential else ["--block", str(block)]
+    cmd += ["--", str(repo / f"study-{policy}.toml")]
     t0 = time.monotonic()
     done = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, check=False)
     wall = time.monotonic() - t0
@@ -125,8 +140,15 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--step-reps", type=int, default=5)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--orders", default="interleaved,sequential")
+    ap.add_argument(
+        "--orders",
+        default="interleaved:warn,sequential:warn,interleaved:wait,sequential:wait",
+        help="order:interference pairs",
+    )
     ap.add_argument("--quiet", action="store_true", help="no neighbour")
+    ap.add_argument("--block", type=int, help="--block of the interleaved runs")
+    ap.add_argument("--max-rounds", type=int, default=60, help="[stop] max_rounds per commit")
+    ap.add_argument("--max-time", type=float, default=20.0, help="[stop] max_time per commit")
     args = ap.parse_args()
     load = os.getloadavg()[0]
     started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -141,25 +163,28 @@ def main() -> None:
             for kind, reps in (("same", args.reps), ("step", args.step_reps)):
                 if not reps:
                     continue
-                repo, base, last = make_repo(work, kind == "step")
-                for order in args.orders.split(","):
+                repo, base, last = make_repo(work, kind == "step", args.max_rounds, args.max_time)
+                for pair in args.orders.split(","):
+                    order, policy = pair.split(":")
                     got = []
                     for r in range(reps):
-                        store = work / f"{kind}-{order}-{r}.assay.db"
-                        h = one_history(repo, base, last, store, order == "sequential", r)
+                        store = work / f"{kind}-{order}-{policy}-{r}.assay.db"
+                        sequential = order == "sequential"
+                        h = one_history(repo, base, last, store, sequential, r, policy, args.block)
                         got.append(h)
                         flagged = [c["verdict"] for c in h["changes"]]
-                        print(f"{kind} {order} {r}: exit {h['exit']} {h['wall']:.0f} s "
+                        print(f"{kind} {pair} {r}: exit {h['exit']} {h['wall']:.0f} s "
                               f"{flagged} {h.get('error', '')}", flush=True)  # fmt: skip
-                    rows.append((kind, order, got))
+                    rows.append((kind, pair, got))
     finally:
         if noisy is not None:
             noisy.terminate()
             noisy.join()
     print(f"\n{started}, load {load:.2f} before, neighbour {'off' if args.quiet else 'on'}")
-    print("| history | order | repetitions | step called worse/better | possible change only "
-          "| step found | wall time per history (median) |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|")
+    print("| history | order : interference | repetitions | step called worse/better "
+          "| possible change only | step found | commits with a valid CI (median of 12) "
+          "| wall time per history (median) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
     for kind, order, got in rows:
         called = sum(any(c["verdict"] != "possible" for c in h["changes"]) for h in got)
         possible = sum(
@@ -172,8 +197,9 @@ def main() -> None:
             else "—"
         )
         walls = sorted(h["wall"] for h in got)
+        valid = sorted(sum(p.get("low") is not None for p in h.get("points", [])) for h in got)
         print(f"| {kind} | {order} | {len(got)} | {called} | {possible} | {found} | "
-              f"{walls[len(walls) // 2]:.0f} s |")  # fmt: skip
+              f"{valid[len(valid) // 2]} | {walls[len(walls) // 2]:.0f} s |")  # fmt: skip
 
 
 if __name__ == "__main__":
