@@ -134,7 +134,7 @@ def test_from_modes_pipe_too(tmp_path: Path) -> None:
     data = Path(__file__).parent / "data"
     res = invoke(tmp_path, "order", "--from", str(data / "order_trials.csv"), "--json", "-")
     assert res.exit_code == exits.OK, res.output
-    assert json.loads(res.stdout)["pooled_flagged"] == ["c"]  # run medians do not flag it
+    assert json.loads(res.stdout)["pooled_flagged"] == ["c"]  # run means do not flag it
     assert "Kruskal" in res.stderr
     files = [str(data / "hyperfine_sqlite_sync.json"), str(data / "assay_sqlite_sync_off.json")]
     res = invoke(tmp_path, "compare", "--from", "--pi", "wall_time", *files, "--csv", "-")

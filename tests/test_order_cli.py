@@ -68,7 +68,7 @@ repetitions = 4
 seed = {seed}
 baseline = "cycled"
 """
-# 5 runs of each kind: the decision compares run medians, and 5 against 5 is the fewest
+# 5 runs of each kind: the decision compares run means, and 5 against 5 is the fewest
 # whose Kruskal-Wallis p can go below the Bonferroni threshold 0.05/3
 
 
@@ -179,7 +179,7 @@ def test_order_flags_the_test_with_a_cache_warming_predecessor(
     assert "pooled trials (not used for the decision)" in res.output
     data = json.loads(out.read_text())
     assert data["flagged"] == ["target"] and data["order_matters"] is True
-    assert data["pooled_flagged"] == ["target"] and data["decision"] == "run medians"
+    assert data["pooled_flagged"] == ["target"] and data["decision"] == "run means"
     assert data["trials"]["total"] == 5 * 4 * 6 == data["trials_planned"]
     assert data["schedule"] == {
         "tests": ["warm", "target", "other"],
@@ -404,25 +404,26 @@ def test_ctrl_c_stops_cleanly_and_resumes(tmp_path: Path) -> None:
 # --- --from ------------------------------------------------------------------------------
 
 
-def test_from_csv_fixture_pooled_flags_the_known_test_run_medians_do_not(
-    tmp_path: Path,
-) -> None:
+def test_from_csv_fixture_run_means_find_the_known_effect(tmp_path: Path) -> None:
     """tests/data/order_trials.csv: a real schedule (seed 7, cycled a, c, b, 5 runs of
     each kind, 5 repetitions) with test c 30% faster right after a.  In random orders
-    about a third of c's trials follow a, so some random-order runs have a fast median
-    too: 5 runs a side do not separate, and the decision (on run medians) is not reached;
-    the pooled trials, reported beside it, flag c (the decision before issue #21)."""
+    about a third of c's trials follow a: the run medians of random-order runs mostly miss
+    them (p = 0.076, not decided before #37), the run means do not (p = 0.009, the
+    floor of 5 runs a side: every fixed-order run apart)."""
     res = _invoke(
         ["--from", str(DATA / "order_trials.csv"), "--csv", "-", "--plot", str(tmp_path / "p.png")]
     )
     assert res.exit_code == 0, res.output
     text = " ".join(res.output.split())  # the report wraps its long lines
-    assert "order likely does not matter: every test's Kruskal-Wallis p on run medians" in text
-    assert "(smallest: c, p = 0.076)" in text
+    assert (
+        "order matters for test c (Kruskal-Wallis p = 0.009 on run means; Bonferroni "
+        "threshold 0.05/3 = 0.017)" in text
+    )
     assert (
         "pooled trials (not used for the decision): Kruskal-Wallis on every trial would flag "
-        "c p = 0.00071; not c on run medians" in text
+        "c p = 0.00071" in text
     )
+    assert "one value per run (the mean of its trials of value)" in text
     assert "from " in res.output and "150 trials" in res.output
     assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -1,5 +1,5 @@
 """Issue #21: ``assay order`` decides on one value per run (its median), not on pooled
-trials.  Known answers (hand-computed run medians through SciPy, the smallest p a design
+trials.  Known answers (hand-computed run means through SciPy, the smallest p a design
 can give), a deterministic case where run offsets fool the pooled test and not the
 per-run one, and properties of the per-run analysis."""
 
@@ -37,7 +37,7 @@ def offsets_experiment(seed: int, offset_sd: float, runs: int = 8, reps: int = 5
     return pd.DataFrame(rows, columns=list(ORDER_COLUMNS))
 
 
-# --- run medians -----------------------------------------------------------------------
+# --- run means -----------------------------------------------------------------------
 
 
 def test_run_medians_are_each_runs_median_keyed_by_kind_and_run() -> None:
@@ -62,14 +62,14 @@ def test_run_medians_are_each_runs_median_keyed_by_kind_and_run() -> None:
     ]
 
 
-def test_the_decision_is_scipys_tests_on_hand_computed_run_medians() -> None:
+def test_the_decision_is_scipys_tests_on_hand_computed_run_means() -> None:
     t = offsets_experiment(3, 0.5)
     a = analyse_order(t)
     for r in a.results:
         rows = t[t["test"] == r.test]
         med = {
             kind: [
-                float(np.median(rows[(rows["order"] == kind) & (rows["run"] == run)]["value"]))
+                float(np.mean(rows[(rows["order"] == kind) & (rows["run"] == run)]["value"]))
                 for run in sorted(set(rows[rows["order"] == kind]["run"]))
             ]
             for kind in ("fixed", "random")
@@ -96,7 +96,7 @@ def test_run_offsets_fool_the_pooled_test_but_not_the_per_run_decision() -> None
     """No order effect; every run shifted by its own offset (1 trial sd).  With seed 7 the
     offsets happen to set the fixed-order runs apart from the random-order ones: pooled,
     40 trials a side count as 40 independent samples and every test is flagged; the 8
-    run medians a side do not reach the threshold for any."""
+    run means a side do not reach the threshold for any."""
     a = analyse_order(offsets_experiment(7, 1.0))
     assert a.pooled_flagged == ["a", "c", "b"]  # before: a false positive, three times
     assert a.flagged == [] and not a.order_matters  # after: no order effect decided

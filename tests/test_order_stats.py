@@ -219,7 +219,7 @@ def simulate(
 def test_cache_warming_predecessor_is_flagged_and_only_it() -> None:
     """Baseline a, c, b (cycled): c always runs right after a, which makes it 30% faster;
     in random orders only about a third of c's trials follow a.  8 runs of each kind: the
-    decision compares run medians, and a random-order run whose c mostly followed a
+    decision compares run means, and a random-order run whose c mostly followed a
     overlaps the fixed-order runs, which 5 runs of each kind cannot absorb."""
     exact = others = 0
     for seed in range(20):
@@ -257,7 +257,10 @@ def test_experiment_wide_false_positives_at_most_alpha_over_200_seeds(baseline: 
         analyse_order(simulate(s, baseline=baseline, repetitions=3)).order_matters
         for s in range(200)
     )
-    assert flagged / 200 <= 0.05
+    # at most 3 x 1.59% = 4.76% exactly (i.i.d. run values: every split of their ranks is
+    # equally likely); 200 seeds are a sample of it: fail beyond its 99th percentile
+    # (16; pooled trials under run offsets, 15-33%, land far beyond)
+    assert flagged <= stats.binom.ppf(0.99, 200, 0.0476)
 
 
 def test_verdict_texts_name_tests_p_values_and_threshold() -> None:
@@ -265,7 +268,7 @@ def test_verdict_texts_name_tests_p_values_and_threshold() -> None:
     assert a.flagged == ["c"]
     text = a.verdict()
     assert text.startswith("order matters for test c (Kruskal-Wallis p = ")
-    assert " on run medians; " in text
+    assert " on run means; " in text
     assert "Bonferroni threshold 0.05/3 = 0.017" in text
     none = analyse_order(simulate(2))
     assert not none.order_matters

@@ -3,7 +3,7 @@ medians with their CIs, the live progress line, and the ``--from`` CSV reader.
 
 Every median comes with its distribution-free CI and sample count; every verdict names
 the test behind it and its p-value against the Bonferroni threshold.  The deciding
-p-values are on run medians; the pooled trials' p sits beside them, labelled as not
+p-values are on run means; the pooled trials' p sits beside them, labelled as not
 deciding.
 """
 
@@ -143,7 +143,7 @@ def order_grid(res: OrderResult) -> Grid:
     header = [
         "test", "runs (f/r)", "n (f/r)", f"fixed median [{conf} CI]",
         f"random median [{conf} CI]", "Δ% means",
-        # p-values on run medians (they decide), then the pooled trials' (they do not)
+        # p-values on run means (they decide), then the pooled trials' (they do not)
         "KW p", "MWU p", "pooled p", "drift ρ (p)", "order",
     ]  # fmt: skip
     rows: list[list[str]] = []

@@ -244,7 +244,7 @@ def method_text(res: OrderResult) -> str:
     conf = f"{a.confidence:.0%}"
     other = "Mann-Whitney U" if a.test == "kruskal" else "Kruskal-Wallis H"
     return (
-        f"per test, one value per run (the median of its trials of {res.pi}), fixed-order "
+        f"per test, one value per run (the mean of its trials of {res.pi}), fixed-order "
         f"vs random-order runs: {_TEST_NAMES[a.test]} (decides) and {other}, two-sided; "
         f"Bonferroni over the {a.tested} tests{_metric_count(res)} at alpha {a.alpha:g}; "
         "pooled trials: the "
@@ -255,7 +255,7 @@ def method_text(res: OrderResult) -> str:
         f"{a.drift_method} correlation of the result with its position in the random-order "
         "runs"
         + (
-            "; hosts: Kruskal-Wallis of each test's run medians by host, Bonferroni over the tests"
+            "; hosts: Kruskal-Wallis of each test's run means by host, Bonferroni over the tests"
             if a.hosts
             else ""
         )
@@ -281,7 +281,7 @@ def order_dict(res: OrderResult) -> dict[str, Any]:
         "verdict": a.verdict(),
         "order_matters": a.order_matters,
         "flagged": a.flagged,
-        "decision": "run medians",
+        "decision": "run means",
         "pooled": a.pooled_line(),
         "pooled_flagged": a.pooled_flagged,
         "hosts": [h.as_dict() for h in a.hosts],
