@@ -107,7 +107,7 @@ def _end(console: Console, note: str | None, status: int) -> NoReturn:
 #: study's analysis (a sweep's models, a knob study's forests) is not made again
 #: each time it is shown: see :func:`remember_shown`.
 SHOWN_KEY = "shown"
-_SHOWN_FORMAT = 2  # 2: the result documents carry schema_version and kind
+_SHOWN_FORMAT = 3  # 2: the result documents carry schema_version and kind; 3: order on run means
 
 
 def remember_shown(path: Path, study: str, widths: Iterable[int] = ()) -> None:
