@@ -251,6 +251,66 @@ def test_a_killed_worker_loses_nothing_its_trial_runs_again(tmp_path: Path) -> N
     _assert_order_complete(tmp_path / "study.assay.db", runs=2)
 
 
+SLOW_FIRST = (
+    "import os, sys, time; f = sys.argv[2]; first = not os.path.exists(f); "
+    "open(f, 'a').close(); sys.argv[1] = sys.argv[1] if first else '0.05'; "
+    "time.sleep(float(sys.argv[1])); print('t=1')"
+)
+SLOW_FIRST_STUDY = """
+[study]
+name = "cluster-slow-first"
+
+[benchmark]
+# the first trial to start takes 300 s (its worker is killed under it), the others 0.05 s
+command = [
+    "{py}", "-c", "{code}",
+    "300", "{flag}",
+]
+timeout = 400
+
+[[pi]]
+name = "t"
+source = "regex"
+pattern = 't=([0-9.]+)'
+
+[stop]
+max_rounds = 4
+min_rounds = 4
+"""
+
+
+def test_a_killed_workers_benchmark_is_stopped_by_its_successor(tmp_path: Path) -> None:
+    """#41: a worker killed mid-trial left its benchmark running (~8 s, beside the
+    restarted worker's next trial); the restarted worker now kills it as it starts."""
+    flag = tmp_path / "first-started"
+    study = _write(tmp_path, SLOW_FIRST_STUDY, flag=flag, code=SLOW_FIRST)
+    proc = _assay("run", str(study), "--workers", "2", "-q", "--no-overhead", "--no-monitor")
+    slow = None
+    try:
+        deadline = time.monotonic() + 120
+        while slow is None:
+            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+            assert time.monotonic() < deadline, "the slow first trial did not start"
+            for worker in _worker_processes(proc.pid):
+                with contextlib.suppress(psutil.Error):
+                    kids = [k for k in worker.children() if BENCH_MARK in " ".join(k.cmdline())]
+                    if kids and flag.exists():
+                        slow, victim = kids[0], worker
+            time.sleep(0.05)
+        victim.kill()  # the worker, not its benchmark (in a process group of its own)
+        deadline = time.monotonic() + 120  # the benchmark would sleep 300 s
+        while slow.is_running() and slow.status() != psutil.STATUS_ZOMBIE:
+            assert time.monotonic() < deadline, "the dead worker's benchmark still runs"
+            time.sleep(0.2)
+        _, err = proc.communicate(timeout=180)
+        assert proc.returncode in (0, 5), err.decode(errors="replace")[-2000:]
+    finally:
+        if proc.poll() is None:
+            _kill_tree(proc)
+        if slow is not None and slow.is_running():
+            slow.kill()
+
+
 COMPARE_STUDY = """
 [study]
 name = "cluster-compare"

@@ -14,16 +14,19 @@ records of a task arrive once, so nothing is committed twice.
 
 from __future__ import annotations
 
+import hashlib
 import platform
 import queue
 import time
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import StudyError
 from assay.execute.executor import Executor, ExecutorStatus
 from assay.execute.interference import QuietGate
+from assay.execute.leftovers import end_running, stop_leftover
 from assay.execute.monitor import ResourceMonitor
 from assay.execute.trial import Step, TrialJob, TrialRequest, run_step, run_trial
 from assay.store import TrialRecord
@@ -54,6 +57,61 @@ def _worker_monitor() -> ResourceMonitor:
         _MONITOR = ResourceMonitor()
         _MONITOR.calibrate()
     return _MONITOR
+
+
+def worker_running_file(worker: Any = None) -> Path | None:
+    """The note of the benchmark this Dask worker runs (see :mod:`assay.execute.leftovers`):
+    a private file of this host named by the scheduler's address and the worker's name,
+    so a worker its nanny restarted after a death reads its predecessor's; None outside
+    a worker or without a home to keep it in."""
+    from assay.execute.overhead import cache_path
+
+    if worker is None:
+        try:
+            from distributed import get_worker
+
+            worker = get_worker()
+        except (ImportError, ValueError):
+            return None
+    base = cache_path()
+    address = getattr(getattr(worker, "scheduler", None), "address", "")
+    if base is None:
+        return None
+    key = hashlib.sha256(f"{address}\0{worker.name}".encode()).hexdigest()[:24]
+    folder = base.parent / "workers"
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return folder / f"{key}.running"
+
+
+def stop_predecessors_benchmark(worker: Any) -> str | None:
+    """On a worker's start: kill the benchmark a dead worker of the same name left
+    running on this host (#41: it ran on for ~8 s beside the restarted worker's next
+    trial). Registered as a worker plugin by :class:`DaskExecutor`; a warning, or None."""
+    path = worker_running_file(worker)
+    return None if path is None else stop_leftover(path)
+
+
+def _leftover_guard() -> Any:
+    """The worker plugin of :func:`stop_predecessors_benchmark` (built here: Dask is the
+    cluster extra's, not imported with this module); its teardown removes the worker's
+    note when the worker closes."""
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    class LeftoverGuard(WorkerPlugin):
+        name = "assay-leftover-guard"
+
+        def setup(self, worker: Any) -> None:
+            stop_predecessors_benchmark(worker)
+
+        def teardown(self, worker: Any) -> None:
+            path = worker_running_file(worker)
+            if path is not None:
+                end_running(path)
+
+    return LeftoverGuard()
 
 
 @dataclass(frozen=True)
@@ -90,6 +148,8 @@ def run_block(job: TrialJob, requests: Sequence[TrialRequest], monitor: bool) ->
     the one a conclude followed) are kept."""
     watch = _worker_monitor() if monitor else None
     host = worker_host()
+    if job.running_file is None:  # each trial's benchmark noted on this host (leftovers)
+        job = replace(job, running_file=worker_running_file())
     records: list[TrialRecord] = []
     for request in requests:
         attempt, again = 0, True
@@ -230,6 +290,9 @@ class DaskExecutor(Executor):
                 f"the Dask cluster has {have} of its {self.expected_workers} workers after "
                 f"{self.wait_s:g} s; see the workers' logs (a host that cannot start one)"
             ) from None
+        # a worker that dies mid-trial leaves its benchmark running: its successor kills
+        # it as it starts (and so does every worker that joins)
+        self.client.register_plugin(_leftover_guard())
         if not self.workers():
             where = self.client.scheduler_info()["address"]
             raise StudyError(
