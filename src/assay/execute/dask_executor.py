@@ -14,6 +14,7 @@ records of a task arrive once, so nothing is committed twice.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import platform
 import queue
@@ -256,6 +257,11 @@ class DaskExecutor(Executor):
         self._n_workers = 0
         # the batch being run: trials handed over, returned, and when it began
         self._batch = (0, 0, time.monotonic())
+        # workers seen (address: host) and those lost during the study, as describe()
+        # reports them (the same list: a result made later shows losses seen since)
+        self._known: dict[str, str] = {}
+        self._lost: list[dict[str, Any]] = []
+        self._described: dict[str, Any] | None = None
 
     def workers(self) -> dict[str, dict[str, Any]]:
         """The cluster's workers that can run trials, by address."""
@@ -265,11 +271,46 @@ class DaskExecutor(Executor):
     def describe(self) -> dict[str, Any]:
         """The scheduler and every worker's host, load and environment."""
         envs = self.client.run(_worker_environment, workers=list(self.workers()))
-        return {
+        self._known |= {a: str(e.get("host", a)) for a, e in envs.items()}
+        # kept: the losses and re-runs seen later are added to it (the study's result
+        # shows them)
+        self._described = {
             "kind": "dask",
             "scheduler": self.client.scheduler_info()["address"],
             "workers": envs,
+            "lost": self._lost,
+            "trials_run_again": 0,
         }
+        return self._described
+
+    def _note_lost(self, alive: set[str] | None = None) -> None:
+        """Record the workers that left since the last look (#41: a killed host was
+        still listed as one of the study's), with when and how many trials were in
+        flight; Dask runs a lost worker's trials again on the others."""
+        alive = self._alive_workers() if alive is None else alive
+        info = self.client.scheduler_info()["workers"]
+        for a in alive - set(self._known):  # a worker a nanny restarted, one that joined
+            self._known[a] = str(info.get(a, {}).get("name", a))
+        gone = {w["worker"] for w in self._lost}
+        for a in sorted(set(self._known) - alive - gone):
+            self._lost.append({"worker": a, "host": self._known[a], "seen_at": time.time()})
+
+    def _count_run_again(self, futures: Sequence[Future[Any]], sizes: Sequence[int]) -> None:
+        """Add the trials of blocks Dask ran again (their worker died under them: the
+        scheduler's ``suspicious`` count) to the description's ``trials_run_again``."""
+
+        def suspicious(dask_scheduler: Any, keys: list[str]) -> list[int]:
+            # on the scheduler (a local function: pickled by value)
+            tasks = dask_scheduler.tasks
+            return [getattr(tasks.get(k), "suspicious", 0) or 0 for k in keys]
+
+        try:
+            counts = self.client.run_on_scheduler(suspicious, keys=[f.key for f in futures])
+        except Exception:  # the scheduler is gone: the study says so
+            return
+        again = sum(n for n, c in zip(sizes, counts, strict=False) if c)
+        if again and self._described is not None:
+            self._described["trials_run_again"] += again
 
     def slots(self) -> int:
         self._n_workers = len(self.workers())
@@ -350,11 +391,12 @@ class DaskExecutor(Executor):
         remote = replace(job, running_file=None)
         self._n_workers = len(self.workers())
         self._batch = (len(requests), 0, time.monotonic())
+        todo = blocks(requests)
         futures = [
             self.client.submit(
                 run_block, remote, block, self.monitor, resources={RESOURCE: 1}, pure=False
             )
-            for block in blocks(requests)
+            for block in todo
         ]
         try:
             for future in self._as_done(futures):
@@ -371,6 +413,10 @@ class DaskExecutor(Executor):
             pending = [f for f in futures if not f.done()]
             if pending:
                 self.client.cancel(pending)
+            with contextlib.suppress(StudyError):  # a lost scheduler is reported above
+                self._note_lost()
+                if self._lost:
+                    self._count_run_again(futures, [len(b) for b in todo])
 
     def _as_done(
         self, futures: Sequence[Future[Any]], pinned: Mapping[Any, str] | None = None
@@ -389,6 +435,7 @@ class DaskExecutor(Executor):
                 future = finished.get(timeout=_CHECK_S)
             except queue.Empty:
                 alive = self._alive_workers()
+                self._note_lost(alive)
                 gone = sorted({w for k, w in (pinned or {}).items() if k in left} - alive)
                 if gone:
                     raise StudyError(

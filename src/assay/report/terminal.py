@@ -359,7 +359,21 @@ def executor_line(executor: Mapping[str, Any] | None) -> str:
     named = ", ".join(f"{h} ×{n}" for h, n in sorted(hosts.items()))
     where = "host" if len(hosts) == 1 else "hosts"
     them = f"{len(workers)} worker{'' if len(workers) == 1 else 's'}"
-    return f"ran on a Dask cluster ({executor.get('scheduler', '?')}): {them} on {where} {named}"
+    line = f"ran on a Dask cluster ({executor.get('scheduler', '?')}): {them} on {where} {named}"
+    lost = [w for w in executor.get("lost") or [] if isinstance(w, Mapping)]
+    if lost:
+        each = ", ".join(
+            f"{w.get('host', '?')} (seen gone at "
+            f"{time.strftime('%H:%M:%S', time.localtime(float(w.get('seen_at', 0))))})"
+            for w in lost
+        )
+        again = int(executor.get("trials_run_again") or 0)
+        line += (
+            f"; lost during the study: {len(lost)} worker{'' if len(lost) == 1 else 's'}, "
+            f"{each}; {again} trial{' was' if again == 1 else 's were'} run again on "
+            "another worker (each kept once)"
+        )
+    return line
 
 
 def session_line(res: Any) -> Text | None:
