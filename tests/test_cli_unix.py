@@ -130,6 +130,15 @@ def test_two_outputs_on_stdout_are_refused(tmp_path: Path) -> None:
     assert "both write to stdout" in res.stderr
 
 
+def test_an_output_given_the_next_option_as_its_file_is_refused(tmp_path: Path) -> None:
+    """`--json --store s.db`: click hands --json the word '--store'; it was a file named
+    '--store' and the store path became the benchmark command."""
+    res = invoke(tmp_path, "run", "--json", "--store", str(tmp_path / "s.db"), "--", "true")
+    assert res.exit_code == exits.USAGE
+    assert "--json takes a file name" in res.stderr and "looks like the next option" in res.stderr
+    assert not (tmp_path / "--store").exists() and not (tmp_path / "s.db").exists()
+
+
 def test_from_modes_pipe_too(tmp_path: Path) -> None:
     data = Path(__file__).parent / "data"
     res = invoke(tmp_path, "order", "--from", str(data / "order_trials.csv"), "--json", "-")
