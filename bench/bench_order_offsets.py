@@ -38,6 +38,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -102,19 +103,10 @@ def run_means(table: pd.DataFrame) -> pd.DataFrame:
     return g.agg(position=("position", "min"), value=("value", "mean")).reset_index()
 
 
-def decide(
-    seed: int,
-    *,
-    runs: int,
-    repetitions: int,
-    offset: float,
-    carry: float,
-    tests: tuple[str, ...] = TESTS,
-) -> tuple[bool, bool, bool]:
-    """(pooled flags, run medians flag, run means flag): any test flagged."""
-    t = experiment(
-        seed, runs=runs, repetitions=repetitions, offset=offset, carry=carry, tests=tests
-    )
+def decide(seed: int, **setting: Any) -> tuple[bool, bool, bool]:
+    """(pooled flags, run medians flag, run means flag): any test flagged, for the
+    experiment of ``seed`` and ``setting`` (:func:`experiment`'s keywords)."""
+    t = experiment(seed, **setting)
     a = order_stats.analyse_order(t)
     means = order_stats.analyse_order(run_means(t))
     return bool(a.pooled_flagged), a.order_matters, means.order_matters
