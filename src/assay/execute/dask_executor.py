@@ -30,7 +30,7 @@ from assay.execute.interference import QuietGate
 from assay.execute.leftovers import end_running, stop_leftover
 from assay.execute.monitor import ResourceMonitor
 from assay.execute.trial import Step, TrialJob, TrialRequest, run_step, run_trial
-from assay.store import TrialRecord
+from assay.store import DISTURBED, TrialRecord
 
 if TYPE_CHECKING:
     from distributed import Client, Future
@@ -288,7 +288,7 @@ class DaskExecutor(Executor):
         still listed as one of the study's), with when and how many trials were in
         flight; Dask runs a lost worker's trials again on the others."""
         alive = self._alive_workers() if alive is None else alive
-        info = self.client.scheduler_info()["workers"]
+        info = self.client.scheduler_info().get("workers", {})  # none: the scheduler is gone
         for a in alive - set(self._known):  # a worker a nanny restarted, one that joined
             self._known[a] = str(info.get(a, {}).get("name", a))
         gone = {w["worker"] for w in self._lost}
@@ -405,7 +405,8 @@ class DaskExecutor(Executor):
                 except Exception as exc:  # KilledWorker: the task killed worker after worker
                     raise StudyError(self._failure("a trial could not run", exc)) from None
                 total, done, began = self._batch
-                self._batch = (total, done + len(result.records), began)
+                kept = sum(r.status != DISTURBED for r in result.records)  # not repeats
+                self._batch = (total, done + kept, began)
                 yield from result.records
                 if result.error is not None:
                     raise StudyError(result.error)
@@ -413,7 +414,8 @@ class DaskExecutor(Executor):
             pending = [f for f in futures if not f.done()]
             if pending:
                 self.client.cancel(pending)
-            with contextlib.suppress(StudyError):  # a lost scheduler is reported above
+            # the report's, never the study's end: a lost scheduler is reported above
+            with contextlib.suppress(Exception):
                 self._note_lost()
                 if self._lost:
                     self._count_run_again(futures, [len(b) for b in todo])
