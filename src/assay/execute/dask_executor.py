@@ -75,9 +75,9 @@ def worker_running_file(worker: Any = None) -> Path | None:
         except (ImportError, ValueError):
             return None
     base = cache_path()
-    address = getattr(getattr(worker, "scheduler", None), "address", "")
     if base is None:
         return None
+    address = getattr(getattr(worker, "scheduler", None), "address", "")
     key = hashlib.sha256(f"{address}\0{worker.name}".encode()).hexdigest()[:24]
     folder = base.parent / "workers"
     try:
@@ -285,8 +285,8 @@ class DaskExecutor(Executor):
 
     def _note_lost(self, alive: set[str] | None = None) -> None:
         """Record the workers that left since the last look (#41: a killed host was
-        still listed as one of the study's), with when and how many trials were in
-        flight; Dask runs a lost worker's trials again on the others."""
+        still listed as one of the study's), with when each was seen gone; Dask runs a
+        lost worker's trials again on the others (:meth:`_count_run_again`)."""
         alive = self._alive_workers() if alive is None else alive
         info = self.client.scheduler_info().get("workers", {})  # none: the scheduler is gone
         for a in alive - set(self._known):  # a worker a nanny restarted, one that joined
