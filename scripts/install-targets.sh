@@ -26,9 +26,12 @@ command -v fio >/dev/null 2>&1 || missing+=(fio)
 [[ -x /usr/sbin/sshd ]] || missing+=(openssh-server)
 [[ -x /usr/bin/chromium ]] || missing+=(chromium)
 command -v jq >/dev/null 2>&1 || missing+=(jq)
+# the peak-memory helper's compiler (libc6-dev: its static libc), and time -v to check it
+command -v cc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
+[[ -x /usr/bin/time ]] || missing+=(time)
 
 if [[ ${#missing[@]} -eq 0 ]]; then
-    echo "install-targets: postgresql, redis, fio, sshd, chromium and jq are installed; nothing to do"
+    echo "install-targets: postgresql, redis, fio, sshd, chromium, jq, gcc and time are installed; nothing to do"
     exit 0
 fi
 

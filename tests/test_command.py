@@ -300,7 +300,7 @@ import os, pty, sys
 pid, fd = pty.fork()
 if pid == 0:  # a session with the pty as its terminal, as an interactive shell's
     from assay.execute.command import run_command
-    r = run_command(sys.argv[1:], timeout=120)
+    r = run_command(sys.argv[2:], timeout=120, peak=sys.argv[1] == "peak")
     print("RESULT", r.status, round(r.duration), r.error, flush=True)
     os._exit(0)
 out = b""
@@ -329,8 +329,9 @@ sys.stdout.write(out.decode(errors="replace"))
     ],
     ids=["leader", "descendant"],
 )
+@pytest.mark.parametrize("launch", ["direct", "peak"])
 def test_a_command_that_reads_the_terminal_fails_at_once_instead_of_waiting_stopped(
-    argv: list[str], said: str
+    argv: list[str], said: str, launch: str
 ) -> None:
     """In its own process group (#45), a command that reads the terminal of an
     interactive Assay is stopped by SIGTTIN; it would sit stopped until its timeout
@@ -339,7 +340,10 @@ def test_a_command_that_reads_the_terminal_fails_at_once_instead_of_waiting_stop
     import sys
 
     done = subprocess.run(
-        [sys.executable, "-c", _IN_A_TERMINAL, *argv], capture_output=True, text=True, timeout=100
+        [sys.executable, "-c", _IN_A_TERMINAL, launch, *argv],
+        capture_output=True,
+        text=True,
+        timeout=100,
     )
     line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT")), done.stdout)
     assert line.startswith("RESULT failed"), line

@@ -36,6 +36,7 @@ from typing import Any, Literal, TextIO
 from assay.errors import StudyError
 from assay.execute.interrupts import deferred, terminate_as_interrupt
 from assay.execute.output import Spool
+from assay.execute.peak import parse_report, spawner
 from assay.execute.proctree import ProcessTree, new_marker
 from assay.handover import HANDOVER, MARKER
 from assay.template import parts, render, value_text
@@ -77,9 +78,10 @@ class CommandResult:
     error: str = ""
     cpu_user: float = 0.0
     cpu_system: float = 0.0
-    # the command's peak (wait4), or None when it is not above Assay's own peak at the
-    # spawn: with vfork the kernel records the shared address space's peak at the exec,
-    # so a smaller command reads as Assay's size (55 MB for every 'sleep 0.01')
+    # the command's peak (wait4): its own when the peak spawner started it
+    # (assay.execute.peak); launched directly, None when it is not above Assay's own peak
+    # at the spawn (the kernel records the launching address space's peak at the exec,
+    # so a smaller command read as Assay's size: 55 MB for every 'sleep 0.01')
     max_rss_kib: int | None = 0
     extra: dict[str, float] = field(default_factory=dict)
     # perf_counter() at the spawn and at the reap: what lies between two trials' stamps
@@ -88,6 +90,9 @@ class CommandResult:
     reaped: float | None = None
     # the whole of stdout (memory, then a temporary file): for the readers
     output: Spool | None = field(default=None, repr=False, compare=False)
+    # what the peak spawner added to the launch (s): from Assay's spawn to its clone of
+    # the command; None when the command was launched directly
+    spawner_cost: float | None = None
 
     def stdout_stream(self) -> TextIO:
         """The whole of stdout as text (UTF-8, bad bytes replaced, line ends as written);
@@ -244,6 +249,7 @@ def run_command(
     cwd: str | None = None,
     shell: bool = False,
     keep_descendants: bool = False,
+    peak: bool = False,
 ) -> CommandResult:
     """Run ``argv`` until it exits or ``timeout`` seconds pass, then kill every process
     it started.
@@ -270,6 +276,10 @@ def run_command(
     exec, as hyperfine's), or ``subprocess.Popen`` with a working directory; never a
     ``preexec_fn``: it disables the vfork fast path and added 17 ms to every measured
     launch here (bench/RESULTS.md).
+
+    With ``peak`` the peak spawner (:mod:`assay.execute.peak`) starts the command, where
+    one could be built: a child of Assay's all the same, whose peak memory is its own,
+    not Assay's; ``duration`` runs from the spawner's clone of it.
     """
     args = list(argv)
     # bytes, as the kernel takes them: no decoding of Assay's environment per trial
@@ -284,17 +294,20 @@ def run_command(
         if tree.handover is not None:  # what the trial hands over outlives it
             full_env[os.fsencode(HANDOVER)] = os.fsencode(tree.handover)
         launch: _Launch | None = None
+        cost: float | None = None
         started, t0 = time.time(), time.perf_counter()
         gc_on = gc.isenabled()
         gc.disable()  # no collection in the timed region
         try:
             try:
-                launch = _Launch(exec_argv(args, shell), full_env, cwd)
+                launch = _Launch(exec_argv(args, shell), full_env, cwd, spawner() if peak else None)
                 own_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
                 tree.enter()  # the command is born where the tree holds it
                 started = time.time()
                 t0 = time.perf_counter()
                 child = launch.spawn()
+                if child.t0 is not None:  # the peak spawner's, just before its clone
+                    cost, t0 = child.t0 - t0, child.t0
             except (OSError, ValueError) as exc:
                 return CommandResult(
                     argv=args,
@@ -332,6 +345,10 @@ def run_command(
                 gc.enable()
     code = child.code
     assert code is not None  # reaped by _follow
+    # through the spawner the command's peak is its own, whatever its size
+    max_rss = (
+        int(usage.ru_maxrss) if cost is not None else _own_peak(int(usage.ru_maxrss), own_peak)
+    )
     if stopped is not None:
         status: TrialStatus = "failed"
         error = STOPPED_ERROR.format(why=stopped) + "; every process it started was killed"
@@ -355,10 +372,11 @@ def run_command(
         error=error,
         cpu_user=usage.ru_utime,
         cpu_system=usage.ru_stime,
-        max_rss_kib=_own_peak(int(usage.ru_maxrss), own_peak),
+        max_rss_kib=max_rss,
         spawned=t0,
         reaped=end,
         output=out,
+        spawner_cost=cost,
     )
 
 
@@ -383,6 +401,7 @@ class _Child:
     pid: int
     popen: subprocess.Popen[bytes] | None = None
     code: int | None = None
+    t0: float | None = None  # perf_counter() at the peak spawner's clone of it
 
     def reap(self, block: bool = True) -> resource.struct_rusage | None:
         """Wait for the exit; its resource usage, or None when ``block`` is false and it
@@ -405,23 +424,36 @@ class _Launch:
     """Everything the spawn needs, made before the clock starts: the pipes (read ends
     in ``out``/``err``), the executable's path and the spawn's file actions."""
 
-    def __init__(self, argv: list[str], env: dict[bytes, bytes], cwd: str | None) -> None:
-        self.argv, self.env, self.cwd = argv, env, cwd
+    def __init__(
+        self, argv: list[str], env: dict[bytes, bytes], cwd: str | None, peak: str | None
+    ) -> None:
+        self.argv, self.env, self.cwd, self.peak = argv, env, cwd, peak
         self.fds: list[int] = []
         self.out, w_out = self._pipe()
         self.err, w_err = self._pipe()
         self.writers = [w_out, w_err]
+        self.report: int | None = None  # the peak spawner's report, read end
+        if peak is not None:
+            self.report, w_report = self._pipe()
+            if w_report == _REPORT_FD:  # the spawn's dup2 onto itself would not clear CLOEXEC
+                w_report = fcntl.fcntl(w_report, fcntl.F_DUPFD_CLOEXEC, _REPORT_FD + 1)
+                self._close(_REPORT_FD)
+                self.fds.append(w_report)
+            self.writers.append(w_report)
         self.spawns = cwd is None  # else Popen: posix_spawn cannot change directory
-        self.path: str | None = None
+        name = argv[0]
+        # the program as the spawn finds it (the peak spawner execs it by this path; a
+        # relative one is the working directory's, as Popen's)
+        self.path: str | None = name if os.path.dirname(name) else _lookup(name, env)
         if self.spawns:
-            name = argv[0]
-            self.path = name if os.path.dirname(name) else _lookup(name, env)
             self.actions: list[tuple[Any, ...]] = [
                 (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDWR, 0),
                 (os.POSIX_SPAWN_DUP2, w_out, 1),
                 (os.POSIX_SPAWN_DUP2, w_err, 2),
                 *((os.POSIX_SPAWN_CLOSE, fd) for fd in _inherited_fds()),
             ]
+            if peak is not None:  # its report on descriptor 3 (after the closes)
+                self.actions.append((os.POSIX_SPAWN_DUP2, self.writers[2], _REPORT_FD))
 
     def _pipe(self) -> tuple[int, int]:
         r, w = os.pipe()
@@ -438,20 +470,28 @@ class _Launch:
         task group, which on a busy machine took a scheduler tick (4 ms) more from the
         spawn to the reap than hyperfine's launch or a bare fork/exec/wait4 (issue #45:
         ``sleep 0.01`` read 19.7 ms against their 15.9 ms beside two busy loops)."""
+        if self.path is None:  # as Popen: never a file of that name in the cwd
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), self.argv[0])
         if self.spawns:
-            if self.path is None:  # as Popen: never a file of that name in the cwd
-                raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), self.argv[0])
+            path, argv = self.path, self.argv
+            if self.peak is not None:
+                path, argv = self.peak, [self.peak, str(_REPORT_FD), path, *argv]
             pid = os.posix_spawn(
-                self.path,
-                self.argv,
+                path,
+                argv,
                 self.env,
                 file_actions=self.actions,
                 setpgroup=0,
                 setsigdef=_SIGDEF,
             )
-            return _Child(pid)
+            return _Child(pid) if self.peak is None else self._cloned(pid, None)
+        argv, passed = self.argv, tuple[int, ...]()
+        if self.peak is not None:
+            passed = (self.writers[2],)
+            argv = [self.peak, str(passed[0]), self.path, *argv]
         proc = subprocess.Popen(
-            self.argv,
+            argv,
+            pass_fds=passed,
             stdin=subprocess.DEVNULL,
             stdout=self.writers[0],
             stderr=self.writers[1],
@@ -459,7 +499,30 @@ class _Launch:
             cwd=self.cwd,
             process_group=0,
         )
-        return _Child(proc.pid, proc)
+        return _Child(proc.pid, proc) if self.peak is None else self._cloned(proc.pid, proc)
+
+    def _cloned(self, pid: int, popen: subprocess.Popen[bytes] | None) -> _Child:
+        """The command the peak spawner ``pid`` cloned (a child of Assay's), once the
+        spawner has exited and the command has exec'd: its report ends there."""
+        assert self.report is not None
+        self._close(self.writers.pop())  # the report's write end: the spawner's alone
+        chunks = []
+        while chunk := os.read(self.report, 4096):
+            chunks.append(chunk)
+        if popen is not None:
+            popen.wait()
+        else:
+            os.waitpid(pid, 0)
+        report = parse_report(b"".join(chunks))
+        if report.pid is not None and report.exec_errno is not None:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(report.pid, 0)  # it exited (127) when its exec failed
+        if report.exec_errno is not None:
+            code = report.exec_errno
+            raise OSError(code, os.strerror(code), self.argv[0])
+        if report.pid is None:
+            raise OSError(errno.EIO, "the peak spawner started nothing", self.peak)
+        return _Child(report.pid, t0=report.t0)
 
     def close_child_ends(self) -> None:
         """After the spawn: the command holds the write ends; the reader sees their end."""
@@ -478,6 +541,7 @@ class _Launch:
                 os.close(fd)
 
 
+_REPORT_FD = 3  # where the peak spawner reports (posix_spawn's file actions put it there)
 _found: dict[tuple[str, bytes], str] = {}  # (program, PATH) -> its path
 
 

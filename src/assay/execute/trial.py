@@ -24,6 +24,7 @@ from assay.errors import StudyError
 from assay.execute.command import run_command
 from assay.execute.leftovers import trial_marker
 from assay.execute.monitor import ResourceMonitor
+from assay.execute.peak import PACE
 from assay.execute.readers import ReadError, read_reading, read_unit_readings
 from assay.handover import MARKER
 from assay.spec import PISpec
@@ -114,10 +115,15 @@ def run_trial(
         # paces each command (argv and environment) on its own (the setting has a
         # comparison's cycle or a sweep's repetition: new in every trial)
         monitor.start((tuple(request.argv), tuple(sorted(request.env.items()))))
+    # its own peak memory through the spawner, within the spawner's budget
+    peak = PACE.wants((tuple(request.argv), job.shell, job.cwd))
     try:
-        res = run_command(request.argv, timeout=job.timeout, env=env, cwd=job.cwd, shell=job.shell)
+        res = run_command(
+            request.argv, timeout=job.timeout, env=env, cwd=job.cwd, shell=job.shell, peak=peak
+        )
     finally:
         resources = monitor.stop().series if monitor is not None else {}
+    PACE.record(res.duration, res.spawner_cost)
     # with ignore_failure a non-zero exit is still measured (its readings are read)
     status = "ok" if job.ignore_failure and res.status == "failed" else res.status
     rec = TrialRecord(
