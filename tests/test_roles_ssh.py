@@ -185,3 +185,24 @@ def test_the_example_server_writes_only_its_own_files_and_asks_a_password(
         assert victim.read_text() == "precious\n"
     finally:
         shutil.rmtree(planted, ignore_errors=True)
+
+
+def test_the_example_refuses_to_start_where_an_old_server_still_answers(
+    tmp_path: Path,
+) -> None:
+    """#41, item 6: after a killed driver, the resumed setup said "primary up" because
+    the old server answered, while the new one could not bind the port."""
+    if any(shutil.which(p) is None for p in ("redis-server", "redis-cli")):
+        pytest.skip("needs redis: run scripts/install-targets.sh")
+    address, port, state = "127.0.0.2", str(_free_port()), tmp_path / "state"
+    try:
+        first = _pair("start", address, port, state=state)
+        assert first.returncode == 0 and "primary up" in first.stdout, first.stderr
+        again = _pair("start", address, port, state=state)  # the old one still answers
+        assert again.returncode == 1
+        assert f"a server already answers on {address}:{port}" in again.stderr
+        assert _pair("stop", address, port, state=state).returncode == 0
+        fresh = _pair("start", address, port, state=state)
+        assert fresh.returncode == 0 and "primary up" in fresh.stdout, fresh.stderr
+    finally:
+        _pair("stop", address, port, state=state)

@@ -114,26 +114,60 @@ def start(address: str, port: int, primary: str | None) -> int:
         raise TargetError(f"--replicaof {primary!r}: expected an IP address or a host name")
     password = _password(state, make=primary is None)
     server = _server(state, address, port)
+    # a server left by an earlier session (its driver killed before its teardown) would
+    # answer for the new one, which cannot bind the port (#41)
+    if _answers(address, port, password):
+        print(
+            f"a server already answers on {address}:{port}: an earlier session's, left "
+            f"running? 'python3 redis_pair.py stop {address} {port}' stops one of ours (the "
+            "study's teardown runs it); else choose another port",
+            file=sys.stderr,
+        )
+        return 1
     server.write(CONFIG, _config(server, address, port, password, primary))
+    server.file(PID).unlink(missing_ok=True)  # the new server writes its own
     subprocess.run(["redis-server", str(server.file(CONFIG))], check=True, timeout=30)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if primary is None and _cli(address, port, password, "ping").stdout.strip() == "PONG":
-            print(f"primary up on {address}:{port}")
-            return 0
+            return _ours(server, address, port, password, f"primary up on {address}:{port}")
         if (
             primary is not None
             and "master_link_status:up"
             in _cli(address, port, password, "info", "replication").stdout
         ):
-            print(f"replica of {primary} up on {address}:{port}")
-            return 0
+            up = f"replica of {primary} up on {address}:{port}"
+            return _ours(server, address, port, password, up)
         time.sleep(0.1)
     print((server.read(LOG) or "no log")[-2000:], file=sys.stderr)
     print(f"redis on {address}:{port} did not come up in 30 s", file=sys.stderr)
     if primary is not None:
         print(f"(does {primary} have the password of {state.file(PASSWORD)}?)", file=sys.stderr)
     return 1
+
+
+def _answers(address: str, port: int, password: str) -> bool:
+    """Whether any server answers on ``address``:``port`` (ours, or another's that asks
+    another password)."""
+    said = _cli(address, port, password, "ping")
+    return said.returncode == 0 and "Could not connect" not in said.stdout + said.stderr
+
+
+def _ours(server: StateDir, address: str, port: int, password: str, up: str) -> int:
+    """0 when the server answering is the one this start ran (its pid file's pid)."""
+    info = _cli(address, port, password, "info", "server").stdout
+    answering = re.search(r"^process_id:([0-9]+)", info, re.M)
+    started = (server.read(PID) or "").strip()
+    if answering is None or answering.group(1) != started:
+        print(
+            f"the server answering on {address}:{port} (pid "
+            f"{answering.group(1) if answering else 'unknown'}) is not the one started "
+            f"(pid file: {started or 'none'})",
+            file=sys.stderr,
+        )
+        return 1
+    print(up)
+    return 0
 
 
 def bench(address: str, port: int, options: list[str]) -> int:

@@ -80,6 +80,10 @@ NO_SESSION = 0
 SPEC_KEY = "session_spec"
 #: The key under which a knob study records the [knobs] settings it ran with.
 CONFIG_KEY = "knobs_config"
+#: The session whose setup began and whose teardown has not run yet (a killed driver's):
+#: the next session runs the teardown before its setup, so that its setup does not meet
+#: the old session's servers (#41: a resumed setup found the old Redis answering).
+TEARDOWN_DUE_KEY = "teardown_due"
 
 
 @dataclass
@@ -515,6 +519,8 @@ class Study:
         # called with each trial as it is stored (e.g. to show its output)
         self.on_trial: Callable[[TrialRecord], None] | None = None
         self._opened: OpenStudy | None = None  # where the hosts' steps are stored
+        # what the study's start did that its result says (a cut-off session's teardown)
+        self.start_notes: list[str] = []
 
     def _host_values(self) -> dict[str, str]:
         """A multi-host study's placeholders on the measured host (``{hosts.server}``,
@@ -671,6 +677,11 @@ class Study:
         b = self.spec.benchmark
         job = self.job
         setup, teardown = self._step(b.setup, "setup"), self._step(b.teardown, "teardown")
+        st = self._opened
+        tears_down = teardown is not None or any(r.teardown for r in b.roles.values())
+        if st is not None and tears_down:
+            self._teardown_left_behind(st, teardown)
+            st.store.set_study_value(st.study_id, TEARDOWN_DUE_KEY, st.session)
         try:
             try:
                 self.executor.run_phase(job, "setup", setup)
@@ -680,8 +691,30 @@ class Study:
                 return loop()
         finally:
             end_running(self.running_file)  # the session's trials are over
+            torn_down = False
             with contextlib.suppress(StudyError):
                 self.executor.run_phase(job, "teardown", teardown)
+                torn_down = True
+            self._store_host_steps()
+            if st is not None and tears_down and torn_down:
+                st.store.set_study_value(st.study_id, TEARDOWN_DUE_KEY, None)
+
+    def _teardown_left_behind(self, st: OpenStudy, teardown: Step | None) -> None:
+        """Run the teardown of an earlier session that was cut off (killed) after its
+        setup began, before this session's setup; its outcome is noted."""
+        due = st.store.study_value(st.study_id, TEARDOWN_DUE_KEY)
+        if due is None:
+            return
+        what = f"session {due} was cut off after its setup began, before its teardown"
+        try:
+            self.executor.run_phase(self.job, "teardown", teardown)
+            self.start_notes.append(f"{what}: its teardown ran before this session's setup")
+        except StudyError as exc:
+            self.start_notes.append(
+                f"{what}: its teardown, run before this session's setup, failed ({exc}); "
+                "what it left running may still run"
+            )
+        finally:
             self._store_host_steps()
 
     def _store_host_steps(self) -> None:

@@ -361,6 +361,8 @@ class KnobsRunner:
     def run(self) -> KnobsResult:
         result = self.runner.session(self._body)
         result.tuned_on_model = False
+        leftover = [self.runner.leftover] if self.runner.leftover else []
+        result.warnings[:0] = [*leftover, *self.runner.start_notes]
         return result
 
     def _measured(

@@ -342,8 +342,7 @@ class Runner(Study):
             st = self._open(store)
             decision = self._with_setup(lambda: self._loop(st))
             result = self._result(st, analyse(self.spec, st.trials), decision)
-            if leftover:
-                result.warnings.insert(0, leftover)
+            result.warnings[:0] = [*([leftover] if leftover else []), *self.start_notes]
             store.end_session(st.session, result.as_dict())
             return result
 

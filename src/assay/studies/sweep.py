@@ -371,8 +371,8 @@ class SweepRunner:
 
         result = self.runner.session(body, lambda r: r.as_dict())
         result.resumed_trials = started_with
-        if self.runner.leftover:
-            result.warnings.insert(0, self.runner.leftover)
+        leftover = [self.runner.leftover] if self.runner.leftover else []
+        result.warnings[:0] = [*leftover, *self.runner.start_notes]
         return result
 
     def _loop(self, session: SettingsSession) -> SweepResult:
