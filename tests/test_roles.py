@@ -334,6 +334,14 @@ def test_a_server_whose_worker_dies_fails_its_trial_naming_the_host(
     assert "on host s1 (server[1])" in lost.error and "is gone" in lost.error
     assert [h.host for h in lost.host_runs if h.status == "lost"] == ["s1"]
     assert all(t.readings["t"] == 2.0 for t in trials[:2])  # nothing stored is lost
+    # the teardown ran on every host, s1's after its worker's restart (#41, item 7: under
+    # 'stop' it was skipped there, its server left running)
+    assert sorted(p.name for p in (tmp_path / "hosts").glob("down-*")) == ["down-s0", "down-s1"]
+    _, steps = _stored(study)
+    assert {(s.host, s.status) for s in steps if s.what == "teardown"} == {
+        ("s0", "ok"),
+        ("s1", "ok"),
+    }
     if on_failure == "stop":
         assert code == 3, output
         assert len(trials) == 3
@@ -361,3 +369,32 @@ def test_a_study_with_roles_is_refused_on_one_machine(tmp_path: Path) -> None:
         pytest.raises(StudyError, match=r"\[cluster.roles\] spans several hosts"),
     ):
         study._open(store)  # running trials: refused
+
+
+def test_a_teardown_waits_for_a_host_whose_worker_is_restarting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """#41, item 7: a worker killed near the study's end was restarting when the teardown
+    began; its host's teardown was skipped ("it has no Dask worker"), its server left
+    running.  The teardown waits for it (up to REJOIN_S), as a trial does."""
+    from assay.execute import roles
+    from assay.execute.trial import TrialJob
+
+    ex = roles.RoleExecutor.__new__(roles.RoleExecutor)
+    ex.plan = roles.RolePlan(
+        {"server": ["s0", "s1"], "client": ["c"]}, "client",
+        {"server": {"teardown": ["true"]}}, {}, {},
+    )  # fmt: skip
+    polls = iter(range(100))
+
+    def addresses() -> dict[roles.HostSlot, str]:
+        back = next(polls) >= 3  # s1's worker rejoins at the fourth look
+        return {s: f"tcp://{s.host}" for s in ex.plan.slots if back or s.host != "s1"}
+
+    submitted: list[str] = []
+    monkeypatch.setattr(ex, "_addresses", addresses)
+    monkeypatch.setattr(roles, "POLL_S", 0.01)
+    monkeypatch.setattr(ex, "_submit", lambda slot, *a: submitted.append(slot.host) or slot)
+    monkeypatch.setattr(ex, "_wait", lambda futures, *a: {s: roles._Lost("stub") for s in futures})
+    ex._phase(TrialJob(pis=(), timeout=10), "teardown", None, keep_going=True)
+    assert sorted(submitted) == ["s0", "s1"]

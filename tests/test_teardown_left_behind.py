@@ -18,7 +18,7 @@ name = "left-behind"
 [benchmark]
 command = ["sleep", "0.2"]
 setup = ["sh", "-c", 'echo up >> "$0"', {log}]
-teardown = ["sh", "-c", 'echo down >> "$0"', {log}]
+teardown = ["sh", "-c", 'echo down >> "$0"; [ ! -e "$0.fail" ] || exit 7', {log}]
 
 [stop]
 max_rounds = 6
@@ -83,3 +83,18 @@ def test_a_session_that_ran_its_teardown_leaves_none_due(tmp_path: Path) -> None
     result = _resume(tmp_path)
     assert log.read_text().split() == ["up", "down", "up", "down"]
     assert not any("cut off" in w for w in result["warnings"])  # type: ignore[attr-defined]
+
+
+def test_a_failed_teardown_is_said_and_run_again_by_the_next_session(tmp_path: Path) -> None:
+    log = tmp_path / "steps.log"
+    (tmp_path / "s.toml").write_text(STUDY.format(log=json.dumps(str(log))))
+    fail = tmp_path / "steps.log.fail"
+    fail.touch()
+    result = _resume(tmp_path)  # a whole session whose teardown fails
+    said = " ".join(result["warnings"])  # type: ignore[arg-type]
+    assert "the teardown failed" in said and "status 7" in said, said
+    fail.unlink()  # mended
+    again = _resume(tmp_path)
+    warnings = " ".join(again["warnings"])  # type: ignore[arg-type]
+    assert "'s teardown failed: its teardown ran before this session's setup" in warnings
+    assert log.read_text().split() == ["up", "down", "down", "up", "down"]

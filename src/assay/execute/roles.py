@@ -404,7 +404,9 @@ class RoleExecutor(DaskExecutor):
         """Run ``what`` role by role, every host of a role at once; stop at the first
         role with a failure unless ``keep_going`` (teardown)."""
         runs: list[HostRun] = []
-        addresses = self._addresses()
+        # a host whose worker was just lost (killed, restarting) is waited for: its
+        # teardown must not be skipped, leaving its server running (#41)
+        addresses = self._rejoined()
         remote = replace(job, running_file=None)
         for group in self.plan.ordered(reverse=what == "teardown"):
             todo: dict[HostSlot, list[Step]] = {}

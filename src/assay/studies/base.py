@@ -519,8 +519,9 @@ class Study:
         # called with each trial as it is stored (e.g. to show its output)
         self.on_trial: Callable[[TrialRecord], None] | None = None
         self._opened: OpenStudy | None = None  # where the hosts' steps are stored
-        # what the study's start did that its result says (a cut-off session's teardown)
-        self.start_notes: list[str] = []
+        # what the study's steps did that its result says (a cut-off session's teardown
+        # run first; a teardown that failed)
+        self.step_notes: list[str] = []
 
     def _host_values(self) -> dict[str, str]:
         """A multi-host study's placeholders on the measured host (``{hosts.server}``,
@@ -682,6 +683,7 @@ class Study:
         if st is not None and tears_down:
             self._teardown_left_behind(st, teardown)
             st.store.set_study_value(st.study_id, TEARDOWN_DUE_KEY, st.session)
+        ending: StudyError | None = None
         try:
             try:
                 self.executor.run_phase(job, "setup", setup)
@@ -689,12 +691,23 @@ class Study:
                 self._store_host_steps()
             with _heap_frozen():
                 return loop()
+        except StudyError as exc:
+            ending = exc
+            raise
         finally:
             end_running(self.running_file)  # the session's trials are over
             torn_down = False
-            with contextlib.suppress(StudyError):
+            try:
                 self.executor.run_phase(job, "teardown", teardown)
                 torn_down = True
+            except StudyError as exc:
+                # where it could not run (a host without its worker) is said, not dropped
+                self.step_notes.append(f"the teardown failed: {exc}")
+                if st is not None and tears_down:  # the next session runs it again
+                    due = {"session": st.session, "failed": True}
+                    st.store.set_study_value(st.study_id, TEARDOWN_DUE_KEY, due)
+                if ending is not None:  # the study's own error says it too
+                    ending.args = (f"{ending}\n(and the teardown failed: {exc})",)
             self._store_host_steps()
             if st is not None and tears_down and torn_down:
                 st.store.set_study_value(st.study_id, TEARDOWN_DUE_KEY, None)
@@ -705,12 +718,15 @@ class Study:
         due = st.store.study_value(st.study_id, TEARDOWN_DUE_KEY)
         if due is None:
             return
-        what = f"session {due} was cut off after its setup began, before its teardown"
+        if isinstance(due, dict):  # {"session": N, "failed": true}: it ran, and failed
+            what = f"session {due.get('session')}'s teardown failed"
+        else:
+            what = f"session {due} was cut off after its setup began, before its teardown"
         try:
             self.executor.run_phase(self.job, "teardown", teardown)
-            self.start_notes.append(f"{what}: its teardown ran before this session's setup")
+            self.step_notes.append(f"{what}: its teardown ran before this session's setup")
         except StudyError as exc:
-            self.start_notes.append(
+            self.step_notes.append(
                 f"{what}: its teardown, run before this session's setup, failed ({exc}); "
                 "what it left running may still run"
             )

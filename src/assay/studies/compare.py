@@ -549,7 +549,7 @@ class CompareRunner(Study):
             self._check_stored(st.trials, seed, fixed)
             decision = self._with_setup(lambda: self._loop_cycles(st, seed, fixed))
             result = self._compare_result(st, decision, seed, fixed)
-            result.warnings[:0] = [*([leftover] if leftover else []), *self.start_notes]
+            result.warnings[:0] = [*([leftover] if leftover else []), *self.step_notes]
             store.end_session(st.session, result.as_dict())
             return result
 

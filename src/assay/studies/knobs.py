@@ -362,7 +362,7 @@ class KnobsRunner:
         result = self.runner.session(self._body)
         result.tuned_on_model = False
         leftover = [self.runner.leftover] if self.runner.leftover else []
-        result.warnings[:0] = [*leftover, *self.runner.start_notes]
+        result.warnings[:0] = [*leftover, *self.runner.step_notes]
         return result
 
     def _measured(

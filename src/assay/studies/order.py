@@ -446,7 +446,7 @@ class OrderRunner(Study):
             self._check_stored(st.trials, flat)
             reason = self._with_setup(lambda: self._loop_schedule(st, plan, flat))
             result = self._order_result(st, plan, len(flat), reason)
-            result.warnings[:0] = [*([leftover] if leftover else []), *self.start_notes]
+            result.warnings[:0] = [*([leftover] if leftover else []), *self.step_notes]
             store.end_session(st.session, result.as_dict())
             return result
 

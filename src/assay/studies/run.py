@@ -342,7 +342,7 @@ class Runner(Study):
             st = self._open(store)
             decision = self._with_setup(lambda: self._loop(st))
             result = self._result(st, analyse(self.spec, st.trials), decision)
-            result.warnings[:0] = [*([leftover] if leftover else []), *self.start_notes]
+            result.warnings[:0] = [*([leftover] if leftover else []), *self.step_notes]
             store.end_session(st.session, result.as_dict())
             return result
 

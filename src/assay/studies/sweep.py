@@ -372,7 +372,7 @@ class SweepRunner:
         result = self.runner.session(body, lambda r: r.as_dict())
         result.resumed_trials = started_with
         leftover = [self.runner.leftover] if self.runner.leftover else []
-        result.warnings[:0] = [*leftover, *self.runner.start_notes]
+        result.warnings[:0] = [*leftover, *self.runner.step_notes]
         return result
 
     def _loop(self, session: SettingsSession) -> SweepResult:
