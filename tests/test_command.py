@@ -349,3 +349,16 @@ def test_a_command_that_reads_the_terminal_fails_at_once_instead_of_waiting_stop
     assert line.startswith("RESULT failed"), line
     assert said in line and "stopped by job control" in line, line
     assert int(line.split()[2]) < 60  # seconds, against the 120 s timeout
+
+
+@pytest.mark.parametrize("peak", [False, True])
+def test_a_working_directory_that_does_not_exist_is_named(tmp_path: Path, peak: bool) -> None:
+    """A cluster host without the study's folder: the error names the folder, not a
+    missing program."""
+    gone = str(tmp_path / "not-here")
+    res = run_command(["true"], timeout=10, cwd=gone, peak=peak)
+    assert res.status == "launch_error"
+    assert (
+        res.error
+        == f"cannot start 'true': its working directory {gone!r} does not exist on this host"
+    )

@@ -309,6 +309,11 @@ def run_command(
                 if child.t0 is not None:  # the peak spawner's, just before its clone
                     cost, t0 = child.t0 - t0, child.t0
             except (OSError, ValueError) as exc:
+                why = str(exc)
+                if isinstance(exc, FileNotFoundError) and cwd and exc.filename == cwd:
+                    # a cluster's host without the study's folder (it must be at the same
+                    # path on every host)
+                    why = f"its working directory {cwd!r} does not exist on this host"
                 return CommandResult(
                     argv=args,
                     status="launch_error",
@@ -317,7 +322,7 @@ def run_command(
                     duration=time.perf_counter() - t0,
                     stdout=b"",
                     stderr=b"",
-                    error=f"cannot start {args[0]!r}: {exc}",
+                    error=f"cannot start {args[0]!r}: {why}",
                 )
             finally:
                 if launch is not None:

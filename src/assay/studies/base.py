@@ -14,6 +14,7 @@ import contextlib
 import functools
 import gc
 import json
+import os
 import statistics
 import time
 from collections import Counter
@@ -538,7 +539,9 @@ class Study:
         p = Path(cwd).expanduser()
         if not p.is_absolute() and self.spec.source_path:
             p = Path(self.spec.source_path).parent / p
-        return str(p)
+        # absolute: a host of a cluster starts its steps in its own home directory, where
+        # a relative study path's "." named the home (#41: '/root/redis_pair.py')
+        return os.path.abspath(p)
 
     def _env(
         self,

@@ -1,5 +1,7 @@
-"""A killed driver's teardown runs before the next session's setup (#41, item 6: a
-resumed setup met the old session's server still answering)."""
+"""A study's steps across sessions and hosts: a killed driver's teardown runs before the
+next session's setup (#41, item 6: a resumed setup met the old session's server still
+answering), a failed one is said and run again, and the steps' working directory is one
+every host can use (#41, item 11)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 STUDY = """\
 [study]
@@ -98,3 +102,20 @@ def test_a_failed_teardown_is_said_and_run_again_by_the_next_session(tmp_path: P
     warnings = " ".join(again["warnings"])  # type: ignore[arg-type]
     assert "'s teardown failed: its teardown ran before this session's setup" in warnings
     assert log.read_text().split() == ["up", "down", "down", "up", "down"]
+
+
+def test_a_relative_working_directory_is_the_study_folders_absolute_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#41, item 11: started as 'assay compare study.toml', the example's cwd = "." was
+    sent to the hosts as ".", which each host's worker took in its home directory
+    ('/root/redis_pair.py')."""
+    from assay.spec import parse_spec_text
+    from assay.studies.run import Runner
+
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path)
+    text = '[study]\nname = "c"\n[benchmark]\ncommand = ["true"]\ncwd = "."\n'
+    spec = parse_spec_text(text, source="sub/s.toml")
+    study = Runner(spec, tmp_path / "s.db", measure_overhead=False, monitor=False)
+    assert study.job.cwd == str(tmp_path / "sub")
