@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from assay.store import Store
-from netns_hosts import Hosts, netns_hosts, why_not
+from netns_hosts import Hosts, link, netns_hosts, why_not
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "multihost"
 NEEDED = ("redis-server", "redis-cli", "redis-benchmark")
@@ -93,3 +93,62 @@ def test_the_example_runs_on_distinct_addresses_and_leaves_nothing_on_any_host(
         time.sleep(0.2)
     left = {name: hosts.commands(name) for name in hosts.names}
     assert left == {name: [] for name in hosts.names}
+
+
+def _trials_stored(db: Path) -> int:
+    try:
+        with Store(db) as st:
+            found = st.find_study("redis-replica-get")
+            return len(st.trials(found[0])) if found else 0
+    except Exception:  # not made yet
+        return 0
+
+
+def test_a_host_back_from_an_outage_gets_a_new_worker_and_the_study_goes_on(
+    tmp_path: Path, hosts: Hosts
+) -> None:
+    """#41, item 8: an outage longer than the workers' death_timeout ended the host's Dask
+    processes; the host never came back, and a trial failed on it every minute (a 75 s
+    outage: 9 of 12 trials failed, 10 min of wall time, its Redis server left running).
+    A worker cut off notices after Dask's 30 s connection timeout, then waits its
+    death_timeout for the scheduler (here 5 s: [cluster] idle_timeout): an outage of
+    50 s ends it."""
+    work = _example(tmp_path, hosts, rounds=4)
+    study = work / "redis-replica-compare.toml"
+    text = study.read_text()
+    for old, new in [
+        ('on_host_failure = "stop"', 'on_host_failure = "continue"\nidle_timeout = 5'),
+        ("max_time = 120", "max_time = 600"),
+    ]:
+        assert old in text
+        text = text.replace(old, new)
+    study.write_text(text)
+    db = work / "redis-replica-compare.assay.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "assay", "compare", study.name, "-q", "--json", "r.json"],
+        cwd=work, stdout=subprocess.DEVNULL, stderr=open(tmp_path / "err.txt", "w"),  # noqa: SIM115
+    )  # fmt: skip
+    deadline = time.monotonic() + 300
+    while _trials_stored(db) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    link(hosts, 2, up=False)  # the replica's host
+    time.sleep(50)  # its worker and nanny end without their scheduler
+    link(hosts, 2, up=True)
+    assert proc.wait(timeout=600) in (0, 5), (tmp_path / "err.txt").read_text()
+    with Store(db) as st:
+        found = st.find_study("redis-replica-get")
+        assert found is not None
+        trials = st.trials(found[0])
+        steps = st.host_runs(found[0], steps=True)[None]
+    failed = [t for t in trials if not t.ok]
+    assert len(trials) == 8 and len(failed) <= 2, [t.error for t in failed]
+    assert trials[-1].ok and trials[-2].ok  # the replica's host back, measured again
+    doc = json.loads((work / "r.json").read_text())
+    replica = hosts.addresses[2]
+    assert doc["environment"]["executor"]["revived"] == [f"{replica} (replica[0])"]
+    # its teardown ran there too: no Redis server, worker or scheduler left anywhere
+    assert ("replica", replica, "ok") in {(s.role, s.host, s.status) for s in steps}
+    deadline = time.monotonic() + 60
+    while any(hosts.commands(n) for n in hosts.names) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert {n: hosts.commands(n) for n in hosts.names} == {n: [] for n in hosts.names}

@@ -22,8 +22,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -219,9 +220,47 @@ def _ssh_executor(spec: ClusterSpec, monitor: bool) -> Iterator[Executor]:
             _heartbeat(client, spec.idle_timeout),
         ):
             roles = spec if spec.roles is not None else None
-            yield _dask_executor(
+            executor = _dask_executor(
                 client, roles, monitor, len(spec.hosts), identical=spec.require_identical
             )
+            from assay.execute.roles import RoleExecutor
+
+            if isinstance(executor, RoleExecutor):  # its trials need every host back
+                executor.revive = worker_reviver(cluster, spec.port)
+            yield executor
+
+
+#: How long the reviver waits for a host's SSH port to answer before leaving it for later.
+PROBE_S = 2.0
+
+
+def worker_reviver(cluster: Any, port: int) -> Callable[[int, str], bool]:
+    """A function that starts worker ``name`` of an SSH ``cluster`` again on ``host``,
+    once the host answers on its SSH ``port`` (``False`` at once while it does not):
+    after an outage longer than the worker's ``death_timeout`` its processes have
+    ended, and Dask's SpecCluster does not start them again (#41: a 75 s outage lost
+    the host for the rest of the study, a trial failing on it every minute)."""
+
+    async def restart(name: int) -> None:
+        old = cluster.workers.pop(name, None)
+        if old is not None:
+            with contextlib.suppress(Exception):  # its connection is gone already
+                await old.close()
+        await cluster._correct_state()  # starts the workers the spec has and it lacks
+
+    def revive(name: int, host: str) -> bool:
+        try:
+            with socket.create_connection((host, port), timeout=PROBE_S):
+                pass
+        except OSError:
+            return False  # still down: nothing to start it over
+        try:
+            cluster.sync(restart, name)
+        except Exception:  # asyncssh's and Dask's: it is tried again later
+            return False
+        return True
+
+    return revive
 
 
 @contextlib.contextmanager

@@ -45,8 +45,11 @@ POLL_S = 0.1
 #: Polls in a row a worker must be missing from the scheduler before it counts as gone:
 #: a healthy cluster's scheduler_info() listed no worker in 1 of 9,907 calls (#41).
 GONE_CHECKS = 5
-#: How long a trial waits for a host's worker to come back (a nanny restarts a killed one).
+#: How long a trial waits for a host's worker to come back (a nanny restarts a killed one;
+#: over SSH, Assay starts a new one once the host answers again: see ``revive``).
 REJOIN_S = 30.0
+#: How often a host without its worker is tried again (its SSH port, then a new worker).
+REVIVE_S = 5.0
 #: Beyond the study's timeout, how long a host's part may take (start-up, the watch).
 GRACE_S = 60.0
 
@@ -294,6 +297,10 @@ class RoleExecutor(DaskExecutor):
         self.cluster = cluster
         self.plan = RolePlan(cluster.roles, cluster.measure, {}, {}, {})
         self._pending: list[HostRun] = []
+        # starts a new worker for host (its name, its address) where the cluster can (an
+        # SSH cluster: over SSH again, once the host answers); True when it started
+        self.revive: Callable[[int, str], bool] | None = None
+        self._revived: list[str] = []  # the hosts given a new worker, in order
 
     def prepare(self, spec: Spec) -> None:
         self.plan = RolePlan.of(spec)
@@ -310,6 +317,7 @@ class RoleExecutor(DaskExecutor):
         out = super().describe()
         addresses = self._addresses()
         out["roles"] = {s.where(): addresses.get(s, "no worker") for s in self.plan.slots}
+        out["revived"] = self._revived  # the same list: hosts revived later show too
         return out
 
     def start(self) -> None:
@@ -335,12 +343,21 @@ class RoleExecutor(DaskExecutor):
         return out
 
     def _rejoined(self, limit_s: float = REJOIN_S) -> dict[HostSlot, str]:
-        """The hosts' workers, after waiting up to ``limit_s`` for any that left."""
+        """The hosts' workers, after waiting up to ``limit_s`` for any that left; a
+        host whose worker is gone for good (its processes ended in an outage) gets a
+        new one where the cluster can start it (:attr:`revive`), once it answers."""
         deadline = time.monotonic() + limit_s
+        tried: dict[HostSlot, float] = {}
         while True:
             addresses = self._addresses()
             if len(addresses) == len(self.plan.slots) or time.monotonic() > deadline:
                 return addresses
+            for slot in self.plan.slots:
+                due = tried.get(slot, time.monotonic() + REVIVE_S - limit_s)
+                if slot not in addresses and self.revive is not None and time.monotonic() >= due:
+                    tried[slot] = time.monotonic() + REVIVE_S
+                    if self.revive(slot.worker, slot.host):
+                        self._revived.append(slot.where())
             time.sleep(POLL_S)
 
     def _submit(self, slot: HostSlot, addr: str, fn: Callable[..., Any], *args: Any) -> Future[Any]:
@@ -459,15 +476,22 @@ class RoleExecutor(DaskExecutor):
                 )
 
     def _trial(self, job: TrialJob, request: TrialRequest) -> TrialRecord:
-        self._rejoined()
+        # one wait for a host without its worker, not one before the resets and one
+        # after (a host down made every trial take a minute to fail: #41)
+        addresses = self._rejoined()
+        missing = [s for s in self.plan.slots if s not in addresses]
+        if missing:
+            why = f"it has no Dask worker (none came back in {REJOIN_S:g} s)"
+            runs = [_lost_run("trial", s, why) for s in missing]
+            return _failed_record(request, self.plan.measured_slot, runs, failure_text(runs))
         resets = self._phase(job, "reset", job.reset) if self._has_reset(job) else []
         failed = [r for r in resets if not r.ok]
         if failed:
             return _failed_record(request, self.plan.measured_slot, resets, failure_text(failed))
         remote = replace(job, running_file=None, reset=None)
-        addresses = self._rejoined()
+        addresses = self._addresses()
         missing = [s for s in self.plan.slots if s not in addresses]
-        if missing:
+        if missing:  # lost during the resets
             runs = [_lost_run("trial", s, "it has no Dask worker") for s in missing]
             return _failed_record(
                 request, self.plan.measured_slot, resets + runs, failure_text(runs)

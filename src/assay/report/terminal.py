@@ -348,6 +348,9 @@ def executor_line(executor: Mapping[str, Any] | None) -> str:
     'ran on a Dask cluster (tcp://h:1): 2 workers on hosts vm (10.0.0.2) ×1, vm (10.0.0.3) ×1'
     >>> executor_line({"kind": "dask", "scheduler": "tls://h:1", "workers": {"w": {"host": "a"}}})
     'ran on a Dask cluster (tls://h:1): 1 worker on host a ×1'
+    >>> executor_line({"kind": "dask", "scheduler": "tls://h:1", "workers": {"w": {"host": "a"}},
+    ...                "revived": ["10.0.0.3 (replica[0])"]}).split("; ")[1][:51]
+    'a new worker started over SSH for 10.0.0.3 (replica'
     """
     if not executor or executor.get("kind") != "dask":
         return ""
@@ -372,6 +375,12 @@ def executor_line(executor: Mapping[str, Any] | None) -> str:
             f"; lost during the study: {len(lost)} worker{'' if len(lost) == 1 else 's'}, "
             f"{each}; {again} trial{' was' if again == 1 else 's were'} run again on "
             "another worker (each kept once)"
+        )
+    revived = [str(h) for h in executor.get("revived") or []]
+    if revived:
+        line += (
+            f"; a new worker started over SSH for {', '.join(revived)}, when "
+            f"{'it' if len(revived) == 1 else 'each'} answered again after an outage"
         )
     return line
 
