@@ -173,3 +173,23 @@ def test_without_a_compiler_a_command_is_launched_directly(
     res = run_command(["sleep", "0.01"], timeout=30, peak=True)
     assert res.status == "ok" and res.spawner_cost is None
     assert res.max_rss_kib is None  # not above Assay's own: not measured, never Assay's
+
+
+def test_a_spawner_that_cannot_run_here_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A home mounted noexec: every first trial would have failed to launch."""
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(peak, "_built", {})
+    built = spawner()
+    assert built is not None
+    os.chmod(built, 0o600)  # as on a noexec mount: it cannot be executed
+    monkeypatch.setattr(peak, "_built", {})
+    res = run_command(["true"], timeout=30, peak=True)
+    assert res.status == "ok" and res.spawner_cost is None  # launched directly
+    assert spawner() is None  # and so from now on
+    monkeypatch.setattr(peak, "_built", {})
+    cwd = run_command(["true"], timeout=30, peak=True, cwd=str(tmp_path))  # the Popen path
+    assert cwd.status == "ok" and cwd.spawner_cost is None

@@ -381,6 +381,7 @@ def test_a_teardown_waits_for_a_host_whose_worker_is_restarting(
     from assay.execute.trial import TrialJob
 
     ex = roles.RoleExecutor.__new__(roles.RoleExecutor)
+    ex.revive, ex._revived = None, []
     ex.plan = roles.RolePlan(
         {"server": ["s0", "s1"], "client": ["c"]}, "client",
         {"server": {"teardown": ["true"]}}, {}, {},

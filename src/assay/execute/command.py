@@ -36,7 +36,7 @@ from typing import Any, Literal, TextIO
 from assay.errors import StudyError
 from assay.execute.interrupts import deferred, terminate_as_interrupt
 from assay.execute.output import Spool
-from assay.execute.peak import parse_report, spawner
+from assay.execute.peak import forget_spawner, parse_report, spawner
 from assay.execute.proctree import ProcessTree, new_marker
 from assay.handover import HANDOVER, MARKER
 from assay.template import parts, render, value_text
@@ -301,11 +301,13 @@ def run_command(
         try:
             try:
                 launch = _Launch(exec_argv(args, shell), full_env, cwd, spawner() if peak else None)
-                own_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
                 tree.enter()  # the command is born where the tree holds it
                 started = time.time()
                 t0 = time.perf_counter()
                 child = launch.spawn()
+                # Assay's peak once the command has exec'd: no less than what the
+                # kernel recorded for a command launched directly (it grows)
+                own_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
                 if child.t0 is not None:  # the peak spawner's, just before its clone
                     cost, t0 = child.t0 - t0, child.t0
             except (OSError, ValueError) as exc:
@@ -457,8 +459,6 @@ class _Launch:
                 (os.POSIX_SPAWN_DUP2, w_err, 2),
                 *((os.POSIX_SPAWN_CLOSE, fd) for fd in _inherited_fds()),
             ]
-            if peak is not None:  # its report on descriptor 3 (after the closes)
-                self.actions.append((os.POSIX_SPAWN_DUP2, self.writers[2], _REPORT_FD))
 
     def _pipe(self) -> tuple[int, int]:
         r, w = os.pipe()
@@ -477,26 +477,36 @@ class _Launch:
         ``sleep 0.01`` read 19.7 ms against their 15.9 ms beside two busy loops)."""
         if self.path is None:  # as Popen: never a file of that name in the cwd
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), self.argv[0])
-        if self.spawns:
-            path, argv = self.path, self.argv
-            if self.peak is not None:
-                path, argv = self.peak, [self.peak, str(_REPORT_FD), path, *argv]
-            pid = os.posix_spawn(
-                path,
-                argv,
-                self.env,
-                file_actions=self.actions,
-                setpgroup=0,
-                setsigdef=_SIGDEF,
-            )
-            return _Child(pid) if self.peak is None else self._cloned(pid, None)
-        argv, passed = self.argv, tuple[int, ...]()
         if self.peak is not None:
-            passed = (self.writers[2],)
-            argv = [self.peak, str(passed[0]), self.path, *argv]
+            try:
+                pid, popen = self._start(self.peak, [self.peak, "", self.path, *self.argv])
+            except OSError:  # the spawner cannot run here (a noexec home): never again
+                forget_spawner()
+                self.peak = None
+                self._close(self.writers.pop())
+            else:
+                return self._cloned(pid, popen)
+        pid, popen = self._start(self.path, self.argv)
+        return _Child(pid, popen)
+
+    def _start(self, path: str, argv: list[str]) -> tuple[int, subprocess.Popen[bytes] | None]:
+        """Spawn ``argv`` (the peak spawner's: its report descriptor's number in
+        ``argv[1]`` is filled in here)."""
+        report = self.writers[2] if self.peak is not None and path == self.peak else None
+        if self.spawns:
+            actions = self.actions
+            if report is not None:  # on descriptor 3, after the closes
+                actions = [*actions, (os.POSIX_SPAWN_DUP2, report, _REPORT_FD)]
+                argv = [argv[0], str(_REPORT_FD), *argv[2:]]
+            pid = os.posix_spawn(
+                path, argv, self.env, file_actions=actions, setpgroup=0, setsigdef=_SIGDEF
+            )
+            return pid, None
+        if report is not None:
+            argv = [argv[0], str(report), *argv[2:]]
         proc = subprocess.Popen(
             argv,
-            pass_fds=passed,
+            pass_fds=() if report is None else (report,),
             stdin=subprocess.DEVNULL,
             stdout=self.writers[0],
             stderr=self.writers[1],
@@ -504,7 +514,7 @@ class _Launch:
             cwd=self.cwd,
             process_group=0,
         )
-        return _Child(proc.pid, proc) if self.peak is None else self._cloned(proc.pid, proc)
+        return proc.pid, proc
 
     def _cloned(self, pid: int, popen: subprocess.Popen[bytes] | None) -> _Child:
         """The command the peak spawner ``pid`` cloned (a child of Assay's), once the

@@ -112,10 +112,15 @@ _built: dict[str, str | None] = {}
 
 def spawner() -> str | None:
     """The spawner's path, built on the first call; None when it cannot be (no C
-    compiler, no home, a directory others may change)."""
+    compiler, no home, a directory others may change) or could not be run."""
     if "path" not in _built:
         _built["path"] = _build()
     return _built["path"]
+
+
+def forget_spawner() -> None:
+    """Launch directly from now on: the spawner could not be run (a noexec home)."""
+    _built["path"] = None
 
 
 def _cache_dir() -> Path | None:
