@@ -193,3 +193,14 @@ def test_a_spawner_that_cannot_run_here_is_not_used(
     monkeypatch.setattr(peak, "_built", {})
     cwd = run_command(["true"], timeout=30, peak=True, cwd=str(tmp_path))  # the Popen path
     assert cwd.status == "ok" and cwd.spawner_cost is None
+
+
+def test_a_failure_that_is_not_the_spawners_keeps_it(tmp_path: Path) -> None:
+    """A missing working directory fails the launch through the spawner and directly
+    alike: it must not turn the spawner off for the rest of the process."""
+    if spawner() is None:
+        pytest.skip("no C compiler")
+    res = run_command(["true"], timeout=30, cwd=str(tmp_path / "gone"), peak=True)
+    assert res.status == "launch_error" and "does not exist on this host" in res.error
+    assert spawner() is not None
+    assert run_command(["true"], timeout=30, peak=True).spawner_cost is not None

@@ -480,12 +480,13 @@ class _Launch:
         if self.peak is not None:
             try:
                 pid, popen = self._start(self.peak, [self.peak, "", self.path, *self.argv])
-            except OSError:  # the spawner cannot run here (a noexec home): never again
-                forget_spawner()
+            except OSError:
                 self.peak = None
                 self._close(self.writers.pop())
-            else:
-                return self._cloned(pid, popen)
+                pid, popen = self._start(self.path, self.argv)  # a missing cwd raises again
+                forget_spawner()  # launched directly: the spawner could not run (noexec)
+                return _Child(pid, popen)
+            return self._cloned(pid, popen)
         pid, popen = self._start(self.path, self.argv)
         return _Child(pid, popen)
 
