@@ -5,8 +5,11 @@ be made (not root)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -152,3 +155,34 @@ def test_a_host_back_from_an_outage_gets_a_new_worker_and_the_study_goes_on(
     while any(hosts.commands(n) for n in hosts.names) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert {n: hosts.commands(n) for n in hosts.names} == {n: [] for n in hosts.names}
+
+
+def test_a_killed_scheduler_ends_the_study_in_one_line_naming_its_host(
+    tmp_path: Path, hosts: Hosts
+) -> None:
+    """#41, item 10: exit 3 after 40-70 s and ~60 lines of tracebacks (a KeyError among
+    them), the host named only inside a traceback."""
+    work = _example(tmp_path, hosts, rounds=10)
+    db = work / "redis-replica-compare.assay.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "assay", "compare", "redis-replica-compare.toml", "-q"],
+        cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 300
+    while _trials_stored(db) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    killed = []
+    for name in hosts.names:
+        for pid in hosts.pids(name):
+            with contextlib.suppress(OSError):
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+                if b"distributed.cli.dask_spec" in cmd and b"Scheduler" in cmd:
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(name)
+    assert len(killed) == 1
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 3, err
+    assert "Traceback" not in err and "tornado" not in err, err
+    scheduler = hosts.addresses[hosts.names.index(killed[0])]
+    first = err.strip().splitlines()[0]
+    assert first.startswith("error: ") and "Dask scheduler tls://" + scheduler in first, err

@@ -146,7 +146,8 @@ def _dask_quiet() -> Iterator[None]:
     # Dask's configuration gives some of its loggers levels of their own
     names = [
         "distributed",
-        *(n for n in logging.root.manager.loggerDict if n.startswith("distributed.")),
+        "tornado",  # Dask's event loop logs its callbacks' errors (a worker that cannot start)
+        *(n for n in logging.root.manager.loggerDict if n.startswith(("distributed.", "tornado."))),
     ]
     levels = {name: logging.getLogger(name).level for name in names}
     for name in names:
@@ -159,15 +160,16 @@ def _dask_quiet() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _closed_quietly(closable: Any) -> Iterator[None]:
-    """Close a Dask client or cluster on the way out.  Every trial is committed by then:
-    a worker still restarting (one that was killed) or a connection already gone must
-    not turn a finished study into a failed command."""
+def _closed_quietly(closable: Any, timeout: float | None = None) -> Iterator[None]:
+    """Close a Dask client or cluster on the way out, within ``timeout`` seconds if
+    given.  Every trial is committed by then: a worker still restarting (one that was
+    killed) or a connection already gone must not turn a finished study into a failed
+    command."""
     try:
         yield
     finally:
         with contextlib.suppress(OSError, TimeoutError, RuntimeError):
-            closable.close()
+            closable.close() if timeout is None else closable.close(timeout=timeout)
 
 
 def ssh_connect_options(spec: ClusterSpec) -> dict[str, Any]:
@@ -215,8 +217,9 @@ def _ssh_executor(spec: ClusterSpec, monitor: bool) -> Iterator[Executor]:
                 f"{', '.join(spec.hosts)}: {type(exc).__name__}: {exc}"
             ) from None
         with (
-            _closed_quietly(cluster),
-            _closed_quietly(client := Client(cluster)),
+            # with its scheduler killed the SSH cluster's close tried it for a minute
+            _closed_quietly(cluster, timeout=CLOSE_S),
+            _closed_quietly(client := Client(cluster), timeout=CLOSE_S),
             _heartbeat(client, spec.idle_timeout),
         ):
             roles = spec if spec.roles is not None else None
@@ -230,6 +233,8 @@ def _ssh_executor(spec: ClusterSpec, monitor: bool) -> Iterator[Executor]:
             yield executor
 
 
+#: How long the end of an SSH cluster may take (a normal one: 1-2 s).
+CLOSE_S = 5.0
 #: How long the reviver waits for a host's SSH port to answer before leaving it for later.
 PROBE_S = 2.0
 

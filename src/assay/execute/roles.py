@@ -25,6 +25,7 @@ import contextlib
 import time
 import uuid
 from collections.abc import Callable, Generator, Mapping, Sequence
+from concurrent.futures import CancelledError as futures_cancelled
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -333,14 +334,28 @@ class RoleExecutor(DaskExecutor):
     def _addresses(self) -> dict[HostSlot, str]:
         """Each host's worker address now (a host whose worker is gone has none)."""
         by_name: dict[str, str] = {}
-        for addr, w in self.client.scheduler_info()["workers"].items():
+        for addr, w in self._scheduler_workers().items():  # by name, else by host
             by_name.setdefault(str(w.get("name")), addr)
         out = {}
         for s in self.plan.slots:
-            addr = by_name.get(str(s.worker)) or by_name.get(s.host)
-            if addr is not None:
-                out[s] = addr
+            found = by_name.get(str(s.worker)) or by_name.get(s.host)
+            if found is not None:
+                out[s] = found
         return out
+
+    def _scheduler_workers(self) -> dict[str, Any]:
+        """The scheduler's workers now; :class:`StudyError` in one line when the
+        scheduler itself is gone (#41: a killed scheduler ended the study after 70 s of
+        tracebacks, a KeyError among them, reviving workers for a scheduler that was gone)."""
+        # the status first: asking a scheduler that is gone blocks while the client
+        # reconnects (30 s)
+        lost = ConnectionError("scheduler-connection-lost")
+        if self.client.status not in ("running", "newly-created"):
+            raise StudyError(self._failure("the cluster cannot be asked", lost))
+        info = self.client.scheduler_info()
+        if "workers" not in info:
+            raise StudyError(self._failure("the cluster cannot be asked", lost))
+        return dict(info["workers"])
 
     def _rejoined(self, limit_s: float = REJOIN_S) -> dict[HostSlot, str]:
         """The hosts' workers, after waiting up to ``limit_s`` for any that left; a
@@ -388,7 +403,7 @@ class RoleExecutor(DaskExecutor):
                 # the others go on (a watch waits for the measured command): keep them
                 self.client.cancel([f for s, f in futures.items() if isinstance(out.get(s), _Lost)])  # type: ignore[no-untyped-call]
                 return out
-            present = set(self.client.scheduler_info()["workers"])
+            present = set(self._scheduler_workers())
             for slot in [s for s in missing if addresses[s] in present]:
                 del missing[slot]  # back in the next poll: it never left
             for slot, fut in futures.items():
@@ -586,7 +601,8 @@ def _first_done(futures: list[Future[Any]], timeout: float) -> None:
     caller looks at the workers again)."""
     from distributed import wait
 
-    with contextlib.suppress(TimeoutError):
+    # cancelled (the scheduler lost): the caller's next look at the workers says so
+    with contextlib.suppress(TimeoutError, futures_cancelled):
         wait(futures, timeout=timeout, return_when="FIRST_COMPLETED")  # type: ignore[no-untyped-call]
 
 
