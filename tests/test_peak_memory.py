@@ -144,15 +144,22 @@ def test_beyond_each_commands_first_trial_the_spawner_spends_at_most_its_budget(
         assert pace.spent - firsts <= 0.01 * pace.commands + 2e-3
 
 
-def test_a_spawner_others_may_change_is_not_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def own_spawner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A spawner built for the test in its own cache (``XDG_CACHE_HOME``)."""
     if shutil.which("cc") is None:
         pytest.skip("no C compiler")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(peak, "_built", {})
     built = spawner()
     assert built is not None and Path(built).parent == tmp_path / "assay" / "bin"
+    return built
+
+
+def test_a_spawner_others_may_change_is_not_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, own_spawner: str
+) -> None:
+    built = own_spawner
     assert Path(built).stat().st_mode & 0o777 == 0o700
     os.chmod(built, 0o722)  # others could write it
     monkeypatch.setattr(peak, "_built", {})
@@ -176,16 +183,10 @@ def test_without_a_compiler_a_command_is_launched_directly(
 
 
 def test_a_spawner_that_cannot_run_here_is_not_used(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, own_spawner: str
 ) -> None:
     """A home mounted noexec: every first trial would have failed to launch."""
-    if shutil.which("cc") is None:
-        pytest.skip("no C compiler")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(peak, "_built", {})
-    built = spawner()
-    assert built is not None
-    os.chmod(built, 0o600)  # as on a noexec mount: it cannot be executed
+    os.chmod(own_spawner, 0o600)  # as on a noexec mount: it cannot be executed
     monkeypatch.setattr(peak, "_built", {})
     res = run_command(["true"], timeout=30, peak=True)
     assert res.status == "ok" and res.spawner_cost is None  # launched directly
