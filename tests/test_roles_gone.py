@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from assay.errors import StudyError
 from assay.execute import roles
 from assay.execute.roles import GONE_CHECKS, HostSlot, RoleExecutor
 
@@ -29,6 +30,7 @@ class FakeClient:
 
     def __init__(self, polls: list[set[str]], futures: list[FakeFuture]) -> None:
         self.polls, self.futures, self.cancelled = polls, futures, []
+        self.status = "running"  # what distributed.Client.status says while connected
 
     def scheduler_info(self) -> dict[str, Any]:
         for f in self.futures:
@@ -70,3 +72,14 @@ def test_a_worker_missing_poll_after_poll_is_gone() -> None:
     out = _executor(client)._wait({slot: fut}, {slot: "tcp://a"}, limit_s=60)  # type: ignore[dict-item]
     assert isinstance(out[slot], roles._Lost) and "is gone" in out[slot].why
     assert client.cancelled == [fut]
+
+
+def test_a_lost_scheduler_ends_the_wait_in_one_line_without_asking_it() -> None:
+    slot = _slot("s0")
+    client = FakeClient([{"tcp://a"}], [FakeFuture(done_after=10**6, value="never")])
+    client.status = "connecting"  # what Client.status says once the scheduler is gone
+    client.scheduler = type("S", (), {"address": "tcp://10.0.0.1:8786"})()  # type: ignore[attr-defined]
+    lost = r"connection to the Dask scheduler tcp://10\.0\.0\.1:8786 was lost"
+    with pytest.raises(StudyError, match=lost):
+        _executor(client)._wait({slot: client.futures[0]}, {slot: "tcp://a"}, limit_s=60)  # type: ignore[dict-item]
+    assert client.futures[0].left == 10**6  # scheduler_info was never asked
