@@ -533,7 +533,9 @@ class Spec(_Model):
         roles = self.cluster.roles if self.cluster else None
         known = set(self.params) | cluster_placeholders(roles)
         for where, argv in check_role_steps(self.benchmark.roles, roles):
-            _check_placeholders(where, argv, known)  # rendered with [params] and the hosts
+            # rendered with each trial's setting and the hosts: a role is set up again
+            # when a value its steps use changes (#42)
+            _check_placeholders(where, argv, known | self.per_trial_names())
         if self.benchmark.conclude and roles:
             raise ValueError(
                 "benchmark.conclude: not with [cluster.roles]; end what a trial started in "
@@ -592,6 +594,36 @@ class Spec(_Model):
         except SpaceError as exc:
             raise ValueError(f"sweep.params: {exc}") from None
 
+    def per_trial_names(self) -> set[str]:
+        """The parameters whose value a trial's setting gives: swept, knobs, variants'
+        and tests' (a test's is refused in a role step by :meth:`_refuse_once_only`).
+
+        >>> spec = parse_spec_text(
+        ...     "[study]\\nname='s'\\n[benchmark]\\ncommand=['sleep','{t}']\\n"
+        ...     "[sweep.params]\\nt=[0.1, 0.2]\\n[[pi]]\\nname='time'", "s.toml")
+        >>> sorted(spec.per_trial_names())
+        ['t']
+        """
+        out = set(self.sweep.params) if self.sweep is not None else set()
+        out |= {k.name for k in self.knob_specs}
+        for entry in [*self.variants, *self.tests]:
+            out |= set(entry.params)
+        return out
+
+    def _role_step_names(self) -> dict[str, str]:
+        """Each placeholder of the [benchmark.roles] steps (host placeholders aside),
+        with the first step that uses it."""
+        roles = self.cluster.roles if self.cluster else None
+        host = cluster_placeholders(roles)
+        out: dict[str, str] = {}
+        for where, argv in check_role_steps(self.benchmark.roles, roles):
+            step = f"[{where.rsplit('.', 1)[0]}] {where.rsplit('.', 1)[1]}"
+            for part in argv:
+                for name in placeholders(part):
+                    if name not in host:
+                        out.setdefault(name, step)
+        return out
+
     def _check_variants(self, known: set[str]) -> None:
         if len(self.variants) < 2:
             raise ValueError("variant: a comparison needs at least two [[variant]] entries")
@@ -622,33 +654,33 @@ class Spec(_Model):
                         "the variant's command or env (check the spelling)"
                     )
             _check_placeholders(where, templated, known | set(v.params))
-            self._refuse_once_only(where, v.params)
+            for name, step in self._role_step_names().items():
+                if name not in known and name not in v.params:
+                    raise ValueError(
+                        f"{where}: {step} uses '{{{name}}}', which has no value in this "
+                        "variant: give it one in its params, or in [params]"
+                    )
+            self._refuse_once_only(where, v.params, roles=False)
 
-    def _once_steps(self) -> dict[str, str]:
+    def _once_steps(self, roles: bool) -> dict[str, str]:
         """Each placeholder of the steps rendered once per study with [params] alone
-        ([benchmark] setup, reset, conclude, teardown; every [benchmark.roles] step),
-        with the first step that uses it."""
-        roles = self.cluster.roles if self.cluster else None
-        steps = [
-            (f"[benchmark] {step}", getattr(self.benchmark, step) or [])
-            for step in ("setup", "reset", "conclude", "teardown")
-        ]
-        steps += [
-            (f"[{where.rsplit('.', 1)[0]}] {where.rsplit('.', 1)[1]}", argv)
-            for where, argv in check_role_steps(self.benchmark.roles, roles)
-        ]
+        ([benchmark] setup, reset, conclude, teardown; with ``roles``, the
+        [benchmark.roles] steps too), with the first step that uses it."""
         out: dict[str, str] = {}
-        for where, argv in steps:
-            for part in argv:
+        for step in ("setup", "reset", "conclude", "teardown"):
+            for part in getattr(self.benchmark, step) or []:
                 for name in placeholders(part):
-                    out.setdefault(name, where)
-        return out
+                    out.setdefault(name, f"[benchmark] {step}")
+        return {**self._role_step_names(), **out} if roles else out
 
-    def _refuse_once_only(self, where: str, values: Mapping[str, Any]) -> None:
+    def _refuse_once_only(self, where: str, values: Mapping[str, Any], *, roles: bool) -> None:
         """A variant's (or test's) value of a parameter that a once-per-study step uses
         would be dropped: the step runs with [params] for every trial (#42: a server's
-        io_threads = 4 variant ran with io-threads 1, and the report ranked it best)."""
-        once = self._once_steps()
+        io_threads = 4 variant ran with io-threads 1, and the report ranked it best).
+        A variant's value reaches the role steps (the role is set up again for it); a
+        test's does not (an order experiment's trials must not reconfigure between
+        them: the carry-over it looks for would be the reconfiguration's)."""
+        once = self._once_steps(roles)
         for key in values:
             if key in once:
                 raise ValueError(
@@ -672,7 +704,7 @@ class Spec(_Model):
         _check_placeholders("benchmark", templated, known | set(names))
         used = {
             n for part in templated + (b.setup or []) + (b.reset or []) for n in placeholders(part)
-        }
+        } | set(self._role_step_names())  # a server's knob: its role is set up again
         for i, k in enumerate(self.knob_specs):
             where = f"knob[{i}] ({k.name!r})"
             if k.name in known:
@@ -741,7 +773,7 @@ class Spec(_Model):
                         "the test's command or env (check the spelling)"
                     )
             _check_placeholders(where, templated, known | set(t.params))
-            self._refuse_once_only(where, t.params)
+            self._refuse_once_only(where, t.params, roles=True)
 
     def variant_params(self, variant: VariantSpec) -> dict[str, Scalar]:
         """The parameter values of one variant: its params laid over [params]."""

@@ -6,7 +6,10 @@ trial's readings come from it), every other host runs its role's ``command`` if 
 has one, and every host runs the bottleneck watch until the measured command ends.
 Setup, reset and teardown run role by role, in the order of ``[cluster.roles]``
 (teardown in reverse), on every host of a role in parallel; the measured host runs
-``[benchmark]``'s own step after its role's.  Each host's part (exit status, output,
+``[benchmark]``'s own step after its role's.  A role whose steps use a value a trial's
+setting gives (swept, a knob, a variant's) is set up before the trial that first needs
+it and set up again (teardown with the old values, setup with the new) whenever a
+trial's values differ (#42).  Each host's part (exit status, output,
 samples) is a :class:`~assay.store.HostRun`, stored with its trial (or, for the
 study's steps, on its own).
 
@@ -24,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Collection, Generator, Mapping, Sequence
 from concurrent.futures import CancelledError as futures_cancelled
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -80,6 +83,7 @@ class RolePlan:
         params: Mapping[str, object],
         env: Mapping[str, str],
         shell: bool = False,
+        per_trial: Collection[str] = (),
     ) -> None:
         self.roles = {r: list(h) for r, h in roles.items()}
         self.measured = measured_role(self.roles, measure)
@@ -87,6 +91,8 @@ class RolePlan:
         self.params = dict(params)
         self.env = dict(env)
         self.shell = shell
+        # the names whose value a trial's setting gives (swept, knobs, variants')
+        self.per_trial = set(per_trial)
         slots, i = [], 0
         for role, members in self.roles.items():
             for index, host in enumerate(members):
@@ -106,7 +112,44 @@ class RolePlan:
             spec.params,
             b.env,
             b.shell,
+            spec.per_trial_names(),
         )
+
+    def uses(self, role: str) -> set[str]:
+        """The parameters ``role``'s steps depend on: their placeholders and those of
+        ``[benchmark] env`` (every step gets it), host placeholders aside.
+
+        >>> plan = RolePlan({"client": ["a"], "server": ["b"]}, None,
+        ...                 {"server": {"setup": ["srv", "--io={io}", "{host.name}"]}},
+        ...                 {"io": 1}, {"MODE": "{mode}"})
+        >>> sorted(plan.uses("server")), sorted(plan.uses("client"))
+        (['io', 'mode'], [])
+        """
+        from assay.template import placeholders
+
+        steps = self.steps.get(role, {})
+        if not any(steps.values()):
+            return set()
+        words = [w for argv in steps.values() for w in argv or ()] + list(self.env.values())
+        host = {"host.name", "host.role", "host.index", *(f"hosts.{r}" for r in self.roles)}
+        return {n for w in words for n in placeholders(w)} - host
+
+    def configuration(self, role: str, setting: Mapping[str, object]) -> Configuration:
+        """The values of ``role``'s parameters in a trial of ``setting`` (laid over
+        ``[params]``): when it differs from the one the role was set up with, the role
+        is set up again before the trial."""
+        from assay.template import value_text
+
+        values = {**self.params, **setting}
+        return tuple((n, value_text(values, n)) for n in sorted(self.uses(role)) if n in values)
+
+    def set_up_per_trial(self) -> list[str]:
+        """The roles set up before the first trial, not with the study: from the first
+        role (in ``[cluster.roles]`` order) whose steps use a value a trial's setting
+        gives, on; those before it are set up with the study, as without settings."""
+        order = list(self.roles)
+        first = next((i for i, r in enumerate(order) if self.uses(r) & self.per_trial), None)
+        return [] if first is None else order[first:]
 
     @property
     def measured_slot(self) -> HostSlot:
@@ -116,9 +159,12 @@ class RolePlan:
         """The placeholder values of ``slot``'s host (``{host.index}``, ``{hosts.server}``)."""
         return host_values(self.roles, slot.role, slot.index)
 
-    def step(self, slot: HostSlot, what: str) -> Step | None:
+    def step(
+        self, slot: HostSlot, what: str, setting: Mapping[str, object] | None = None
+    ) -> Step | None:
         """The role's ``what`` (setup, reset, teardown, command) for ``slot``, rendered
-        with ``[params]`` and the host's values; None when the role has none.
+        with ``[params]``, the trial's ``setting`` over them and the host's values; None
+        when the role has none; KeyError naming a placeholder without a value.
 
         >>> plan = RolePlan({"client": ["a"], "server": ["b", "c"]}, None,
         ...                 {"server": {"setup": ["start", "--id={host.index}", "{p}"]}},
@@ -129,15 +175,23 @@ class RolePlan:
         argv = self.steps.get(slot.role, {}).get(what)
         if not argv:
             return None
-        values = {**self.params, **self.values(slot)}
+        values = {**self.params, **(setting or {}), **self.values(slot)}
         rendered = render_argv(list(argv), values, shell=self.shell)
         env = {k: _render(v, values) for k, v in self.env.items()}
         return Step(what, tuple(rendered), f"{slot.role}: {' '.join(argv)}", env)
 
-    def ordered(self, reverse: bool = False) -> list[list[HostSlot]]:
-        """The hosts role by role (in ``[cluster.roles]`` order, or reversed)."""
-        groups = [[s for s in self.slots if s.role == r] for r in self.roles]
+    def ordered(
+        self, reverse: bool = False, only: Collection[str] | None = None
+    ) -> list[list[HostSlot]]:
+        """The hosts role by role (in ``[cluster.roles]`` order, or reversed), of the
+        roles ``only`` names (default: all)."""
+        roles = [r for r in self.roles if only is None or r in only]
+        groups = [[s for s in self.slots if s.role == r] for r in roles]
         return groups[::-1] if reverse else groups
+
+
+#: A role's parameters and their values, as its steps were rendered with them.
+Configuration = tuple[tuple[str, str], ...]
 
 
 def _render(text: str, values: Mapping[str, object]) -> str:
@@ -302,6 +356,11 @@ class RoleExecutor(DaskExecutor):
         # SSH cluster: over SSH again, once the host answers); True when it started
         self.revive: Callable[[int, str], bool] | None = None
         self._revived: list[str] = []  # the hosts given a new worker, in order
+        # each role set up: its configuration and the setting it was rendered with
+        self._configured: dict[str, tuple[Configuration, Mapping[str, object]]] = {}
+        self._setup_begun = False
+        self._extra_setup: Step | None = None  # [benchmark] setup, until its role's
+        self._reconfigurations: dict[str, Any] = {"count": 0, "seconds": 0.0, "roles": {}}
 
     def prepare(self, spec: Spec) -> None:
         self.plan = RolePlan.of(spec)
@@ -319,6 +378,8 @@ class RoleExecutor(DaskExecutor):
         addresses = self._addresses()
         out["roles"] = {s.where(): addresses.get(s, "no worker") for s in self.plan.slots}
         out["revived"] = self._revived  # the same list: hosts revived later show too
+        if self.plan.set_up_per_trial():  # the same dict: counted as the study runs
+            out["reconfigurations"] = self._reconfigurations
         return out
 
     def start(self) -> None:
@@ -431,19 +492,32 @@ class RoleExecutor(DaskExecutor):
         return out
 
     def _phase(
-        self, job: TrialJob, what: str, extra: Step | None, *, keep_going: bool = False
+        self,
+        job: TrialJob,
+        what: str,
+        extra: Step | None,
+        *,
+        keep_going: bool = False,
+        only: Collection[str] | None = None,
+        settings: Mapping[str, Mapping[str, object]] | None = None,
     ) -> list[HostRun]:
         """Run ``what`` role by role, every host of a role at once; stop at the first
-        role with a failure unless ``keep_going`` (teardown)."""
+        role with a failure unless ``keep_going`` (teardown).  ``only``: these roles;
+        ``settings``: a role's steps rendered with its setting over ``[params]``."""
         runs: list[HostRun] = []
         # a host whose worker was just lost (killed, restarting) is waited for: its
         # teardown must not be skipped, leaving its server running (#41)
         addresses = self._rejoined()
         remote = replace(job, running_file=None)
-        for group in self.plan.ordered(reverse=what == "teardown"):
+        for group in self.plan.ordered(reverse=what == "teardown", only=only):
             todo: dict[HostSlot, list[Step]] = {}
             for slot in group:
-                own = self.plan.step(slot, what)
+                try:
+                    own = self.plan.step(slot, what, (settings or {}).get(slot.role))
+                except KeyError as exc:  # a value only a trial's setting gives
+                    why = f"its {what} step cannot be rendered: {exc.args[0]}"
+                    runs.append(replace(_lost_run(what, slot, why), status="failed"))
+                    continue
                 steps = [own] if own is not None else []
                 if slot.role == self.plan.measured and extra is not None:
                     steps = [extra, *steps] if what == "teardown" else [*steps, extra]
@@ -466,12 +540,69 @@ class RoleExecutor(DaskExecutor):
 
     def run_phase(self, job: TrialJob, what: str, step: Step | None) -> None:
         """Setup or teardown on every host, role by role; the hosts' outcomes wait in
-        :meth:`drain_host_runs`; StudyError naming the first host that failed."""
-        runs = self._phase(job, what, step, keep_going=what == "teardown")
+        :meth:`drain_host_runs`; StudyError naming the first host that failed.
+
+        A role whose steps use a value a trial's setting gives (a swept server knob, a
+        variant's) is set up before the first trial, with that trial's setting, and
+        again whenever a later trial's value differs (:meth:`_reconfigure`); at the
+        end it is torn down with the setting it was last set up with."""
+        if what == "setup":
+            self._setup_begun = True
+            later = self.plan.set_up_per_trial()
+            if self.plan.measured in later:  # [benchmark] setup follows its role's
+                self._extra_setup, step = step, None
+            runs = self._phase(job, what, step, only=[r for r in self.plan.roles if r not in later])
+            for role in self.plan.roles:
+                if role not in later:
+                    self._configured[role] = (self.plan.configuration(role, {}), {})
+        elif what == "teardown" and self._setup_begun:
+            # the roles set up, each with the setting it was last set up with
+            runs = self._phase(
+                job,
+                what,
+                step,
+                keep_going=True,
+                only=list(self._configured),
+                settings={r: v for r, (_, v) in self._configured.items()},
+            )
+            self._configured.clear()
+        else:  # an earlier session's teardown, before this one's setup: with [params]
+            runs = self._phase(job, what, step, keep_going=what == "teardown")
         self._pending.extend(runs)
         failed = [r for r in runs if not r.ok]
         if failed:
             raise StudyError(failure_text(failed))
+
+    def _reconfigure(self, job: TrialJob, setting: Mapping[str, object]) -> list[HostRun]:
+        """Set up again, before a trial, each role whose parameters differ in its
+        ``setting`` from those the role was set up with: its teardown (with the old
+        values), then its setup (with the new), on every host of the role (#42: a
+        variant's server setting was dropped; a swept one refused).  The hosts'
+        outcomes, to be stored with the trial; stops at the first failure."""
+        runs: list[HostRun] = []
+        for role in self.plan.set_up_per_trial():
+            want = self.plan.configuration(role, setting)
+            have = self._configured.get(role)
+            if have is not None and have[0] == want:
+                continue
+            started = time.monotonic()
+            if have is not None:
+                runs += self._phase(job, "teardown", None, only=[role], settings={role: have[1]})
+            extra = self._extra_setup if role == self.plan.measured else None
+            if not any(not r.ok for r in runs):
+                self._configured[role] = ((("", "set up failed"),), dict(setting))
+                runs += self._phase(job, "setup", extra, only=[role], settings={role: setting})
+            if have is not None:  # not a role's first setup
+                self._reconfigurations["count"] += 1
+                self._reconfigurations["seconds"] += time.monotonic() - started
+                by_role = self._reconfigurations["roles"]
+                by_role[role] = by_role.get(role, 0) + 1
+            if any(not r.ok for r in runs):
+                return runs
+            self._configured[role] = (want, dict(setting))
+            if extra is not None:
+                self._extra_setup = None
+        return runs
 
     def run_step(self, job: TrialJob, step: Step) -> None:
         self.run_phase(job, step.what, step)
@@ -499,7 +630,9 @@ class RoleExecutor(DaskExecutor):
             why = f"it has no Dask worker (none came back in {REJOIN_S:g} s)"
             runs = [_lost_run("trial", s, why) for s in missing]
             return _failed_record(request, self.plan.measured_slot, runs, failure_text(runs))
-        resets = self._phase(job, "reset", job.reset) if self._has_reset(job) else []
+        resets = self._reconfigure(job, request.setting)
+        if all(r.ok for r in resets) and self._has_reset(job):
+            resets += self._phase(job, "reset", job.reset, settings=self._role_settings())
         failed = [r for r in resets if not r.ok]
         if failed:
             return _failed_record(request, self.plan.measured_slot, resets, failure_text(failed))
@@ -522,7 +655,7 @@ class RoleExecutor(DaskExecutor):
                 _host_part,
                 remote,
                 s,
-                self.plan.step(s, "command"),
+                self.plan.step(s, "command", self._role_settings().get(s.role)),
                 tag,
                 self.monitor,
                 wait_s,
@@ -558,6 +691,10 @@ class RoleExecutor(DaskExecutor):
             record.readings.clear()
             record.unit_readings.clear()
         return record
+
+    def _role_settings(self) -> dict[str, Mapping[str, object]]:
+        """Each role's setting as it was last set up (its reset and command use it)."""
+        return {r: v for r, (_, v) in self._configured.items()}
 
     def _has_reset(self, job: TrialJob) -> bool:
         return job.reset is not None or any("reset" in steps for steps in self.plan.steps.values())

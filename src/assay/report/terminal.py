@@ -382,7 +382,28 @@ def executor_line(executor: Mapping[str, Any] | None) -> str:
             f"; a new worker started over SSH for {', '.join(revived)}, when "
             f"{'it' if len(revived) == 1 else 'each'} answered again after an outage"
         )
-    return line
+    return line + reconfiguration_text(executor.get("reconfigurations"))
+
+
+def reconfiguration_text(reconf: Any) -> str:
+    """What setting roles up again between trials cost (#42), for the executor line.
+
+    >>> reconfiguration_text({"count": 3, "seconds": 4.5, "roles": {"server": 3}})
+    '; roles set up again for a setting: server 3 times, 4.5 s in all (1.5 s each)'
+    >>> reconfiguration_text({"count": 0, "seconds": 0.0, "roles": {}})
+    '; every trial ran on the roles as first set up (no setting changed them)'
+    """
+    if not isinstance(reconf, Mapping):
+        return ""
+    n = int(reconf.get("count") or 0)
+    if n == 0:
+        return "; every trial ran on the roles as first set up (no setting changed them)"
+    roles = reconf.get("roles") or {}
+    each = ", ".join(f"{r} {k} time{'' if k == 1 else 's'}" for r, k in roles.items())
+    secs = float(reconf.get("seconds") or 0.0)
+    return (
+        f"; roles set up again for a setting: {each}, {secs:.1f} s in all ({secs / n:.1f} s each)"
+    )
 
 
 def session_line(res: Any) -> Text | None:

@@ -7,7 +7,11 @@ again measures only what is missing: a setting's finished repetitions (failed on
 included: a failing trial is data) are never repeated.
 
 Within a batch the (setting, repetition) pairs run in a seeded random order, so slow
-drift of the machine is not confounded with any parameter (the ordering trap).
+drift of the machine is not confounded with any parameter (the ordering trap); where
+a parameter sets a role of a multi-host study up again (#42), the settings that share
+the role's values run together, groups in random order, so a batch reconfigures once
+per group (a slow drift can then align with those parameters within a batch: the price
+of not restarting servers before every trial).
 """
 
 from __future__ import annotations
@@ -86,6 +90,31 @@ def run_order(
     digest = hashlib.sha256(batch.encode()).hexdigest()[:16]
     random.Random(f"{seed}:{digest}").shuffle(planned)
     return planned
+
+
+def grouped(items: Sequence[T], key: Callable[[T], object]) -> list[T]:
+    """``items`` with those of equal ``key`` together, groups in the order of their first
+    item and items in their order within a group: a random order stays random in both.
+
+    >>> grouped([(0, 0), (1, 0), (0, 1), (2, 0), (1, 1)], key=lambda p: p[0])
+    [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0)]
+    """
+    groups: dict[object, list[T]] = {}
+    for item in items:
+        groups.setdefault(key(item), []).append(item)
+    return [item for group in groups.values() for item in group]
+
+
+def reconfiguring(spec: Spec) -> list[str]:
+    """The parameters of a setting whose change sets a role up again (#42): a batch
+    runs the settings that share their values together, so that each role is set up
+    again as rarely as the batch allows."""
+    if spec.cluster is None or spec.cluster.roles is None:
+        return []
+    from assay.execute.roles import RolePlan
+
+    plan = RolePlan.of(spec)
+    return sorted(set().union(*(plan.uses(r) for r in plan.roles)) & plan.per_trial)
 
 
 def trial_value(pi: PISpec, t: TrialRecord) -> float:
@@ -191,6 +220,9 @@ class SettingsSession:
         todo = run_order(full, repetitions, self._seed)
         pending = set(pending_trials(full, repetitions, (t.setting for t in st.trials)))
         todo = [p for p in todo if p in pending]
+        names = reconfiguring(runner.spec)
+        if names:
+            todo = grouped(todo, key=lambda p: tuple(str(full[p[0]].get(n)) for n in names))
         seq = st.store.next_seq(st.study_id)
         batch = [
             runner.request(seq + n, full[i], setting={**full[i], REPETITION: rep})
