@@ -57,7 +57,7 @@ def test_roles_give_the_hosts_and_placeholders() -> None:
 @pytest.mark.parametrize(
     ("cluster", "benchmark", "expected"),
     [
-        ('measure = "server"', "", "roles.server: the measured role runs"),
+        ('measure = "server"', "", "cluster.combine: the measured role 'server' has 2 hosts"),
         ('measure = "db"', "", "measure: expected one of the roles client, server"),
         ('hosts = ["c", "s0"]', "", "hosts: expected the hosts of [cluster.roles]"),
         ("", "[benchmark.roles.db]\nsetup = ['x']", "benchmark.roles.db: not a role"),

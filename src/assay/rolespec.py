@@ -106,19 +106,14 @@ def role_hosts(roles: Mapping[str, Sequence[str]]) -> list[str]:
 
 
 def measured_role(roles: Mapping[str, Sequence[str]], measure: str | None) -> str:
-    """The role whose host runs ``[benchmark].command``; ValueError when there is none
-    or it has several hosts (one measured command per trial)."""
+    """The role whose hosts run ``[benchmark].command`` (each of them at once; their
+    readings joined by ``[cluster] combine``); ValueError when there is none."""
     name = measure or DEFAULT_MEASURED
     if name not in roles:
         field = "measure" if measure else "measure (default 'client')"
         raise ValueError(
             f"{field}: expected one of the roles {', '.join(roles)}, got {name!r}: "
             "the role whose host runs [benchmark].command"
-        )
-    if len(roles[name]) != 1:
-        raise ValueError(
-            f"roles.{name}: the measured role runs [benchmark].command; expected one host, "
-            f"got {len(roles[name])}"
         )
     return name
 

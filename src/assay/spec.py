@@ -306,7 +306,9 @@ class ClusterSpec(_Model):
     only for throw-away test hosts); ``remote_python`` is the Python, with Assay
     installed, that the hosts run.  ``[cluster.roles]`` groups the hosts into roles
     (see :mod:`assay.rolespec`; ``hosts`` then defaults to theirs); ``measure`` is the
-    role that runs the measured command, ``on_host_failure`` whether a trial that
+    role that runs the measured command (on each of its hosts at once, their readings
+    joined per PI by ``combine``: ``sum`` of throughputs, ``max`` of latencies),
+    ``on_host_failure`` whether a trial that
     failed on one host (its step failed, its worker died) stops the study;
     ``idle_timeout`` how long the cluster outlives its driver (its heartbeat).
     """
@@ -315,6 +317,8 @@ class ClusterSpec(_Model):
     roles: dict[str, list[str]] | None = None
     measure: str | None = None  # default: the role "client"
     on_host_failure: Literal["stop", "continue"] = "stop"
+    # how the readings of a measured role's several hosts make the trial's, per PI
+    combine: dict[str, Literal["sum", "mean", "max", "min"]] = Field(default_factory=dict)
     scheduler: str | None = None
     user: str | None = None
     port: Annotated[int, Field(ge=1, le=65535)] = 22
@@ -531,6 +535,7 @@ class Spec(_Model):
         if not self.pis:
             raise ValueError("pi: at least one [[pi]] is needed")
         roles = self.cluster.roles if self.cluster else None
+        self._check_combine()
         known = set(self.params) | cluster_placeholders(roles)
         for where, argv in check_role_steps(self.benchmark.roles, roles):
             # rendered with each trial's setting and the hosts: a role is set up again
@@ -593,6 +598,43 @@ class Spec(_Model):
             space.check_enumerable()  # before a sweep tries: 24 two-valued params were 6.4 GB
         except SpaceError as exc:
             raise ValueError(f"sweep.params: {exc}") from None
+
+    def _check_combine(self) -> None:
+        """``[cluster] combine``: a rule for every PI when the measured role has several
+        hosts (a YCSB-style study sums its clients' throughputs), for PIs only."""
+        cluster = self.cluster
+        if cluster is None:
+            return
+        names = [p.name for p in self.pis]
+        for name in cluster.combine:
+            if name not in names:
+                raise ValueError(
+                    f"cluster.combine.{name}: not a [[pi]] of this study (PIs: {', '.join(names)})"
+                )
+        if cluster.roles is None:
+            if cluster.combine:
+                raise ValueError(
+                    "cluster.combine: joins a measured role's hosts; add [cluster.roles]"
+                )
+            return
+        role = measured_role(cluster.roles, cluster.measure)
+        hosts = len(cluster.roles[role])
+        if hosts < 2:
+            return
+        missing = [n for n in names if n not in cluster.combine]
+        if missing:
+            raise ValueError(
+                f"cluster.combine: the measured role {role!r} has {hosts} hosts, each running "
+                f"[benchmark].command at once; say how their readings make the trial's for "
+                f'{", ".join(missing)}: combine = {{ {missing[0]} = "sum" }} (or "mean", '
+                '"max", "min": sum throughputs, take the max of latencies)'
+            )
+        units = [p.name for p in self.pis if p.units is not None]
+        if units:
+            raise ValueError(
+                f"pi {units[0]!r}: unit readings are not joined across the measured role's "
+                f"{hosts} hosts; read one value per trial, or measure on one host"
+            )
 
     def per_trial_names(self) -> set[str]:
         """The parameters whose value a trial's setting gives: swept, knobs, variants'
@@ -809,6 +851,8 @@ class Spec(_Model):
             payload["tests"] = [t.model_dump(mode="json") for t in self.tests]
         if self.knob_specs:  # likewise: the knob space changes what the samples measure
             payload["knobs"] = [k.model_dump(mode="json") for k in self.knob_specs]
+        if self.cluster is not None and self.cluster.combine:  # likewise: a trial's readings
+            payload["combine"] = dict(sorted(self.cluster.combine.items()))
         blob = json.dumps(payload, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 

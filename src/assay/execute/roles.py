@@ -155,6 +155,11 @@ class RolePlan:
     def measured_slot(self) -> HostSlot:
         return next(s for s in self.slots if s.role == self.measured)
 
+    @property
+    def measured_slots(self) -> list[HostSlot]:
+        """The hosts that run ``[benchmark].command``, each at once."""
+        return [s for s in self.slots if s.role == self.measured]
+
     def values(self, slot: HostSlot) -> dict[str, str]:
         """The placeholder values of ``slot``'s host (``{host.index}``, ``{hosts.server}``)."""
         return host_values(self.roles, slot.role, slot.index)
@@ -288,11 +293,26 @@ def _host_part(
 
 
 def _measured_part(
-    job: TrialJob, request: TrialRequest, slot: HostSlot, monitor: bool
+    job: TrialJob,
+    request: TrialRequest,
+    slot: HostSlot,
+    monitor: bool,
+    tag: str | None = None,
+    wait_s: float = 0.0,
 ) -> TrialRecord:
-    """The measured host's part: the trial itself, as on one machine."""
+    """The measured host's part: the trial itself, as on one machine.  With ``tag`` (a
+    measured role of several hosts), it says it is ready and starts when the driver says
+    go, so that the hosts' commands start together (a barrier)."""
     watch = _worker_monitor() if monitor else None
     info = host_info()
+    if tag is not None:
+        from distributed import Event
+
+        Event(f"{tag}-ready-{slot.worker}").set()  # type: ignore[no-untyped-call]
+        went = Event(f"{tag}-go").wait(wait_s)  # type: ignore[no-untyped-call]
+        if not went or Event(f"{tag}-abort").is_set():  # type: ignore[no-untyped-call]
+            why = "it did not start: another host of the trial was not ready"
+            return _failed_record(request, slot, [_lost_run("trial", slot, why)], why)
     started = time.time()
     rec = run_trial(job, request, watch)
     # the host as the study file names it, as a failed trial records it: hostnames of
@@ -307,14 +327,59 @@ def _measured_part(
             rec.status,
             exit_code=rec.exit_code,
             error=rec.error,
-            stderr=rec.stderr,  # its stdout is the trial's own
+            stdout=rec.stdout if slot.index else b"",  # host 0's is the trial's own
+            stderr=rec.stderr,
             started=started,
             duration=time.time() - started,
-            info=info,
+            info={**info, "readings": dict(rec.readings)},
             resources=rec.resources,
         )
     )
     return rec
+
+
+#: How the readings of a measured role's hosts make the trial's (``[cluster] combine``).
+COMBINE: dict[str, Callable[[list[float]], float]] = {
+    "sum": lambda v: float(sum(v)),
+    "mean": lambda v: float(sum(v)) / len(v),
+    "max": lambda v: float(max(v)),
+    "min": lambda v: float(min(v)),
+}
+
+
+def joined_record(parts: Sequence[TrialRecord], combine: Mapping[str, str]) -> TrialRecord:
+    """One trial of a measured role's several hosts: each PI's readings joined by its
+    rule (each host's stay in its host part's ``info["readings"]``); failed when a host
+    failed, with that host's error; the longest duration (the hosts ran at once).
+
+    >>> a = TrialRecord(seq=0, status="ok", duration=1.0, readings={"tput": 10.0}, host="c0")
+    >>> b = TrialRecord(seq=0, status="ok", duration=2.0, readings={"tput": 12.0}, host="c1")
+    >>> r = joined_record([a, b], {"tput": "sum"})
+    >>> r.readings, r.duration, r.host
+    ({'tput': 22.0}, 2.0, 'c0,c1')
+    """
+    first = parts[0]
+    out = replace(
+        first,
+        host=",".join(p.host for p in parts),
+        host_runs=[h for p in parts for h in p.host_runs],
+        duration=max((p.duration or 0.0) for p in parts),
+        started=min((p.started for p in parts if p.started is not None), default=first.started),
+        max_rss_kib=max((p.max_rss_kib for p in parts if p.max_rss_kib), default=None),
+        readings={},
+        unit_readings={},
+    )
+    bad = next((p for p in parts if not p.ok), None)
+    if bad is not None:
+        out.status = bad.status
+        out.error = f"on host {bad.host}: {bad.error or bad.status}"
+        out.exit_code = bad.exit_code
+        return out
+    for name, rule in combine.items():
+        values = [p.readings[name] for p in parts if name in p.readings]
+        if len(values) == len(parts):
+            out.readings[name] = COMBINE[rule](values)
+    return out
 
 
 # ------------------------------------------------------------------ the driver
@@ -644,24 +709,13 @@ class RoleExecutor(DaskExecutor):
             return _failed_record(
                 request, self.plan.measured_slot, resets + runs, failure_text(runs)
             )
+        if len(self.plan.measured_slots) > 1:
+            return self._joined_trial(job, request, remote, addresses, resets)
         measured = self.plan.measured_slot
         others = [s for s in self.plan.slots if s != measured]
         tag = f"assay-trial-{uuid.uuid4().hex}"
         wait_s = job.timeout + GRACE_S
-        watchers = {
-            s: self._submit(
-                s,
-                addresses[s],
-                _host_part,
-                remote,
-                s,
-                self.plan.step(s, "command", self._role_settings().get(s.role)),
-                tag,
-                self.monitor,
-                wait_s,
-            )
-            for s in others
-        }
+        watchers = self._watchers(remote, addresses, tag, wait_s)
         ready = self._ready(tag, others)
         early = self._wait(watchers, addresses, GRACE_S, until=ready)
         runs = [_lost_run("trial", s, r.why) for s, r in early.items() if isinstance(r, _Lost)]
@@ -690,6 +744,93 @@ class RoleExecutor(DaskExecutor):
             record.error = failure_text(failed)
             record.readings.clear()
             record.unit_readings.clear()
+        return record
+
+    def _watchers(
+        self, remote: TrialJob, addresses: Mapping[HostSlot, str], tag: str, wait_s: float
+    ) -> dict[HostSlot, Future[Any]]:
+        """The parts of the hosts that do not run the measured command."""
+        settings = self._role_settings()
+        return {
+            s: self._submit(
+                s,
+                addresses[s],
+                _host_part,
+                remote,
+                s,
+                self.plan.step(s, "command", settings.get(s.role)),
+                tag,
+                self.monitor,
+                wait_s,
+            )
+            for s in self.plan.slots
+            if s.role != self.plan.measured
+        }
+
+    def _joined_trial(
+        self,
+        job: TrialJob,
+        request: TrialRequest,
+        remote: TrialJob,
+        addresses: Mapping[HostSlot, str],
+        resets: list[HostRun],
+    ) -> TrialRecord:
+        """A trial whose measured role has several hosts: each runs the command (with
+        its own host placeholders), all started together once every host's part is
+        ready; their readings joined by ``[cluster] combine`` (:func:`joined_record`)."""
+        from distributed import Event
+
+        measured = self.plan.measured_slots
+        tag = f"assay-trial-{uuid.uuid4().hex}"
+        wait_s = job.timeout + GRACE_S
+        watchers = self._watchers(remote, addresses, tag, wait_s)
+        parts = {
+            s: self._submit(
+                s,
+                addresses[s],
+                _measured_part,
+                remote,
+                request.on_host(s.index),
+                s,
+                self.monitor,
+                tag,
+                GRACE_S,
+            )
+            for s in measured
+        }
+        ready = self._ready(tag, self.plan.slots)
+        early = self._wait({**watchers, **parts}, addresses, GRACE_S, until=ready)
+        lost = [_lost_run("trial", s, r.why) for s, r in early.items() if isinstance(r, _Lost)]
+        go = Event(f"{tag}-go", client=self.client)  # type: ignore[no-untyped-call]
+        if lost or not ready(0.0):
+            Event(f"{tag}-abort", client=self.client).set()  # type: ignore[no-untyped-call]
+            go.set()  # type: ignore[no-untyped-call]
+            self._release(tag)
+            self._wait({**watchers, **parts}, addresses, GRACE_S)
+            lost = lost or [_lost_run("trial", s, "its part did not start") for s in measured]
+            return _failed_record(request, measured[0], resets + lost, failure_text(lost))
+        go.set()  # type: ignore[no-untyped-call]
+        got = self._wait(parts, addresses, wait_s)
+        self._release(tag)
+        done = self._wait(watchers, addresses, wait_s)
+        hosts = [
+            r if isinstance(r, HostRun) else _lost_run("trial", s, r.why) for s, r in done.items()
+        ]
+        records = [
+            r
+            if isinstance(r, TrialRecord)
+            else _failed_record(request, s, [_lost_run("trial", s, r.why)], r.why)
+            for s, r in sorted(got.items(), key=lambda kv: kv[0].index)
+        ]
+        for s, r in zip(measured, records, strict=True):
+            r.host = s.host
+        record = joined_record(records, self.cluster.combine)
+        record.host_runs = [*resets, *record.host_runs, *hosts]
+        failed = [h for h in hosts if not h.ok]
+        if failed and record.status == "ok":
+            record.status = "failed"
+            record.error = failure_text(failed)
+            record.readings.clear()
         return record
 
     def _role_settings(self) -> dict[str, Mapping[str, object]]:

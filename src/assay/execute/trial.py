@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import platform
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from assay.errors import StudyError
@@ -75,6 +75,16 @@ class TrialRequest:
     work: float | None = None
     # trials of one block run in order on one host (an order study's run); None: any host
     block: int | None = None
+    # a measured role of several hosts: host i's (i >= 1) argv and env, rendered with its
+    # own host placeholders ({host.index}); host 0's are argv and env
+    hosts: Mapping[int, tuple[list[str], Mapping[str, str]]] = field(default_factory=dict)
+
+    def on_host(self, index: int) -> TrialRequest:
+        """The request as host ``index`` of the measured role runs it."""
+        if index == 0 or index not in self.hosts:
+            return self
+        argv, env = self.hosts[index]
+        return replace(self, argv=list(argv), env=env, hosts={})
 
 
 def run_step(job: TrialJob, step: Step) -> None:

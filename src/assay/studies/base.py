@@ -524,13 +524,20 @@ class Study:
         # run first; a teardown that failed)
         self.step_notes: list[str] = []
 
-    def _host_values(self) -> dict[str, str]:
-        """A multi-host study's placeholders on the measured host (``{hosts.server}``,
-        ``{host.index}``): [benchmark]'s command and steps run there."""
+    def _host_values(self, index: int = 0) -> dict[str, str]:
+        """A multi-host study's placeholders on the measured role's host ``index``
+        (``{hosts.server}``, ``{host.index}``): [benchmark]'s command and steps run there."""
         cluster = self.spec.cluster
         if cluster is None or cluster.roles is None:
             return {}
-        return host_values(cluster.roles, measured_role(cluster.roles, cluster.measure), 0)
+        return host_values(cluster.roles, measured_role(cluster.roles, cluster.measure), index)
+
+    def _measured_hosts(self) -> int:
+        """How many hosts run the measured command at once (1 but for [cluster.roles])."""
+        cluster = self.spec.cluster
+        if cluster is None or cluster.roles is None:
+            return 1
+        return len(cluster.roles[measured_role(cluster.roles, cluster.measure)])
 
     def _cwd(self) -> str | None:
         cwd = self.spec.benchmark.cwd
@@ -548,10 +555,12 @@ class Study:
         values: dict[str, object],
         extra: dict[str, str] | None = None,
         only: dict[str, str] | None = None,
+        host: int = 0,
     ) -> dict[str, str]:
         """The environment laid over the host's: [benchmark] env (or ``only`` of it)
-        and ``extra``, rendered with the study's values and ``values``."""
-        allv = {**self._host_values(), **self.spec.params, **values}
+        and ``extra``, rendered with the study's values and ``values`` (on the measured
+        role's host ``host``)."""
+        allv = {**self._host_values(host), **self.spec.params, **values}
         env = {**(self.spec.benchmark.env if only is None else only), **(extra or {})}
         return {k: render(v, allv) for k, v in env.items()}
 
@@ -607,22 +616,26 @@ class Study:
         placeholders and ``env`` laid over the benchmark's; ``setting`` is what the store
         records (default: ``values``)."""
         b = self.spec.benchmark
-        allv = {**self._host_values(), **values}
-        try:
-            argv = render_argv(b.command if command is None else command, allv, shell=b.shell)
-        except KeyError as exc:  # a design that left a placeholder without a value
-            raise StudyError(
-                f"{self.spec.source_path}: {exc.args[0]} in the benchmark command; give it a "
-                "value in [params] (or run the study with the command its sections are for)"
-            ) from None
+        rendered = []
+        for index in range(self._measured_hosts()):  # each with its own {host.index}
+            allv = {**self._host_values(index), **values}
+            try:
+                argv = render_argv(b.command if command is None else command, allv, shell=b.shell)
+            except KeyError as exc:  # a design that left a placeholder without a value
+                raise StudyError(
+                    f"{self.spec.source_path}: {exc.args[0]} in the benchmark command; give it "
+                    "a value in [params] (or run the study with the command its sections are for)"
+                ) from None
+            rendered.append((argv, self._env(values, env, host=index)))
         return TrialRequest(
             seq=seq,
-            argv=argv,
+            argv=rendered[0][0],
             setting=dict(values if setting is None else setting),
-            env=self._env(values, env),
+            env=rendered[0][1],
             run=run,
             work=work,
             block=block,
+            hosts=dict(enumerate(rendered[1:], start=1)),
         )
 
     def _check_executor(self) -> None:
