@@ -312,13 +312,18 @@ def test_runner_warns_and_stores_samples_with_the_trial(write_study, py: str) ->
         w.startswith("bottleneck watch: cpu above 80%") and ("(disk)" in w or "busy with them" in w)
         for w in res.warnings
     )
-    assert res.resources is not None and res.resources["trials"] == res.trials_total
     assert res.as_dict()["resources"]["under_test"] == "disk"
     with Store(spec.store_path()) as st:
         found = st.find_study("watch")
         assert found is not None
         trials = st.trials(found[0])
-    assert trials and all("cpu.0" in t.resources and "time_s" in t.resources for t in trials)
+    # the first trial of a kind is always watched; later ones as the watch's 1% budget
+    # allows, which a busy neighbour (a costlier watch) can make fewer than all
+    watched = [t for t in trials if t.resources]
+    assert trials and trials[0] in watched
+    assert all("cpu.0" in t.resources and "time_s" in t.resources for t in watched)
+    sampled = sum(1 for t in watched if len(t.resources["time_s"]) > 0)
+    assert res.resources is not None and res.resources["trials"] == sampled >= 1
     assert summarize(trials[0].resources).stats["cpu"].max > 50
     db = sqlite3.connect(spec.store_path())
     # one row set per trial, keyed by trial id: committed with the trial
