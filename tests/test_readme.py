@@ -392,6 +392,10 @@ NOT_RUN: dict[str, str] = {
     "assay compare examples/multihost/redis-replica-compare.toml --json r.json": (
         "a cluster: three loopback SSH hosts (ssh-loopback-hosts.sh) running Redis"
     ),
+    "assay sweep examples/multihost/redis-fsync-sweep.toml --json r.json": (
+        "a cluster: four loopback SSH hosts (ssh-loopback-hosts.sh) running Redis; "
+        "tests/test_netns_distributed.py runs it on namespace hosts"
+    ),
     "assay show examples/multihost/redis-replica-compare.assay.db --summary": (
         "the store the multi-host comparison (a cluster) writes"
     ),

@@ -78,14 +78,26 @@ def _quoted(text: str) -> str:
     return f'"{escaped}"'
 
 
-def _config(server: StateDir, address: str, port: int, password: str, primary: str | None) -> str:
+#: --appendfsync: "off" keeps no append-only file; the others are Redis's own policies.
+FSYNC = ("off", "no", "everysec", "always")
+
+
+def _config(
+    server: StateDir,
+    address: str,
+    port: int,
+    password: str,
+    primary: str | None,
+    appendfsync: str = "off",
+) -> str:
+    durable = ["appendonly yes", f"appendfsync {appendfsync}"]
     lines = [
         f"bind {address}",
         f"port {port}",
         "protected-mode yes",
         "daemonize yes",
         'save ""',
-        "appendonly no",
+        *(["appendonly no"] if appendfsync == "off" else durable),
         f"dir {_quoted(str(server.path))}",
         f"pidfile {_quoted(str(server.file(PID)))}",
         f"logfile {_quoted(str(server.file(LOG)))}",
@@ -108,7 +120,7 @@ def _cli(
     )
 
 
-def start(address: str, port: int, primary: str | None) -> int:
+def start(address: str, port: int, primary: str | None, appendfsync: str = "off") -> int:
     state = _state()
     if primary is not None and not _ADDRESS.fullmatch(primary):
         raise TargetError(f"--replicaof {primary!r}: expected an IP address or a host name")
@@ -124,19 +136,20 @@ def start(address: str, port: int, primary: str | None) -> int:
             file=sys.stderr,
         )
         return 1
-    server.write(CONFIG, _config(server, address, port, password, primary))
+    server.write(CONFIG, _config(server, address, port, password, primary, appendfsync))
     server.file(PID).unlink(missing_ok=True)  # the new server writes its own
     subprocess.run(["redis-server", str(server.file(CONFIG))], check=True, timeout=30)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if primary is None and _cli(address, port, password, "ping").stdout.strip() == "PONG":
-            return _ours(server, address, port, password, f"primary up on {address}:{port}")
+            up = f"primary up on {address}:{port} (appendfsync {appendfsync})"
+            return _ours(server, address, port, password, up)
         if (
             primary is not None
             and "master_link_status:up"
             in _cli(address, port, password, "info", "replication").stdout
         ):
-            up = f"replica of {primary} up on {address}:{port}"
+            up = f"replica of {primary} up on {address}:{port} (appendfsync {appendfsync})"
             return _ours(server, address, port, password, up)
         time.sleep(0.1)
     print((server.read(LOG) or "no log")[-2000:], file=sys.stderr)
@@ -204,11 +217,14 @@ def main() -> int:
         action.add_argument("address")
         action.add_argument("port", type=int)
     actions.choices["start"].add_argument("--replicaof", metavar="PRIMARY")
+    actions.choices["start"].add_argument(
+        "--appendfsync", choices=FSYNC, default="off", help="the append-only file's fsync policy"
+    )
     actions.choices["bench"].add_argument("options", nargs=argparse.REMAINDER)
     a = p.parse_args()
     try:
         if a.action == "start":
-            return start(a.address, a.port, a.replicaof)
+            return start(a.address, a.port, a.replicaof, a.appendfsync)
         if a.action == "bench":
             return bench(a.address, a.port, a.options)
         return stop(a.address, a.port)

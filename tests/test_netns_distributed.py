@@ -1,0 +1,99 @@
+"""Extensive evaluation of a distributed system, end to end (#42): the example sweep of a
+Redis primary and replica driven by two clients at once, on four network-namespace
+hosts with their own addresses and sshd (tests/netns_hosts.py).  A server knob reaches
+both servers (each set up again only when it changes), the two clients' throughputs
+are summed, and nothing is left on any host.  Skipped where namespaces cannot be made."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from assay.store import Store
+from netns_hosts import Hosts, netns_hosts, why_not
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "multihost"
+NEEDED = ("redis-server", "redis-cli", "redis-benchmark")
+
+
+@pytest.fixture
+def hosts(tmp_path: Path) -> Iterator[Hosts]:
+    reason = why_not() or next(
+        (f"no {p}: run scripts/install-targets.sh" for p in NEEDED if shutil.which(p) is None),
+        None,
+    )
+    if reason is not None:
+        pytest.skip(reason)
+    with netns_hosts(4, tmp_path) as made:
+        yield made
+
+
+def _example(tmp_path: Path, hosts: Hosts) -> Path:
+    """The sweep as a user adapts it: the hosts' addresses and keys; fewer requests."""
+    work = tmp_path / "example"
+    work.mkdir()
+    shutil.copy(EXAMPLE / "redis_pair.py", work)
+    text = (EXAMPLE / "redis-fsync-sweep.toml").read_text()
+    client0, primary, replica, client1 = hosts.addresses
+    for old, new in [
+        ('primary = ["127.0.0.2"]', f'primary = ["{primary}"]'),
+        ('replica = ["127.0.0.3"]', f'replica = ["{replica}"]'),
+        ('client = ["127.0.0.1", "127.0.0.4"]', f'client = ["{client0}", "{client1}"]'),
+        ('port = 2222\nkey = "/tmp/assay-ssh/client_key"\n'
+         'known_hosts = "/tmp/assay-ssh/known_hosts"\n', hosts.cluster_toml()),
+        ("requests = 20000", "requests = 3000"),
+        ("repetitions = 3", "repetitions = 2"),
+    ]:  # fmt: skip
+        assert old in text, old
+        text = text.replace(old, new)
+    state = json.dumps(str(tmp_path / "redis-state"))  # one file system: every host sees it
+    text = text.replace("timeout = 120\n", f"timeout = 120\nenv = {{REDIS_PAIR_STATE = {state}}}\n")
+    (work / "redis-fsync-sweep.toml").write_text(text)
+    return work
+
+
+def test_a_server_knob_and_two_summed_clients_on_four_hosts(tmp_path: Path, hosts: Hosts) -> None:
+    work = _example(tmp_path, hosts)
+    done = subprocess.run(
+        [sys.executable, "-m", "assay", "sweep", "redis-fsync-sweep.toml", "-q",
+         "--json", "r.json"],
+        cwd=work, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode in (0, 5), done.stderr
+    client0, primary, replica, client1 = hosts.addresses
+    with Store(work / "redis-fsync-sweep.assay.db") as st:
+        found = st.find_study("redis-fsync-sweep")
+        assert found is not None
+        trials = sorted(st.trials(found[0]), key=lambda t: t.started or 0.0)
+    assert len(trials) == 12 and all(t.ok for t in trials), [t.error for t in trials]
+    policy = None
+    setups = 0
+    for t in trials:
+        parts = {h.host: h for h in t.host_runs if h.what == "trial" and h.role == "client"}
+        assert set(parts) == {client0, client1}
+        each = [parts[h].info["readings"]["set_rps"] for h in (client0, client1)]
+        assert t.readings["set_rps"] == pytest.approx(sum(each)) and min(each) > 0
+        # the servers set up with this trial's policy, before it, when it changed
+        ups = [h for h in t.host_runs if h.what == "setup"]
+        if t.setting["appendfsync"] != policy:
+            policy = t.setting["appendfsync"]
+            assert {(h.role, h.host) for h in ups} == {("primary", primary), ("replica", replica)}
+            assert all(f"(appendfsync {policy})" in h.stdout.decode() for h in ups), ups
+            setups += 1
+        else:
+            assert not ups
+    assert setups == 3  # one per policy: the settings sharing it ran together
+    doc = json.loads((work / "r.json").read_text())
+    reconf = doc["environment"]["executor"]["reconfigurations"]
+    assert reconf["roles"] == {"primary": 2, "replica": 2} and reconf["count"] == 4
+    deadline = time.monotonic() + 60  # the hosts' Dask processes end within seconds
+    while any(hosts.commands(n) for n in hosts.names) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert {n: hosts.commands(n) for n in hosts.names} == {n: [] for n in hosts.names}
