@@ -83,3 +83,15 @@ def test_a_lost_scheduler_ends_the_wait_in_one_line_without_asking_it() -> None:
     with pytest.raises(StudyError, match=lost):
         _executor(client)._wait({slot: client.futures[0]}, {slot: "tcp://a"}, limit_s=60)  # type: ignore[dict-item]
     assert client.futures[0].left == 10**6  # scheduler_info was never asked
+
+
+def test_the_live_line_has_one_trial_in_flight_as_every_host_runs_it() -> None:
+    import time
+
+    ex = _executor(FakeClient([set()], []))
+    ex._batch, ex._n_workers = (18, 4, time.monotonic() - 8.0), 4  # 4 of 18 done
+    s = ex.status()
+    assert (s.workers, s.busy, s.in_flight) == (4, 4, 1)  # before: "18 in flight"
+    assert s.left_s is not None and s.left_s > 0
+    ex._batch = (18, 18, time.monotonic())
+    assert ex.status().in_flight == 0 and ex.status().busy == 0

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from assay.errors import StudyError
 from assay.execute.command import render_argv, run_command
 from assay.execute.dask_executor import RESOURCE, DaskExecutor, _worker_monitor
+from assay.execute.executor import ExecutorStatus
 from assay.execute.trial import Step, TrialJob, TrialRequest, run_trial
 from assay.rolespec import host_values, measured_role
 from assay.store import HostRun, TrialRecord
@@ -437,6 +438,13 @@ class RoleExecutor(DaskExecutor):
     def slots(self) -> int:
         super().slots()
         return 1  # a trial uses every host
+
+    def status(self) -> ExecutorStatus:
+        """A trial takes every host: one in flight at a time (the batch's others wait;
+        its line said "18 in flight" beside 4 workers)."""
+        s = super().status()
+        running = 1 if s.in_flight else 0
+        return replace(s, busy=self._n_workers if running else 0, in_flight=running)
 
     def describe(self) -> dict[str, Any]:
         out = super().describe()
