@@ -197,3 +197,81 @@ default = "no"
     text = STUDY.format(py=PY, dir="/tmp", setup="x", teardown="x", design=design)
     spec = parse_spec_text(text.replace("{{", "{").replace("}}", "}"), "s.toml")
     assert spec.per_trial_names() == {"fsync"}
+
+
+COUNTED = """
+[study]
+name = "roles-settings"
+
+[benchmark]
+command = ["{py}", "-c", '''
+import sys
+from pathlib import Path
+up = sorted(p.name for p in Path(sys.argv[1]).glob("conf-*"))
+print("up=" + ",".join(up) + " named=" + sys.argv[2])
+print("n=%d" % len(up))
+''', "{dir}", "{{hosts.server}}"]
+timeout = 60
+
+[[pi]]
+name = "n"
+source = "regex"
+pattern = 'n=([0-9]+)'
+
+[benchmark.roles.server]
+setup = ["{py}", "-c", "{setup}", "{dir}", "{{host.name}}", "{{nodes}}"]
+teardown = ["{py}", "-c", "{teardown}", "{dir}", "{{host.name}}", "{{nodes}}"]
+
+[cluster]
+counts = {{ server = "nodes" }}
+
+[cluster.roles]
+server = ["s0", "s1"]
+client = ["c"]
+
+[sweep]
+repetitions = 2
+[sweep.params]
+nodes = [1, 2]
+"""
+
+
+def test_a_roles_size_is_a_parameter_its_first_hosts_take_part(tmp_path: Path) -> None:
+    work = tmp_path / "hosts"
+    work.mkdir()
+    study = tmp_path / "study.toml"
+    text = COUNTED.format(
+        py=PY, dir=work, setup=SETUP.replace('"', '\\"'), teardown=TEARDOWN.replace('"', '\\"')
+    )
+    study.write_text(text.replace("{{", "{").replace("}}", "}"))
+    res = CliRunner().invoke(main, ["sweep", str(study), "--workers", "3", "-q", "--no-monitor"])
+    assert res.exit_code in (0, 5), res.output
+    trials = _trials(study)
+    assert len(trials) == 4
+    with Store(study.parent / "study.assay.db") as st:
+        found = st.find_study("roles-settings")
+        assert found is not None
+        stored = {t.seq: t for t in st.trials(found[0])}
+    for t in stored.values():
+        nodes = int(t.setting["nodes"])
+        servers = ["s0", "s1"][:nodes]
+        assert t.readings["n"] == nodes  # exactly that many servers were up
+        assert t.stdout.decode().split() == [
+            "up=" + ",".join(f"conf-{s}" for s in servers),
+            "named=" + ",".join(servers),
+            f"n={nodes}",
+        ]
+        parts = {h.host for h in t.host_runs if h.what == "trial"}
+        assert parts == {"c", *servers}  # an idle host takes no part in the trial
+    # s1 was set up only for the trials of 2 nodes, and torn down after them
+    log = _log(study)
+    assert log.count("up s1 2") == 1 and log.count("down s1 2") == 1
+    assert not list(work.glob("conf-*"))
+
+
+def test_a_role_size_beyond_its_hosts_is_refused_with_the_numbers() -> None:
+    text = COUNTED.format(py=PY, dir="/tmp", setup="x", teardown="x").replace(
+        "nodes = [1, 2]", "nodes = [1, 3]"
+    )
+    with pytest.raises(SpecError, match=r"nodes = 3: expected a whole number of hosts from 0 to 2"):
+        parse_spec_text(text.replace("{{", "{").replace("}}", "}"), "s.toml")

@@ -118,6 +118,24 @@ def measured_role(roles: Mapping[str, Sequence[str]], measure: str | None) -> st
     return name
 
 
+def active_roles(
+    roles: Mapping[str, Sequence[str]],
+    counts: Mapping[str, str],
+    values: Mapping[str, object],
+) -> dict[str, list[str]]:
+    """The hosts of each role that take part in a trial of ``values``: a role sized by a
+    parameter (``[cluster] counts``) its first that many, the others all of theirs.
+
+    >>> active_roles({"client": ["a"], "replica": ["b", "c", "d"]}, {"replica": "n"}, {"n": 2})
+    {'client': ['a'], 'replica': ['b', 'c']}
+    """
+    out = {r: list(h) for r, h in roles.items()}
+    for role, param in counts.items():
+        if role in out and param in values:
+            out[role] = out[role][: int(str(values[param]))]
+    return out
+
+
 def cluster_placeholders(roles: Mapping[str, Sequence[str]] | None) -> set[str]:
     """The placeholders a study with these roles gives every command."""
     if not roles:

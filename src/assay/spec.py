@@ -319,6 +319,8 @@ class ClusterSpec(_Model):
     on_host_failure: Literal["stop", "continue"] = "stop"
     # how the readings of a measured role's several hosts make the trial's, per PI
     combine: dict[str, Literal["sum", "mean", "max", "min"]] = Field(default_factory=dict)
+    # a role's size as a parameter: the role's first {param} hosts take part in a trial
+    counts: dict[str, str] = Field(default_factory=dict)
     scheduler: str | None = None
     user: str | None = None
     port: Annotated[int, Field(ge=1, le=65535)] = 22
@@ -536,6 +538,7 @@ class Spec(_Model):
             raise ValueError("pi: at least one [[pi]] is needed")
         roles = self.cluster.roles if self.cluster else None
         self._check_combine()
+        self._check_counts()
         known = set(self.params) | cluster_placeholders(roles)
         for where, argv in check_role_steps(self.benchmark.roles, roles):
             # rendered with each trial's setting and the hosts: a role is set up again
@@ -635,6 +638,53 @@ class Spec(_Model):
                 f"pi {units[0]!r}: unit readings are not joined across the measured role's "
                 f"{hosts} hosts; read one value per trial, or measure on one host"
             )
+
+    def _check_counts(self) -> None:
+        """``[cluster] counts``: a role's size from a parameter, each of whose values
+        (``[params]``, swept, a variant's) is a whole number of the role's hosts."""
+        cluster = self.cluster
+        if cluster is None or not cluster.counts:
+            return
+        if cluster.roles is None:
+            raise ValueError("cluster.counts: sizes roles of [cluster.roles]; add the roles")
+        measured = measured_role(cluster.roles, cluster.measure)
+        for role, param in cluster.counts.items():
+            where = f"cluster.counts.{role}"
+            if role not in cluster.roles:
+                raise ValueError(
+                    f"{where}: not a role of [cluster.roles] ({', '.join(cluster.roles)})"
+                )
+            if param in {k.name for k in self.knob_specs}:
+                raise ValueError(
+                    f"{where}: {param!r} is a knob; a role's size is swept or set by a variant"
+                )
+            values = self.count_values(param)
+            if not values:
+                raise ValueError(
+                    f"{where}: {param!r} has no value: give it one in [params] or sweep it "
+                    "in [sweep.params]"
+                )
+            pool = len(cluster.roles[role])
+            low = 1 if role == measured else 0
+            for v in values:
+                if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= pool:
+                    raise ValueError(
+                        f"{where}: {param} = {v!r}: expected a whole number of hosts from "
+                        f"{low} to {pool} (the role's hosts: {', '.join(cluster.roles[role])}); "
+                        "list more hosts in the role to measure more"
+                    )
+
+    def count_values(self, param: str) -> list[Scalar]:
+        """Every value ``param`` takes in the study's trials: [params]', swept, variants'."""
+        out: list[Scalar] = []
+        if self.sweep is not None and param in self.sweep.params:
+            out += self.sweep.params[param]
+        elif param in self.params:
+            out.append(self.params[param])
+        for entry in [*self.variants, *self.tests]:
+            if param in entry.params:
+                out.append(entry.params[param])
+        return out
 
     def per_trial_names(self) -> set[str]:
         """The parameters whose value a trial's setting gives: swept, knobs, variants'
@@ -853,6 +903,8 @@ class Spec(_Model):
             payload["knobs"] = [k.model_dump(mode="json") for k in self.knob_specs]
         if self.cluster is not None and self.cluster.combine:  # likewise: a trial's readings
             payload["combine"] = dict(sorted(self.cluster.combine.items()))
+        if self.cluster is not None and self.cluster.counts:  # likewise: the hosts measured
+            payload["counts"] = dict(sorted(self.cluster.counts.items()))
         blob = json.dumps(payload, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 

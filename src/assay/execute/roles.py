@@ -37,7 +37,7 @@ from assay.execute.command import render_argv, run_command
 from assay.execute.dask_executor import RESOURCE, DaskExecutor, _worker_monitor
 from assay.execute.executor import ExecutorStatus
 from assay.execute.trial import Step, TrialJob, TrialRequest, run_trial
-from assay.rolespec import host_values, measured_role
+from assay.rolespec import active_roles, host_values, measured_role
 from assay.store import HostRun, TrialRecord
 
 if TYPE_CHECKING:
@@ -85,8 +85,10 @@ class RolePlan:
         env: Mapping[str, str],
         shell: bool = False,
         per_trial: Collection[str] = (),
+        counts: Mapping[str, str] | None = None,
     ) -> None:
         self.roles = {r: list(h) for r, h in roles.items()}
+        self.counts = dict(counts or {})  # role -> the parameter that sizes it
         self.measured = measured_role(self.roles, measure)
         self.steps = steps
         self.params = dict(params)
@@ -114,17 +116,19 @@ class RolePlan:
             b.env,
             b.shell,
             spec.per_trial_names(),
+            spec.cluster.counts,
         )
 
     def uses(self, role: str) -> set[str]:
         """The parameters ``role``'s steps depend on: their placeholders and those of
-        ``[benchmark] env`` (every step gets it), host placeholders aside.
+        ``[benchmark] env`` (every step gets it), host placeholders aside, and the
+        parameters that size the role or a role whose hosts its steps name.
 
-        >>> plan = RolePlan({"client": ["a"], "server": ["b"]}, None,
-        ...                 {"server": {"setup": ["srv", "--io={io}", "{host.name}"]}},
-        ...                 {"io": 1}, {"MODE": "{mode}"})
+        >>> plan = RolePlan({"client": ["a"], "server": ["b"], "replica": ["c", "d"]}, None,
+        ...                 {"server": {"setup": ["srv", "--io={io}", "{hosts.replica}"]}},
+        ...                 {"io": 1}, {"MODE": "{mode}"}, counts={"replica": "n"})
         >>> sorted(plan.uses("server")), sorted(plan.uses("client"))
-        (['io', 'mode'], [])
+        (['io', 'mode', 'n'], [])
         """
         from assay.template import placeholders
 
@@ -132,8 +136,19 @@ class RolePlan:
         if not any(steps.values()):
             return set()
         words = [w for argv in steps.values() for w in argv or ()] + list(self.env.values())
+        names = {n for w in words for n in placeholders(w)}
+        sized = {self.counts[r] for r in self.counts if r == role or f"hosts.{r}" in names}
         host = {"host.name", "host.role", "host.index", *(f"hosts.{r}" for r in self.roles)}
-        return {n for w in words for n in placeholders(w)} - host
+        return (names - host) | sized
+
+    def active(self, slot: HostSlot, setting: Mapping[str, object] | None) -> bool:
+        """Whether ``slot``'s host takes part in a trial of ``setting``: a role sized by
+        a parameter (``[cluster] counts``) uses its first that many hosts."""
+        param = self.counts.get(slot.role)
+        if param is None:
+            return True
+        values = {**self.params, **(setting or {})}
+        return param not in values or slot.index < int(str(values[param]))
 
     def configuration(self, role: str, setting: Mapping[str, object]) -> Configuration:
         """The values of ``role``'s parameters in a trial of ``setting`` (laid over
@@ -161,9 +176,11 @@ class RolePlan:
         """The hosts that run ``[benchmark].command``, each at once."""
         return [s for s in self.slots if s.role == self.measured]
 
-    def values(self, slot: HostSlot) -> dict[str, str]:
-        """The placeholder values of ``slot``'s host (``{host.index}``, ``{hosts.server}``)."""
-        return host_values(self.roles, slot.role, slot.index)
+    def values(self, slot: HostSlot, setting: Mapping[str, object] | None = None) -> dict[str, str]:
+        """The placeholder values of ``slot``'s host (``{host.index}``, ``{hosts.server}``)
+        in a trial of ``setting``."""
+        roles = active_roles(self.roles, self.counts, {**self.params, **(setting or {})})
+        return host_values(roles, slot.role, slot.index)  # (an active slot's)
 
     def step(
         self, slot: HostSlot, what: str, setting: Mapping[str, object] | None = None
@@ -181,7 +198,7 @@ class RolePlan:
         argv = self.steps.get(slot.role, {}).get(what)
         if not argv:
             return None
-        values = {**self.params, **(setting or {}), **self.values(slot)}
+        values = {**self.params, **(setting or {}), **self.values(slot, setting)}
         rendered = render_argv(list(argv), values, shell=self.shell)
         env = {k: _render(v, values) for k, v in self.env.items()}
         return Step(what, tuple(rendered), f"{slot.role}: {' '.join(argv)}", env)
@@ -585,6 +602,8 @@ class RoleExecutor(DaskExecutor):
         for group in self.plan.ordered(reverse=what == "teardown", only=only):
             todo: dict[HostSlot, list[Step]] = {}
             for slot in group:
+                if not self.plan.active(slot, (settings or {}).get(slot.role)):
+                    continue  # beyond its role's size in this setting ([cluster] counts)
                 try:
                     own = self.plan.step(slot, what, (settings or {}).get(slot.role))
                 except KeyError as exc:  # a value only a trial's setting gives
@@ -717,13 +736,13 @@ class RoleExecutor(DaskExecutor):
             return _failed_record(
                 request, self.plan.measured_slot, resets + runs, failure_text(runs)
             )
-        if len(self.plan.measured_slots) > 1:
+        if len(self._measured(request)) > 1:
             return self._joined_trial(job, request, remote, addresses, resets)
         measured = self.plan.measured_slot
-        others = [s for s in self.plan.slots if s != measured]
         tag = f"assay-trial-{uuid.uuid4().hex}"
         wait_s = job.timeout + GRACE_S
-        watchers = self._watchers(remote, addresses, tag, wait_s)
+        watchers = self._watchers(remote, addresses, tag, wait_s, request.setting)
+        others = list(watchers)
         ready = self._ready(tag, others)
         early = self._wait(watchers, addresses, GRACE_S, until=ready)
         runs = [_lost_run("trial", s, r.why) for s, r in early.items() if isinstance(r, _Lost)]
@@ -755,9 +774,15 @@ class RoleExecutor(DaskExecutor):
         return record
 
     def _watchers(
-        self, remote: TrialJob, addresses: Mapping[HostSlot, str], tag: str, wait_s: float
+        self,
+        remote: TrialJob,
+        addresses: Mapping[HostSlot, str],
+        tag: str,
+        wait_s: float,
+        setting: Mapping[str, object],
     ) -> dict[HostSlot, Future[Any]]:
-        """The parts of the hosts that do not run the measured command."""
+        """The parts of the hosts that do not run the measured command, of those that
+        take part in a trial of ``setting``."""
         settings = self._role_settings()
         return {
             s: self._submit(
@@ -772,7 +797,7 @@ class RoleExecutor(DaskExecutor):
                 wait_s,
             )
             for s in self.plan.slots
-            if s.role != self.plan.measured
+            if s.role != self.plan.measured and self.plan.active(s, setting)
         }
 
     def _joined_trial(
@@ -788,10 +813,10 @@ class RoleExecutor(DaskExecutor):
         ready; their readings joined by ``[cluster] combine`` (:func:`joined_record`)."""
         from distributed import Event
 
-        measured = self.plan.measured_slots
+        measured = self._measured(request)
         tag = f"assay-trial-{uuid.uuid4().hex}"
         wait_s = job.timeout + GRACE_S
-        watchers = self._watchers(remote, addresses, tag, wait_s)
+        watchers = self._watchers(remote, addresses, tag, wait_s, request.setting)
         parts = {
             s: self._submit(
                 s,
@@ -806,7 +831,7 @@ class RoleExecutor(DaskExecutor):
             )
             for s in measured
         }
-        ready = self._ready(tag, self.plan.slots)
+        ready = self._ready(tag, [*watchers, *parts])
         early = self._wait({**watchers, **parts}, addresses, GRACE_S, until=ready)
         lost = [_lost_run("trial", s, r.why) for s, r in early.items() if isinstance(r, _Lost)]
         go = Event(f"{tag}-go", client=self.client)  # type: ignore[no-untyped-call]
@@ -840,6 +865,10 @@ class RoleExecutor(DaskExecutor):
             record.error = failure_text(failed)
             record.readings.clear()
         return record
+
+    def _measured(self, request: TrialRequest) -> list[HostSlot]:
+        """The hosts that run the measured command in this trial."""
+        return [s for s in self.plan.measured_slots if self.plan.active(s, request.setting)]
 
     def _role_settings(self) -> dict[str, Mapping[str, object]]:
         """Each role's setting as it was last set up (its reset and command use it)."""

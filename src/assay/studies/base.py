@@ -39,7 +39,7 @@ from assay.execute.monitor import (
 )
 from assay.execute.overhead import LaunchOverhead, measure_launch_overhead
 from assay.execute.trial import Step, TrialJob, TrialRequest
-from assay.rolespec import host_values, measured_role
+from assay.rolespec import active_roles, host_values, measured_role
 from assay.spec import Spec, invalid_fields
 from assay.store import DISTURBED, Store, TrialRecord, study_file
 from assay.template import placeholders, render
@@ -524,20 +524,32 @@ class Study:
         # run first; a teardown that failed)
         self.step_notes: list[str] = []
 
-    def _host_values(self, index: int = 0) -> dict[str, str]:
-        """A multi-host study's placeholders on the measured role's host ``index``
-        (``{hosts.server}``, ``{host.index}``): [benchmark]'s command and steps run there."""
+    def _active_roles(self, values: Mapping[str, object] | None) -> dict[str, list[str]]:
+        """The roles' hosts in a trial of ``values`` (all, but for roles whose size is a
+        parameter: ``[cluster] counts``)."""
+        cluster = self.spec.cluster
+        assert cluster is not None and cluster.roles is not None
+        return active_roles(cluster.roles, cluster.counts, {**self.spec.params, **(values or {})})
+
+    def _host_values(
+        self, index: int = 0, values: Mapping[str, object] | None = None
+    ) -> dict[str, str]:
+        """A multi-host study's placeholders on the measured role's host ``index`` in a
+        trial of ``values`` (``{hosts.server}``, ``{host.index}``): [benchmark]'s command
+        and steps run there."""
         cluster = self.spec.cluster
         if cluster is None or cluster.roles is None:
             return {}
-        return host_values(cluster.roles, measured_role(cluster.roles, cluster.measure), index)
+        roles = self._active_roles(values)
+        return host_values(roles, measured_role(cluster.roles, cluster.measure), index)
 
-    def _measured_hosts(self) -> int:
-        """How many hosts run the measured command at once (1 but for [cluster.roles])."""
+    def _measured_hosts(self, values: Mapping[str, object] | None = None) -> int:
+        """How many hosts run the measured command at once in a trial of ``values`` (1
+        but for [cluster.roles])."""
         cluster = self.spec.cluster
         if cluster is None or cluster.roles is None:
             return 1
-        return len(cluster.roles[measured_role(cluster.roles, cluster.measure)])
+        return len(self._active_roles(values)[measured_role(cluster.roles, cluster.measure)])
 
     def _cwd(self) -> str | None:
         cwd = self.spec.benchmark.cwd
@@ -560,7 +572,7 @@ class Study:
         """The environment laid over the host's: [benchmark] env (or ``only`` of it)
         and ``extra``, rendered with the study's values and ``values`` (on the measured
         role's host ``host``)."""
-        allv = {**self._host_values(host), **self.spec.params, **values}
+        allv = {**self._host_values(host, values), **self.spec.params, **values}
         env = {**(self.spec.benchmark.env if only is None else only), **(extra or {})}
         return {k: render(v, allv) for k, v in env.items()}
 
@@ -617,8 +629,8 @@ class Study:
         records (default: ``values``)."""
         b = self.spec.benchmark
         rendered = []
-        for index in range(self._measured_hosts()):  # each with its own {host.index}
-            allv = {**self._host_values(index), **values}
+        for index in range(self._measured_hosts(values)):  # each with its own {host.index}
+            allv = {**self._host_values(index, values), **values}
             try:
                 argv = render_argv(b.command if command is None else command, allv, shell=b.shell)
             except KeyError as exc:  # a design that left a placeholder without a value
