@@ -1,8 +1,9 @@
 """Extensive evaluation of a distributed system, end to end (#42): the example sweep of a
-Redis primary and replica driven by two clients at once, on four network-namespace
+Redis primary and 0-2 replicas driven by two clients at once, on five network-namespace
 hosts with their own addresses and sshd (tests/netns_hosts.py).  A server knob reaches
-both servers (each set up again only when it changes), the two clients' throughputs
-are summed, and nothing is left on any host.  Skipped where namespaces cannot be made."""
+every server and the replicas' count is a parameter (each role set up again only when
+its setting changes), the two clients' throughputs are summed, and nothing is left on
+any host.  Skipped where namespaces cannot be made."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def hosts(tmp_path: Path) -> Iterator[Hosts]:
     )
     if reason is not None:
         pytest.skip(reason)
-    with netns_hosts(4, tmp_path) as made:
+    with netns_hosts(5, tmp_path) as made:
         yield made
 
 
@@ -41,10 +42,10 @@ def _example(tmp_path: Path, hosts: Hosts) -> Path:
     work.mkdir()
     shutil.copy(EXAMPLE / "redis_pair.py", work)
     text = (EXAMPLE / "redis-fsync-sweep.toml").read_text()
-    client0, primary, replica, client1 = hosts.addresses
+    client0, primary, replica0, client1, replica1 = hosts.addresses
     for old, new in [
         ('primary = ["127.0.0.2"]', f'primary = ["{primary}"]'),
-        ('replica = ["127.0.0.3"]', f'replica = ["{replica}"]'),
+        ('replica = ["127.0.0.3", "127.0.0.5"]', f'replica = ["{replica0}", "{replica1}"]'),
         ('client = ["127.0.0.1", "127.0.0.4"]', f'client = ["{client0}", "{client1}"]'),
         ('port = 2222\nkey = "/tmp/assay-ssh/client_key"\n'
          'known_hosts = "/tmp/assay-ssh/known_hosts"\n', hosts.cluster_toml()),
@@ -59,7 +60,9 @@ def _example(tmp_path: Path, hosts: Hosts) -> Path:
     return work
 
 
-def test_a_server_knob_and_two_summed_clients_on_four_hosts(tmp_path: Path, hosts: Hosts) -> None:
+def test_a_server_knob_a_replica_count_and_two_summed_clients_on_five_hosts(
+    tmp_path: Path, hosts: Hosts
+) -> None:
     work = _example(tmp_path, hosts)
     done = subprocess.run(
         [sys.executable, "-m", "assay", "sweep", "redis-fsync-sweep.toml", "-q",
@@ -67,32 +70,40 @@ def test_a_server_knob_and_two_summed_clients_on_four_hosts(tmp_path: Path, host
         cwd=work, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert done.returncode in (0, 5), done.stderr
-    client0, primary, replica, client1 = hosts.addresses
+    client0, primary, replica0, client1, replica1 = hosts.addresses
     with Store(work / "redis-fsync-sweep.assay.db") as st:
         found = st.find_study("redis-fsync-sweep")
         assert found is not None
         trials = sorted(st.trials(found[0]), key=lambda t: t.started or 0.0)
-    assert len(trials) == 12 and all(t.ok for t in trials), [t.error for t in trials]
-    policy = None
-    setups = 0
+    assert len(trials) == 18 and all(t.ok for t in trials), [t.error for t in trials]
+    last: tuple[object, object] | None = None
+    changes = {"primary": 0, "replica": 0}
     for t in trials:
-        parts = {h.host: h for h in t.host_runs if h.what == "trial" and h.role == "client"}
-        assert set(parts) == {client0, client1}
+        policy, n = t.setting["appendfsync"], int(t.setting["replicas"])
+        replicas = [replica0, replica1][:n]
+        parts = {h.host: h for h in t.host_runs if h.what == "trial"}
+        assert set(parts) == {client0, client1, primary, *replicas}  # the others idle
         each = [parts[h].info["readings"]["set_rps"] for h in (client0, client1)]
         assert t.readings["set_rps"] == pytest.approx(sum(each)) and min(each) > 0
-        # the servers set up with this trial's policy, before it, when it changed
-        ups = [h for h in t.host_runs if h.what == "setup"]
-        if t.setting["appendfsync"] != policy:
-            policy = t.setting["appendfsync"]
-            assert {(h.role, h.host) for h in ups} == {("primary", primary), ("replica", replica)}
-            assert all(f"(appendfsync {policy})" in h.stdout.decode() for h in ups), ups
-            setups += 1
+        # a role set up before the trial whose setting changed it, with that setting
+        ups = {h.host: h for h in t.host_runs if h.what == "setup"}
+        if last is None or last[0] != policy:
+            assert set(ups) == {primary, *replicas}
+        elif last[1] != n:
+            assert set(ups) == set(replicas)
         else:
             assert not ups
-    assert setups == 3  # one per policy: the settings sharing it ran together
+        assert all(f"(appendfsync {policy})" in h.stdout.decode() for h in ups.values())
+        if last is not None:
+            changes["primary"] += last[0] != policy
+            changes["replica"] += last != (policy, n)
+        last = (policy, n)
+    # the sweep's incremental sampling asks for one setting at a time here (9 settings
+    # are more than its first batch): each change of setting changes the replicas'
+    # (policy, count), the primary's only where the policy changed
+    assert changes["replica"] == 8 and changes["primary"] <= 8
     doc = json.loads((work / "r.json").read_text())
-    reconf = doc["environment"]["executor"]["reconfigurations"]
-    assert reconf["roles"] == {"primary": 2, "replica": 2} and reconf["count"] == 4
+    assert doc["environment"]["executor"]["reconfigurations"]["roles"] == changes
     deadline = time.monotonic() + 60  # the hosts' Dask processes end within seconds
     while any(hosts.commands(n) for n in hosts.names) and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Four "hosts" on this machine for the multi-host examples: a private sshd listening on
-# 127.0.0.1 to 127.0.0.4 (Linux routes all of 127/8 to loopback), accepting
+# Five "hosts" on this machine for the multi-host examples: a private sshd listening on
+# 127.0.0.1 to 127.0.0.5 (Linux routes all of 127/8 to loopback), accepting
 # one key made here, for the current user.  Dask's SSH cluster then starts one worker per
-# address, as it would on four machines.
+# address, as it would on five machines.
 #   bash examples/multihost/ssh-loopback-hosts.sh [DIR] [PORT]   # start (default /tmp/assay-ssh 2222)
 #   kill "$(cat /tmp/assay-ssh/sshd.pid)"                          # stop
 set -euo pipefail
@@ -18,7 +18,7 @@ done
 cp "$dir/client_key.pub" "$dir/authorized_keys"
 read -r kind key _ < "$dir/host_key.pub"
 : > "$dir/known_hosts"
-for a in 127.0.0.1 127.0.0.2 127.0.0.3 127.0.0.4; do
+for a in 127.0.0.1 127.0.0.2 127.0.0.3 127.0.0.4 127.0.0.5; do
     echo "[$a]:$port $kind $key" >> "$dir/known_hosts"
 done
 cat > "$dir/sshd_config" <<CONF
@@ -27,6 +27,7 @@ ListenAddress 127.0.0.1
 ListenAddress 127.0.0.2
 ListenAddress 127.0.0.3
 ListenAddress 127.0.0.4
+ListenAddress 127.0.0.5
 HostKey $dir/host_key
 AuthorizedKeysFile $dir/authorized_keys
 PidFile $dir/sshd.pid
@@ -41,7 +42,7 @@ if [ "$(id -u)" = 0 ]; then mkdir -p /run/sshd; fi  # the privilege-separation f
 setsid "$sshd" -D -f "$dir/sshd_config" -E "$dir/sshd.log" < /dev/null > /dev/null 2>&1 &
 echo $! > "$dir/sshd.pid"
 for _ in $(seq 100); do
-    (echo > "/dev/tcp/127.0.0.4/$port") 2> /dev/null && break
+    (echo > "/dev/tcp/127.0.0.5/$port") 2> /dev/null && break
     sleep 0.05
 done
-echo "sshd on 127.0.0.1-4 port $port (key $dir/client_key, known hosts $dir/known_hosts)"
+echo "sshd on 127.0.0.1-5 port $port (key $dir/client_key, known hosts $dir/known_hosts)"

@@ -92,29 +92,42 @@ def run_order(
     return planned
 
 
-def grouped(items: Sequence[T], key: Callable[[T], object]) -> list[T]:
-    """``items`` with those of equal ``key`` together, groups in the order of their first
-    item and items in their order within a group: a random order stays random in both.
+def grouped(items: Sequence[T], *keys: Callable[[T], object]) -> list[T]:
+    """``items`` with those of equal first ``key`` together, groups in the order of their
+    first item and items in their order within a group (a random order stays random in
+    both); within each group, likewise by the next key.
 
-    >>> grouped([(0, 0), (1, 0), (0, 1), (2, 0), (1, 1)], key=lambda p: p[0])
+    >>> grouped([(0, 0), (1, 0), (0, 1), (2, 0), (1, 1)], lambda p: p[0])
     [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0)]
+    >>> grouped([(0, 0), (1, 1), (0, 1), (1, 0), (0, 0)], lambda p: p[0], lambda p: p[1])
+    [(0, 0), (0, 0), (0, 1), (1, 1), (1, 0)]
     """
+    if not keys:
+        return list(items)
     groups: dict[object, list[T]] = {}
     for item in items:
-        groups.setdefault(key(item), []).append(item)
-    return [item for group in groups.values() for item in group]
+        groups.setdefault(keys[0](item), []).append(item)
+    return [item for group in groups.values() for item in grouped(group, *keys[1:])]
 
 
 def reconfiguring(spec: Spec) -> list[str]:
-    """The parameters of a setting whose change sets a role up again (#42): a batch
-    runs the settings that share their values together, so that each role is set up
-    again as rarely as the batch allows."""
+    """The parameters of a setting whose change sets a role up again (#42), those that
+    more roles use first: a batch runs the settings that share the first one's value
+    together, and within them those that share the next one's, so that the roles most
+    depend on are set up again least often."""
     if spec.cluster is None or spec.cluster.roles is None:
         return []
     from assay.execute.roles import RolePlan
 
     plan = RolePlan.of(spec)
-    return sorted(set().union(*(plan.uses(r) for r in plan.roles)) & plan.per_trial)
+    uses = [plan.uses(r) for r in plan.roles]
+    names = set().union(*uses) & plan.per_trial
+    return sorted(names, key=lambda n: (-sum(n in u for u in uses), n))
+
+
+def _value_of(full: Sequence[Mapping[str, Any]], name: str) -> Callable[[tuple[int, int]], object]:
+    """The key of a (setting index, repetition) pair: its setting's value of ``name``."""
+    return lambda pair: str(full[pair[0]].get(name))
 
 
 def trial_value(pi: PISpec, t: TrialRecord) -> float:
@@ -221,8 +234,7 @@ class SettingsSession:
         pending = set(pending_trials(full, repetitions, (t.setting for t in st.trials)))
         todo = [p for p in todo if p in pending]
         names = reconfiguring(runner.spec)
-        if names:
-            todo = grouped(todo, key=lambda p: tuple(str(full[p[0]].get(n)) for n in names))
+        todo = grouped(todo, *(_value_of(full, n) for n in names))
         seq = st.store.next_seq(st.study_id)
         batch = [
             runner.request(seq + n, full[i], setting={**full[i], REPETITION: rep})
