@@ -369,3 +369,32 @@ def test_a_tiny_sweep_names_its_parameter_significant(tmp_path: Path) -> None:
     assert rep.exit_code == 0, rep.output
     html = page.read_text(encoding="utf-8")
     assert "each setting: y mean ± 95% CI" in html and "against the pure error" in html
+
+
+def test_a_sweep_whose_model_could_never_be_judged_says_so_not_hard_to_predict() -> None:
+    # a 3 x 3 grid (more than its first batch: sampled one setting at a time) whose
+    # two-way model has 9 parameters: no training part of 9 settings fits it and leaves
+    # two to validate on, so every step's R² is n/a (#42's distributed sweep)
+    grid = pd.DataFrame(list(itertools.product(["off", "ev", "al"], [0, 1, 2])), columns=["a", "r"])
+    design = IncrementalSampling(grid, seed=0, metric="y")
+    rng = np.random.default_rng(0)
+    effect = {"off": 60.0, "ev": 55.0, "al": 30.0}
+
+    def trials(rows: pd.DataFrame) -> pd.DataFrame:
+        reps = pd.concat([rows] * 3, ignore_index=True)
+        y = [
+            effect[a] - 5.0 * r + rng.normal(0, 1)
+            for a, r in zip(reps["a"], reps["r"], strict=True)
+        ]
+        return reps.assign(y=y)
+
+    taken: list[int] = []
+    while len(batch := design.next_batch(trials(grid.iloc[taken]))):
+        taken.extend(int(i) for i in batch)
+    measured = trials(grid.iloc[taken])
+    analysis = design.analysis(measured)
+    assert analysis.step is not None and not np.any(np.isfinite(analysis.step.r2))
+    text = "\n".join(summarise(analysis).lines)
+    assert "No held-out R² could be computed" in text and "repetitions (pure error)" in text
+    assert "hard to predict" not in text
+    assert {("a",), ("r",)} <= {row.term for row in analysis.significant}

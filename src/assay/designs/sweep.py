@@ -915,7 +915,20 @@ def summarise(analysis: Analysis, max_points: int = 5) -> Summary:
             f"({100 * st.sampling_rate:.0f}%); validation R² {reach} {st.threshold:g} on all "
             f"{len(r2)} splits (lowest {lo}) with {form_text}."
         )
-        if not _all_reach(r2, st.threshold):
+        if not np.any(np.isfinite(r2)):
+            # never judged: not a sign of a hard system (#42: a 3 x 3 grid with two-way
+            # terms said "hard to predict" at 9 of 9 settings)
+            lines.append(
+                f"No held-out R² could be computed: a training part of these settings "
+                f"cannot fit {form_text} and leave two settings to validate on. The "
+                "analysis below rests on "
+                + (
+                    "the repetitions (pure error) instead."
+                    if analysis.trials
+                    else "the settings alone; repetitions ≥ 2 give it a pure error."
+                )
+            )
+        elif not _all_reach(r2, st.threshold):
             lines.append(
                 "The model is not accurate enough yet: the system may be hard to predict. "
                 "Check that the finished settings match expectations and look for "
