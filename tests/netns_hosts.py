@@ -23,11 +23,11 @@ from pathlib import Path
 SSHD = "/usr/sbin/sshd"
 
 
-def why_not() -> str | None:
-    """Why namespace hosts cannot be made here (None: they can)."""
+def why_not(*programs: str) -> str | None:
+    """Why namespace hosts (running ``programs``) cannot be made here (None: they can)."""
     if os.geteuid() != 0:
         return "network namespaces need root"
-    for tool in ("ip", "ssh-keygen"):
+    for tool in ("ip", "ssh-keygen", *programs):
         if shutil.which(tool) is None:
             return f"no {tool}: run scripts/install-targets.sh"
     if not os.path.exists(SSHD):

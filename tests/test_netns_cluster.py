@@ -27,10 +27,7 @@ NEEDED = ("redis-server", "redis-cli", "redis-benchmark")
 
 @pytest.fixture
 def hosts(tmp_path: Path) -> Iterator[Hosts]:
-    reason = why_not() or next(
-        (f"no {p}: run scripts/install-targets.sh" for p in NEEDED if shutil.which(p) is None),
-        None,
-    )
+    reason = why_not(*NEEDED)
     if reason is not None:
         pytest.skip(reason)
     with netns_hosts(3, tmp_path) as made:

@@ -265,8 +265,22 @@ class DaskExecutor(Executor):
 
     def workers(self) -> dict[str, dict[str, Any]]:
         """The cluster's workers that can run trials, by address."""
-        info = self.client.scheduler_info()["workers"]
+        info = self._scheduler_workers()
         return {a: w for a, w in info.items() if w.get("resources", {}).get(RESOURCE, 0) >= 1}
+
+    def _scheduler_workers(self) -> dict[str, Any]:
+        """The scheduler's workers now; :class:`StudyError` in one line when the
+        scheduler itself is gone (#41: a killed scheduler ended the study after 70 s of
+        tracebacks, a KeyError among them: ``scheduler_info()`` then has no workers)."""
+        # the status first: asking a scheduler that is gone blocks while the client
+        # reconnects (30 s)
+        lost = ConnectionError("scheduler-connection-lost")
+        if self.client.status not in ("running", "newly-created"):
+            raise StudyError(self._failure("the cluster cannot be asked", lost))
+        info = self.client.scheduler_info()
+        if "workers" not in info:
+            raise StudyError(self._failure("the cluster cannot be asked", lost))
+        return dict(info["workers"])
 
     def describe(self) -> dict[str, Any]:
         """The scheduler and every worker's host, load and environment."""
@@ -326,7 +340,7 @@ class DaskExecutor(Executor):
         try:
             self.client.wait_for_workers(self.expected_workers, timeout=self.wait_s)
         except TimeoutError:
-            have = len(self.client.scheduler_info()["workers"])
+            have = len(self.client.scheduler_info().get("workers", {}))
             raise StudyError(
                 f"the Dask cluster has {have} of its {self.expected_workers} workers after "
                 f"{self.wait_s:g} s; see the workers' logs (a host that cannot start one)"

@@ -494,20 +494,6 @@ class RoleExecutor(DaskExecutor):
                 out[s] = found
         return out
 
-    def _scheduler_workers(self) -> dict[str, Any]:
-        """The scheduler's workers now; :class:`StudyError` in one line when the
-        scheduler itself is gone (#41: a killed scheduler ended the study after 70 s of
-        tracebacks, a KeyError among them, reviving workers for a scheduler that was gone)."""
-        # the status first: asking a scheduler that is gone blocks while the client
-        # reconnects (30 s)
-        lost = ConnectionError("scheduler-connection-lost")
-        if self.client.status not in ("running", "newly-created"):
-            raise StudyError(self._failure("the cluster cannot be asked", lost))
-        info = self.client.scheduler_info()
-        if "workers" not in info:
-            raise StudyError(self._failure("the cluster cannot be asked", lost))
-        return dict(info["workers"])
-
     def _rejoined(self, limit_s: float = REJOIN_S) -> dict[HostSlot, str]:
         """The hosts' workers, after waiting up to ``limit_s`` for any that left; a
         host whose worker is gone for good (its processes ended in an outage) gets a
@@ -763,15 +749,7 @@ class RoleExecutor(DaskExecutor):
         if isinstance(got, _Lost):
             lost = _lost_run("trial", measured, got.why)
             return _failed_record(request, measured, [*resets, lost, *hosts], failure_text([lost]))
-        record: TrialRecord = got
-        record.host_runs = [*resets, *record.host_runs, *hosts]
-        failed = [h for h in hosts if not h.ok]
-        if failed and record.status == "ok":
-            record.status = "failed"
-            record.error = failure_text(failed)
-            record.readings.clear()
-            record.unit_readings.clear()
-        return record
+        return _with_hosts(got, resets, hosts)
 
     def _watchers(
         self,
@@ -857,14 +835,7 @@ class RoleExecutor(DaskExecutor):
         ]
         for s, r in zip(measured, records, strict=True):
             r.host = s.host
-        record = joined_record(records, self.cluster.combine)
-        record.host_runs = [*resets, *record.host_runs, *hosts]
-        failed = [h for h in hosts if not h.ok]
-        if failed and record.status == "ok":
-            record.status = "failed"
-            record.error = failure_text(failed)
-            record.readings.clear()
-        return record
+        return _with_hosts(joined_record(records, self.cluster.combine), resets, hosts)
 
     def _measured(self, request: TrialRequest) -> list[HostSlot]:
         """The hosts that run the measured command in this trial."""
@@ -919,6 +890,19 @@ def _first_done(futures: list[Future[Any]], timeout: float) -> None:
     # cancelled (the scheduler lost): the caller's next look at the workers says so
     with contextlib.suppress(TimeoutError, futures_cancelled):
         wait(futures, timeout=timeout, return_when="FIRST_COMPLETED")  # type: ignore[no-untyped-call]
+
+
+def _with_hosts(record: TrialRecord, resets: list[HostRun], hosts: list[HostRun]) -> TrialRecord:
+    """The measured part's record with the trial's other host parts (and the steps
+    before it); failed, without readings, when another host's part failed."""
+    record.host_runs = [*resets, *record.host_runs, *hosts]
+    failed = [h for h in hosts if not h.ok]
+    if failed and record.status == "ok":
+        record.status = "failed"
+        record.error = failure_text(failed)
+        record.readings.clear()
+        record.unit_readings.clear()
+    return record
 
 
 def _lost_run(what: str, slot: HostSlot, why: str) -> HostRun:
