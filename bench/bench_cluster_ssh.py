@@ -8,15 +8,16 @@ each trial committed to a SQLite store), as in bench/bench_cluster.py.
 
 Run from the repository root::
 
-    python bench/bench_cluster_ssh.py [--trials 200] [--hosts 3] [--delay-ms 10] [--reps 3]
+    python bench/bench_cluster_ssh.py [--trials 200] [--hosts 3] [--rate-mbit 1] [--reps 3]
 
 * Start-up: from opening the study file's ``[cluster]`` (an SSH cluster of ``--hosts``
   hosts: scheduler, one worker per host, TLS) to the first trial's dispatch, and the
   close; ``--reps`` times.
 * Dispatch: ``--trials`` trials of ``true`` on one SSH host (nothing overlaps);
   overhead per trial = (wall time - the trials' own measured durations) / trials, as
-  bench/bench_cluster.py counts it for ``--workers 1``; then the same with ``tc netem``
-  adding ``--delay-ms`` each way on that host's link.
+  bench/bench_cluster.py counts it for ``--workers 1``; then the same with that host's
+  link limited to ``--rate-mbit`` (``tc`` token bucket, ``tbf``: a slow link; this
+  machine's kernel has no ``netem`` to add a delay).
 
 Prints Markdown tables with the machine, date and load.
 """
@@ -99,22 +100,21 @@ def dispatch(hosts: Hosts, n: int) -> tuple[float, float]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _netem(hosts: Hosts, index: int, delay_ms: float | None) -> None:
-    """``delay_ms`` added to every packet leaving host ``index`` (None: removed)."""
-    name = hosts.names[index]
-    argv = ["ip", "netns", "exec", name, "tc", "qdisc"]
-    if delay_ms is None:
+def _slow(hosts: Hosts, index: int, rate_mbit: float | None) -> None:
+    """Host ``index``'s outgoing link limited to ``rate_mbit`` (None: as it was)."""
+    argv = ["ip", "netns", "exec", hosts.names[index], "tc", "qdisc"]
+    if rate_mbit is None:
         subprocess.run([*argv, "del", "dev", "eth0", "root"], check=False, capture_output=True)
     else:
-        qdisc = ["add", "dev", "eth0", "root", "netem", "delay", f"{delay_ms:g}ms"]
-        subprocess.run([*argv, *qdisc], check=True)
+        tbf = ["tbf", "rate", f"{rate_mbit:g}mbit", "burst", "32kbit", "latency", "400ms"]
+        subprocess.run([*argv, "add", "dev", "eth0", "root", *tbf], check=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trials", type=int, default=200, help="dispatch: trials of 'true'")
     ap.add_argument("--hosts", type=int, default=3, help="start-up: hosts of the cluster")
-    ap.add_argument("--delay-ms", type=float, default=10.0, help="the slow link's delay")
+    ap.add_argument("--rate-mbit", type=float, default=1.0, help="the slow link's rate")
     ap.add_argument("--reps", type=int, default=3, help="start-ups measured")
     args = ap.parse_args()
     reason = why_not()
@@ -137,13 +137,13 @@ def main() -> None:
             )
         print("\n| one SSH host | trials | wall s | trials' own s | overhead ms/trial |")
         print("|---|---:|---:|---:|---:|")
-        for label, delay in (("direct link", None), (f"+{args.delay_ms:g} ms each way", 1)):
-            if delay is not None:
-                _netem(hosts, 0, args.delay_ms)
+        for label, rate in (("direct link", None), (f"link at {args.rate_mbit:g} Mbit/s", 1)):
+            if rate is not None:
+                _slow(hosts, 0, args.rate_mbit)
             try:
                 wall, own = dispatch(hosts, args.trials)
             finally:
-                _netem(hosts, 0, None)
+                _slow(hosts, 0, None)
             over = (wall - own) / args.trials * 1e3
             print(f"| {label} | {args.trials} | {wall:.2f} | {own:.2f} | {over:.1f} |")
     print(f"\nload {os.getloadavg()[0]:.2f} at the end")
