@@ -29,9 +29,13 @@ command -v jq >/dev/null 2>&1 || missing+=(jq)
 # the peak-memory helper's compiler (libc6-dev: its static libc), and time -v to check it
 command -v cc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
 [[ -x /usr/bin/time ]] || missing+=(time)
+# openssl: the warm TLS cluster's certificates (docs/clusters.md, tests/test_warm_cluster.py);
+# tc (iproute2): the namespace hosts' slow link (bench/bench_cluster_ssh.py)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+command -v tc >/dev/null 2>&1 || missing+=(iproute2)
 
 if [[ ${#missing[@]} -eq 0 ]]; then
-    echo "install-targets: postgresql, redis, fio, sshd, chromium, jq, gcc and time are installed; nothing to do"
+    echo "install-targets: postgresql, redis, fio, sshd, chromium, jq, gcc, time, openssl and tc are installed; nothing to do"
     exit 0
 fi
 
