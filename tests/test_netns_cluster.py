@@ -183,3 +183,109 @@ def test_a_killed_scheduler_ends_the_study_in_one_line_naming_its_host(
     scheduler = hosts.addresses[hosts.names.index(killed[0])]
     first = err.strip().splitlines()[0]
     assert first.startswith("error: ") and "Dask scheduler tls://" + scheduler in first, err
+
+
+def test_a_killed_driver_leaves_no_dask_process_and_its_resume_tears_down_first(
+    tmp_path: Path, hosts: Hosts
+) -> None:
+    """#41, items 5 and 6 on namespace hosts: a SIGKILLed driver's scheduler and workers
+    end by themselves (their heartbeat stops: [cluster] idle_timeout), and the next
+    session runs the cut-off session's teardown before its setup, so no Redis server of
+    the first is left on any host at the end."""
+    work = _example(tmp_path, hosts, rounds=3)
+    study = work / "redis-replica-compare.toml"
+    text = study.read_text()
+    assert 'on_host_failure = "stop"' in text
+    study.write_text(
+        text.replace('on_host_failure = "stop"', 'on_host_failure = "stop"\nidle_timeout = 5')
+    )
+    db = work / "redis-replica-compare.assay.db"
+    argv = [sys.executable, "-m", "assay", "compare", study.name, "-q"]
+    proc = subprocess.Popen(argv, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while _trials_stored(db) < 1 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    proc.kill()  # SIGKILL: no teardown, no cluster close
+    proc.wait(timeout=30)
+    # the hosts' Dask processes end without their driver (before: up 6 min later)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and any(
+        "distributed" in c for n in hosts.names for c in hosts.commands(n)
+    ):
+        time.sleep(0.5)
+    left = [c for n in hosts.names for c in hosts.commands(n)]
+    assert not [c for c in left if "distributed" in c], left
+    assert any("redis-server" in c for c in left)  # the servers wait for the next session
+    done = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=600)
+    assert done.returncode in (0, 5), done.stderr
+    deadline = time.monotonic() + 60
+    while any(hosts.commands(n) for n in hosts.names) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert {n: hosts.commands(n) for n in hosts.names} == {n: [] for n in hosts.names}
+
+
+SWEEP = """
+[study]
+name = "spread"
+[benchmark]
+command = ["sh", "-c", "echo v=$1; sleep 1", "sh", "{{v}}"]
+[[pi]]
+name = "value"
+source = "regex"
+pattern = 'v=([0-9]+)'
+[sweep]
+repetitions = 1
+[sweep.params]
+v = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+[cluster]
+hosts = {hosts}
+{keys}
+"""
+
+
+def test_a_killed_worker_is_reported_lost_and_leaves_no_benchmark_on_its_host(
+    tmp_path: Path, hosts: Hosts
+) -> None:
+    """#41, items 3 and 4 on namespace hosts: a host's worker killed mid-trial leaves no
+    benchmark running there, its trial runs again elsewhere and is kept once, and the
+    result lists the worker as lost."""
+    study = tmp_path / "spread.toml"
+    study.write_text(SWEEP.format(hosts=json.dumps(hosts.addresses), keys=hosts.cluster_toml()))
+    db = tmp_path / "spread.assay.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "assay", "sweep", study.name, "-q", "--json", "r.json"],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=open(tmp_path / "err.txt", "w"),  # noqa: SIM115
+    )  # fmt: skip
+    victim = hosts.names[1]
+    deadline = time.monotonic() + 300
+    killed: list[int] = []
+    while not killed and proc.poll() is None and time.monotonic() < deadline:
+        # the worker process (its nanny's child) of host 1, once it runs a trial's sleep
+        cmds = {pid: _cmdline(pid) for pid in hosts.pids(victim)}
+        if any(c == "sleep 1" for c in cmds.values()):
+            for pid, cmd in cmds.items():
+                if "multiprocessing.spawn import spawn_main" in cmd:
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+        time.sleep(0.05)
+    assert killed, "no trial reached host 1"
+    assert proc.wait(timeout=600) in (0, 5), (tmp_path / "err.txt").read_text()
+    with Store(db) as st:
+        found = st.find_study("spread")
+        assert found is not None
+        trials = st.trials(found[0])
+    assert sorted(int(t.setting["v"]) for t in trials) == list(range(1, 13))  # each once
+    doc = json.loads((tmp_path / "r.json").read_text())
+    lost = doc["environment"]["executor"]["lost"]
+    assert [w["host"].split(" ")[-1].strip("()") for w in lost] == [hosts.addresses[1]], lost
+    # nothing of the study left on any host (the killed worker's sleep included)
+    deadline = time.monotonic() + 60
+    while any(hosts.commands(n) for n in hosts.names) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert {n: hosts.commands(n) for n in hosts.names} == {n: [] for n in hosts.names}
+
+
+def _cmdline(pid: int) -> str:
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    return ""

@@ -88,3 +88,10 @@ def test_a_swept_value_in_env_reaches_the_trials_and_the_steps_run(tmp_path: Pat
 
     settings = json.loads((tmp_path / "r.json").read_text())["settings"]
     assert {s["mode"]: s["v"] for s in settings} == {"a": 1, "bbb": 3}
+
+
+def test_a_swept_parameter_named_as_a_pi_is_refused() -> None:
+    # the sweep's table holds both as columns: before, a TypeError deep in pandas
+    text = SWEEP.format(py=sys.executable).replace('name = "v"', 'name = "mode"')
+    with pytest.raises(SpecError, match=r"sweep.params: mode is also a \[\[pi\]\] name"):
+        parse_spec_text(text, "s.toml")

@@ -587,6 +587,12 @@ class Spec(_Model):
                 f"sweep.params: {', '.join(both)} is also in [params] (or the work "
                 "placeholder); a parameter is either fixed or swept, not both"
             )
+        clash = sorted(set(self.sweep.params) & {p.name for p in self.pis})
+        if clash:  # the analysis's table holds both as columns (a name twice crashed it)
+            raise ValueError(
+                f"sweep.params: {', '.join(clash)} is also a [[pi]] name; rename one "
+                "(the parameter's values and the PI's readings are columns of one table)"
+            )
         metric = self.sweep.metric
         if metric is not None and metric not in {p.name for p in self.pis}:
             known_pis = ", ".join(p.name for p in self.pis)
@@ -791,6 +797,9 @@ class Spec(_Model):
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"knob: names must be unique; repeated: {', '.join(dupes)}")
+        clash = sorted(set(names) & {p.name for p in self.pis})
+        if clash:
+            raise ValueError(f"knob: {', '.join(clash)} is also a [[pi]] name; rename one")
         b = self.benchmark
         templated = list(b.command) + list(b.env.values())
         _check_placeholders("benchmark", templated, known | set(names))

@@ -131,7 +131,6 @@ def worker_host() -> str:
     >>> worker_host() == platform.node()  # not in a Dask worker
     True
     """
-    from urllib.parse import urlsplit
 
     try:
         from distributed import get_worker
@@ -139,8 +138,22 @@ def worker_host() -> str:
         address = get_worker().address
     except (ImportError, ValueError):
         return platform.node()
+    return host_label(platform.node(), address)
+
+
+def host_label(name: str, address: str) -> str:
+    """A worker's host as reports name it: its hostname and the worker's address, as
+    :func:`worker_host` makes it on the worker (clones of one image share a hostname).
+
+    >>> host_label("vm", "tls://10.0.0.3:40123"), host_label("vm (10.0.0.3)", "tls://10.0.0.3:1")
+    ('vm (10.0.0.3)', 'vm (10.0.0.3)')
+    """
+    from urllib.parse import urlsplit
+
     ip = urlsplit(address).hostname
-    return f"{platform.node()} ({ip})" if ip else platform.node()
+    if not ip or f"({ip})" in name:
+        return name or address
+    return f"{name} ({ip})" if name else ip
 
 
 def run_block(job: TrialJob, requests: Sequence[TrialRequest], monitor: bool) -> BlockResult:
@@ -285,6 +298,8 @@ class DaskExecutor(Executor):
     def describe(self) -> dict[str, Any]:
         """The scheduler and every worker's host, load and environment."""
         envs = self.client.run(_worker_environment, workers=list(self.workers()))
+        for address, env in envs.items():  # client.run is no task: no get_worker() there
+            env["host"] = host_label(str(env.get("host", "")), address)
         self._known |= {a: str(e.get("host", a)) for a, e in envs.items()}
         # kept: the losses and re-runs seen later are added to it (the study's result
         # shows them)
