@@ -96,6 +96,11 @@ class RolePlan:
         self.shell = shell
         # the names whose value a trial's setting gives (swept, knobs, variants')
         self.per_trial = set(per_trial)
+        # what each role's steps depend on, and the roles set up per trial: fixed for
+        # the study, asked before every trial
+        self._uses = {r: self._depends_on(r) for r in self.roles}
+        first = next((i for i, r in enumerate(self.roles) if self._uses[r] & self.per_trial), None)
+        self._per_trial_roles = [] if first is None else list(self.roles)[first:]
         slots, i = [], 0
         for role, members in self.roles.items():
             for index, host in enumerate(members):
@@ -130,6 +135,9 @@ class RolePlan:
         >>> sorted(plan.uses("server")), sorted(plan.uses("client"))
         (['io', 'mode', 'n'], [])
         """
+        return self._uses[role]
+
+    def _depends_on(self, role: str) -> set[str]:
         from assay.template import placeholders
 
         steps = self.steps.get(role, {})
@@ -163,9 +171,7 @@ class RolePlan:
         """The roles set up before the first trial, not with the study: from the first
         role (in ``[cluster.roles]`` order) whose steps use a value a trial's setting
         gives, on; those before it are set up with the study, as without settings."""
-        order = list(self.roles)
-        first = next((i for i, r in enumerate(order) if self.uses(r) & self.per_trial), None)
-        return [] if first is None else order[first:]
+        return list(self._per_trial_roles)
 
     @property
     def measured_slot(self) -> HostSlot:
@@ -588,10 +594,11 @@ class RoleExecutor(DaskExecutor):
         for group in self.plan.ordered(reverse=what == "teardown", only=only):
             todo: dict[HostSlot, list[Step]] = {}
             for slot in group:
-                if not self.plan.active(slot, (settings or {}).get(slot.role)):
+                setting = (settings or {}).get(slot.role)
+                if not self.plan.active(slot, setting):
                     continue  # beyond its role's size in this setting ([cluster] counts)
                 try:
-                    own = self.plan.step(slot, what, (settings or {}).get(slot.role))
+                    own = self.plan.step(slot, what, setting)
                 except KeyError as exc:  # a value only a trial's setting gives
                     why = f"its {what} step cannot be rendered: {exc.args[0]}"
                     runs.append(replace(_lost_run(what, slot, why), status="failed"))
@@ -641,7 +648,7 @@ class RoleExecutor(DaskExecutor):
                 step,
                 keep_going=True,
                 only=list(self._configured),
-                settings={r: v for r, (_, v) in self._configured.items()},
+                settings=self._role_settings(),
             )
             self._configured.clear()
         else:  # an earlier session's teardown, before this one's setup: with [params]
@@ -833,8 +840,6 @@ class RoleExecutor(DaskExecutor):
             else _failed_record(request, s, [_lost_run("trial", s, r.why)], r.why)
             for s, r in sorted(got.items(), key=lambda kv: kv[0].index)
         ]
-        for s, r in zip(measured, records, strict=True):
-            r.host = s.host
         return _with_hosts(joined_record(records, self.cluster.combine), resets, hosts)
 
     def _measured(self, request: TrialRequest) -> list[HostSlot]:
