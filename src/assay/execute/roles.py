@@ -864,7 +864,10 @@ class RoleExecutor(DaskExecutor):
             deadline = time.monotonic() + timeout
             for e in events:
                 left = deadline - time.monotonic()
-                done = e.wait(left) if left > 0 else e.is_set()  # type: ignore[no-untyped-call]
+                try:
+                    done = e.wait(left) if left > 0 else e.is_set()  # type: ignore[no-untyped-call]
+                except (OSError, futures_cancelled) as exc:  # the scheduler is gone
+                    raise StudyError(self._failure("the cluster cannot be asked", exc)) from None
                 if not done:
                     return False
             return True
