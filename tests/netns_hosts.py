@@ -168,3 +168,34 @@ def _remove(hosts: Hosts) -> None:
 def link(hosts: Hosts, index: int, up: bool) -> None:
     """Take host ``index``'s link down (or up again): an outage of that host."""
     _ip("link", "set", "eth0", "up" if up else "down", ns=hosts.names[index])
+
+
+@contextlib.contextmanager
+def cpu_capped(hosts: Hosts, index: int, share: float) -> Iterator[None]:
+    """Host ``index`` gets ``share`` of one CPU: its sshd joins a cgroup with a CFS quota,
+    so every session, Dask worker and benchmark started through it does too (a slower
+    machine of the pool).  Raises OSError where no cgroup CPU controller can be written."""
+    name = hosts.names[index]
+    v1 = Path("/sys/fs/cgroup/cpu")
+    period = 100_000
+    if (v1 / "cpu.cfs_quota_us").exists():
+        group = v1 / f"assay-{name}"
+        group.mkdir()
+        (group / "cpu.cfs_period_us").write_text(str(period))
+        (group / "cpu.cfs_quota_us").write_text(str(int(period * share)))
+        root = v1
+    else:  # cgroup v2
+        root = Path("/sys/fs/cgroup")
+        group = root / f"assay-{name}"
+        group.mkdir()
+        (group / "cpu.max").write_text(f"{int(period * share)} {period}")
+    try:
+        (group / "cgroup.procs").write_text(str(hosts.sshd[name]))
+        yield
+    finally:
+        # what is left in the group (the test kills the hosts' processes) back to the root
+        for pid in (group / "cgroup.procs").read_text().split():
+            with contextlib.suppress(OSError):
+                (root / "cgroup.procs").write_text(pid)
+        with contextlib.suppress(OSError):
+            group.rmdir()

@@ -814,6 +814,16 @@ class Summary:
     def text(self) -> str:
         return "\n".join(self.lines)
 
+    def withheld(self, why: str) -> Summary:
+        """The summary with its recommendation replaced by ``why`` no conclusion is drawn
+        (the analysis lines kept): e.g. hosts that differ for the same settings.
+
+        >>> s = Summary(("No parameter has a significant effect.", "Any."), "Any.", ())
+        >>> s.withheld("No conclusion: the hosts differ.").text.splitlines()[-1]
+        'No conclusion: the hosts differ.'
+        """
+        return Summary((*self.lines[:-1], why), why, ())
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "text": self.text,

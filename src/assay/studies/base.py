@@ -449,42 +449,46 @@ def host_warnings(spec: Spec, trials: Sequence[TrialRecord], label: str = "") ->
 def setting_host_warnings(
     spec: Spec, trials: Sequence[TrialRecord], params: Sequence[str]
 ) -> list[str]:
-    """:func:`host_warnings` for a design whose trials differ by setting (a sweep): the
-    hosts are compared on each reading's departure from its setting's mean (on the log
-    scale for positive readings), so that the settings' own differences are not taken
-    for the hosts' (#41: one host 7.7x slower, and the sweep said nothing)."""
+    """:func:`host_warnings` for a design whose trials differ by setting (a sweep): host
+    as a blocking factor beside the settings (:func:`~assay.stats.hosts.host_block_effect`,
+    on the log scale for positive readings), so that the settings' own differences are
+    not taken for the hosts' (#41: one host 7.7x slower, and the sweep said nothing;
+    a host 14x slower that ran 2 of 16 trials was missed by ranks of departures)."""
     ok = [t for t in trials if t.ok]
     if len({t.host for t in ok}) < 2:
         return []
     import math
 
-    from assay.stats.hosts import host_effect
+    from assay.stats.hosts import host_block_effect
 
     out = []
     for pi in spec.pis:
-        by_setting: dict[tuple[str, ...], list[TrialRecord]] = {}
-        for t in ok:
-            if pi.name in t.readings and math.isfinite(t.readings[pi.name]):
-                key = tuple(repr(t.setting.get(p)) for p in params)
-                by_setting.setdefault(key, []).append(t)
-        positive = all(t.readings[pi.name] > 0 for ts in by_setting.values() for t in ts)
-        groups: dict[str, list[float]] = {}
-        for ts in by_setting.values():
-            if len({t.host for t in ts}) < 2:
-                continue  # one host measured this setting: nothing to compare within it
-            ys = [math.log(t.readings[pi.name]) if positive else t.readings[pi.name] for t in ts]
-            mean = sum(ys) / len(ys)
-            for t, y in zip(ts, ys, strict=True):
-                groups.setdefault(t.host, []).append(y - mean)
-        effect = host_effect(groups)
-        if effect is not None and effect.p_value < HOST_ALPHA:
-            out.append(
-                f"{pi.name}: the hosts give different results for the same settings "
-                f"(Kruskal-Wallis on each reading's departure from its setting's mean, p = "
-                f"{effect.p_value:.2g}, hosts {', '.join(effect.hosts)}): the sweep mixes "
-                "machines, so its effects may be the hosts'; require identical hosts or "
-                "sweep per host"
-            )
+        kept = [t for t in ok if pi.name in t.readings and math.isfinite(t.readings[pi.name])]
+        positive = all(t.readings[pi.name] > 0 for t in kept)
+        effect = host_block_effect(
+            [math.log(t.readings[pi.name]) if positive else t.readings[pi.name] for t in kept],
+            [tuple(repr(t.setting.get(p)) for p in params) for t in kept],
+            [t.host or "?" for t in kept],
+        )
+        if effect is None or effect.p_value >= HOST_ALPHA:
+            continue
+        if positive:
+            sizes = [f"×{r:.3g}" for r in effect.ratios()]
+            what = "each host's readings against the median host's"
+        else:
+            u = f" {pi.unit}" if pi.unit else ""
+            sizes = [f"{e:+.3g}{u}" for e in effect.effects]
+            what = "each host's departure from the median host's"
+        hosts = ", ".join(
+            f"{h} {size} (n={n})" for h, size, n in zip(effect.hosts, sizes, effect.n, strict=True)
+        )
+        out.append(
+            f"{pi.name}: the hosts give different results for the same settings (host as "
+            f"a factor beside the settings: F({effect.df[0]}, {effect.df[1]}) = "
+            f"{effect.statistic:.3g}, p = {effect.p_value:.2g}; {what}: {hosts}): the "
+            "sweep mixes machines, so its effects may be the hosts'; require identical "
+            "hosts or sweep per host"
+        )
     return out
 
 

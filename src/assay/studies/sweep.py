@@ -503,7 +503,14 @@ class SweepRunner:
                 f"the model did not reach R² ≥ {self.sweep.r2:g} on every validation split: "
                 "its significant parameters and important points are not reliable"
             )
-        warnings.extend(setting_host_warnings(self.spec, trials, self.params))
+        by_host = setting_host_warnings(self.spec, trials, self.params)
+        warnings.extend(by_host)
+        if summary is not None and any(w.startswith(f"{self.pi.name}: ") for w in by_host):
+            summary = summary.withheld(
+                "No conclusion: the hosts give different results for the same settings "
+                "(see the warning), so what this sweep found may be the hosts' doing; sweep "
+                "on identical hosts, or on each host apart."
+            )
         watch, resources = watch_report(self.spec, trials)
         warnings.extend(watch)
         resources = with_quiet_waits(resources, self.runner.executor.quiet_waits())
