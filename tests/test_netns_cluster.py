@@ -289,3 +289,45 @@ def _cmdline(pid: int) -> str:
     with contextlib.suppress(OSError):
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
     return ""
+
+
+def test_a_killed_servers_worker_under_stop_still_gets_its_teardown(
+    tmp_path: Path, hosts: Hosts
+) -> None:
+    """#41, item 7 on namespace hosts: killing the replica's worker under
+    `on_host_failure = "stop"` skipped its teardown and left its redis-server running.
+    The study stops (exit 3, the host named), the replica's teardown runs after its
+    worker's restart, and nothing is left on any host."""
+    work = _example(tmp_path, hosts, rounds=10)
+    db = work / "redis-replica-compare.assay.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "assay", "compare", "redis-replica-compare.toml", "-q"],
+        cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 300
+    while _trials_stored(db) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    replica = hosts.names[2]
+    killed = [
+        pid
+        for pid in hosts.pids(replica)
+        if "multiprocessing.spawn import spawn_main" in _cmdline(pid)
+    ]
+    assert len(killed) == 1, hosts.commands(replica)
+    os.kill(killed[0], signal.SIGKILL)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 3, err
+    assert hosts.addresses[2] in err and "on_host_failure" in " ".join(err.split()), err
+    with Store(db) as st:
+        found = st.find_study("redis-replica-get")
+        assert found is not None
+        steps = st.host_runs(found[0], steps=True)[None]
+    teardowns = {(s.role, s.host, s.status) for s in steps if s.what == "teardown"}
+    assert teardowns == {
+        ("primary", hosts.addresses[1], "ok"),
+        ("replica", hosts.addresses[2], "ok"),
+    }
+    deadline = time.monotonic() + 60
+    while any(hosts.commands(n) for n in hosts.names) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert {n: hosts.commands(n) for n in hosts.names} == {n: [] for n in hosts.names}
