@@ -388,7 +388,7 @@ def test_a_teardown_waits_for_a_host_whose_worker_is_restarting(
     )  # fmt: skip
     polls = iter(range(100))
 
-    def addresses() -> dict[roles.HostSlot, str]:
+    def addresses(slots: object = None) -> dict[roles.HostSlot, str]:
         back = next(polls) >= 3  # s1's worker rejoins at the fourth look
         return {s: f"tcp://{s.host}" for s in ex.plan.slots if back or s.host != "s1"}
 

@@ -43,8 +43,14 @@ class FakeClient:
 
 
 def _executor(client: FakeClient) -> RoleExecutor:
-    ex = object.__new__(RoleExecutor)  # no cluster: only what _wait uses
+    import threading
+
+    from assay.execute.roles import RolePlan, _Group
+
+    ex = object.__new__(RoleExecutor)  # no cluster: only what _wait and status use
     ex.client = client  # type: ignore[misc]
+    ex._stop, ex._lock, ex._running = threading.Event(), threading.Lock(), set()
+    ex.groups = [_Group(0, RolePlan({"client": ["a"]}, None, {}, {}, {}))]
     return ex
 
 

@@ -105,6 +105,42 @@ def role_hosts(roles: Mapping[str, Sequence[str]]) -> list[str]:
     return [h for members in roles.values() for h in members]
 
 
+def group_roles(
+    roles: Mapping[str, Sequence[str]], groups: int, index: int
+) -> dict[str, list[str]]:
+    """Group ``index`` of ``groups`` (``[cluster] groups``): every role's hosts cut into
+    ``groups`` equal runs, in order, and this group's run of each.
+
+    >>> group_roles({"client": ["a", "b"], "server": ["c", "d", "e", "f"]}, 2, 1)
+    {'client': ['b'], 'server': ['e', 'f']}
+    """
+    out = {}
+    for role, members in roles.items():
+        size = len(members) // groups
+        out[role] = list(members[index * size : (index + 1) * size])
+    return out
+
+
+def check_groups(roles: Mapping[str, Sequence[str]], groups: int) -> None:
+    """``[cluster] groups``: every role's hosts divide into that many equal runs.
+
+    >>> try:
+    ...     check_groups({"client": ["a", "b"], "server": ["c", "d", "e"]}, 2)
+    ... except ValueError as e:
+    ...     print(str(e)[:58], "…", str(e)[-13:])
+    groups = 2: role 'server' has 3 hosts, not a multiple of 2 … (list 2 or 4)
+    """
+    for role, members in roles.items():
+        if len(members) % groups:
+            below = len(members) // groups * groups
+            fits = " or ".join(str(n) for n in (below, below + groups) if n > 0)
+            raise ValueError(
+                f"groups = {groups}: role {role!r} has {len(members)} hosts, not a multiple "
+                f"of {groups}: each group of hosts takes an equal run of every role's hosts, "
+                f"in order (list {fits})"
+            )
+
+
 def measured_role(roles: Mapping[str, Sequence[str]], measure: str | None) -> str:
     """The role whose hosts run ``[benchmark].command`` (each of them at once; their
     readings joined by ``[cluster] combine``); ValueError when there is none."""

@@ -39,9 +39,11 @@ from assay.errors import SpecError as SpecError  # re-exported: assay.spec.SpecE
 from assay.knob_range import range_problem
 from assay.rolespec import (
     RoleStepsSpec,
+    check_groups,
     check_role_steps,
     check_roles,
     cluster_placeholders,
+    group_roles,
     measured_role,
 )
 from assay.store import NAME_MAX
@@ -321,6 +323,8 @@ class ClusterSpec(_Model):
     combine: dict[str, Literal["sum", "mean", "max", "min"]] = Field(default_factory=dict)
     # a role's size as a parameter: the role's first {param} hosts take part in a trial
     counts: dict[str, str] = Field(default_factory=dict)
+    # the roles' hosts cut into this many groups, each running trials of its own at once
+    groups: Annotated[int, Field(ge=1)] = 1
     scheduler: str | None = None
     user: str | None = None
     port: Annotated[int, Field(ge=1, le=65535)] = 22
@@ -354,9 +358,21 @@ class ClusterSpec(_Model):
         if self.roles is not None:
             check_roles(self.roles, self.hosts)
             measured_role(self.roles, self.measure)
+            check_groups(self.roles, self.groups)
         elif self.measure is not None:
             raise ValueError("measure: names a role of [cluster.roles]; add the roles")
+        elif self.groups > 1:
+            raise ValueError(
+                "groups: cuts the hosts of [cluster.roles] into groups that each run a "
+                "trial; add the roles (without roles every host runs trials of its own)"
+            )
         return self
+
+    def group_roles(self) -> dict[str, list[str]]:
+        """The roles of one group of hosts (all of them without ``groups``): what each
+        trial has, and what counts and combine are checked against."""
+        assert self.roles is not None
+        return group_roles(self.roles, self.groups, 0)
 
 
 class KnobsSpec(_Model):
@@ -627,7 +643,7 @@ class Spec(_Model):
                 )
             return
         role = measured_role(cluster.roles, cluster.measure)
-        hosts = len(cluster.roles[role])
+        hosts = len(cluster.group_roles()[role])  # a trial's: one group's
         if hosts < 2:
             return
         missing = [n for n in names if n not in cluster.combine]
@@ -670,13 +686,15 @@ class Spec(_Model):
                     f"{where}: {param!r} has no value: give it one in [params] or sweep it "
                     "in [sweep.params]"
                 )
-            pool = len(cluster.roles[role])
+            members = cluster.group_roles()[role]  # a trial's: one group's
+            pool = len(members)
             low = 1 if role == measured else 0
+            group = f" in group 0 of {cluster.groups}" if cluster.groups > 1 else ""
             for v in values:
                 if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= pool:
                     raise ValueError(
                         f"{where}: {param} = {v!r}: expected a whole number of hosts from "
-                        f"{low} to {pool} (the role's hosts: {', '.join(cluster.roles[role])}); "
+                        f"{low} to {pool} (the role's hosts{group}: {', '.join(members)}); "
                         "list more hosts in the role to measure more"
                     )
 

@@ -25,20 +25,22 @@ study then stops (the default) or goes on to the next trial.
 from __future__ import annotations
 
 import contextlib
+import queue
+import threading
 import time
 import uuid
 from collections.abc import Callable, Collection, Generator, Mapping, Sequence
 from concurrent.futures import CancelledError as futures_cancelled
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import StudyError
 from assay.execute.command import render_argv, run_command
-from assay.execute.dask_executor import RESOURCE, DaskExecutor, _worker_monitor
+from assay.execute.dask_executor import RESOURCE, DaskExecutor, _worker_monitor, blocks
 from assay.execute.executor import ExecutorStatus
 from assay.execute.trial import Step, TrialJob, TrialRequest, run_trial
-from assay.rolespec import active_roles, host_values, measured_role
-from assay.store import HostRun, TrialRecord
+from assay.rolespec import active_roles, group_roles, host_values, measured_role
+from assay.store import DISTURBED, HostRun, TrialRecord
 
 if TYPE_CHECKING:
     from distributed import Client, Future
@@ -107,6 +109,26 @@ class RolePlan:
                 slots.append(HostSlot(role, host, index, i))
                 i += 1
         self.slots: list[HostSlot] = slots
+
+    def group(self, index: int, count: int) -> RolePlan:
+        """Group ``index`` of ``count`` (``[cluster] groups``): an equal run of every
+        role's hosts (:func:`~assay.rolespec.group_roles`), its slots keeping their
+        places in the whole cluster (worker ``i`` is host ``i`` of all the roles).
+
+        >>> plan = RolePlan({"client": ["a", "b"], "server": ["c", "d"]}, None, {}, {}, {})
+        >>> [(s.host, s.worker) for s in plan.group(1, 2).slots]
+        [('b', 1), ('d', 3)]
+        """
+        if count == 1:
+            return self
+        roles = group_roles(self.roles, count, index)
+        sub = RolePlan(
+            roles, self.measured, self.steps, self.params, self.env, self.shell,
+            self.per_trial, self.counts,
+        )  # fmt: skip
+        worker = {s.host: s.worker for s in self.slots}
+        sub.slots = [replace(s, worker=worker[s.host]) for s in sub.slots]
+        return sub
 
     @classmethod
     def of(cls, spec: Spec) -> RolePlan:
@@ -416,10 +438,38 @@ class _Lost:
     why: str
 
 
+@dataclass
+class _Group:
+    """One group of hosts that runs a trial at a time (``[cluster] groups``; one group
+    of every host without it): its share of each role, and what each of its roles was
+    set up with."""
+
+    index: int
+    plan: RolePlan
+    # each role set up: its configuration and the setting it was rendered with
+    configured: dict[str, tuple[Configuration, Mapping[str, object]]] = field(default_factory=dict)
+    extra_setup: Step | None = None  # [benchmark] setup, until its role's
+    stale: bool = False  # a host left mid-trial: its per-trial roles set up again
+
+    def role_settings(self) -> dict[str, Mapping[str, object]]:
+        """Each role's setting as it was last set up (its reset and command use it)."""
+        return {r: v for r, (_, v) in self.configured.items()}
+
+    def hosts(self) -> str:
+        """``10.0.0.1, 10.0.0.2``: the group's hosts, in role order."""
+        return ", ".join(s.host for s in self.plan.slots)
+
+
+class _Stopped(Exception):
+    """The study stopped taking trials (interrupted, or another group's host failed)."""
+
+
 class RoleExecutor(DaskExecutor):
-    """Trials that span the hosts of ``[cluster.roles]``, one trial at a time (a trial
-    takes every host).  :meth:`prepare` gives it the study's steps; the hosts' step
-    outcomes wait in :meth:`drain_host_runs` for the study to store them."""
+    """Trials that span the hosts of ``[cluster.roles]``: a trial takes every host of
+    its group, and each group (``[cluster] groups``; one of every host without it) runs
+    one trial at a time, the groups at once.  :meth:`prepare` gives it the study's
+    steps; the hosts' step outcomes wait in :meth:`drain_host_runs` for the study to
+    store them."""
 
     def __init__(
         self,
@@ -440,19 +490,23 @@ class RoleExecutor(DaskExecutor):
         assert cluster.roles is not None
         self.cluster = cluster
         self.plan = RolePlan(cluster.roles, cluster.measure, {}, {}, {})
+        self.groups = [_Group(0, self.plan)]
         self._pending: list[HostRun] = []
         # starts a new worker for host (its name, its address) where the cluster can (an
         # SSH cluster: over SSH again, once the host answers); True when it started
         self.revive: Callable[[int, str], bool] | None = None
         self._revived: list[str] = []  # the hosts given a new worker, in order
-        # each role set up: its configuration and the setting it was rendered with
-        self._configured: dict[str, tuple[Configuration, Mapping[str, object]]] = {}
         self._setup_begun = False
-        self._extra_setup: Step | None = None  # [benchmark] setup, until its role's
         self._reconfigurations: dict[str, Any] = {"count": 0, "seconds": 0.0, "roles": {}}
+        self._lock = threading.Lock()  # the counts above, from the groups' threads
+        self._running: set[int] = set()  # the groups with a trial in flight
+        self._taken_out: list[dict[str, Any]] = []  # groups whose host left mid-trial
+        self._stop = threading.Event()  # the groups' threads: take no more trials
 
     def prepare(self, spec: Spec) -> None:
         self.plan = RolePlan.of(spec)
+        count = spec.cluster.groups if spec.cluster is not None else 1
+        self.groups = [_Group(g, self.plan.group(g, count)) for g in range(count)]
 
     def drain_host_runs(self) -> list[HostRun]:
         out, self._pending = self._pending, []
@@ -460,14 +514,19 @@ class RoleExecutor(DaskExecutor):
 
     def slots(self) -> int:
         super().slots()
-        return 1  # a trial uses every host
+        return len(self.groups)  # a trial uses every host of its group
 
     def status(self) -> ExecutorStatus:
-        """A trial takes every host: one in flight at a time (the batch's others wait;
-        its line said "18 in flight" beside 4 workers)."""
+        """A trial takes every host of its group: as many in flight as groups busy
+        (the batch's others wait; its line said "18 in flight" beside 4 workers)."""
         s = super().status()
-        running = 1 if s.in_flight else 0
-        return replace(s, busy=self._n_workers if running else 0, in_flight=running)
+        if len(self.groups) == 1:  # its trials run in the caller's thread: every host
+            running = 1 if s.in_flight else 0
+            return replace(s, busy=self._n_workers if running else 0, in_flight=running)
+        with self._lock:
+            running_groups = [g for g in self.groups if g.index in self._running]
+        busy = sum(len(g.plan.slots) for g in running_groups)
+        return replace(s, busy=min(busy, self._n_workers), in_flight=len(running_groups))
 
     def describe(self) -> dict[str, Any]:
         out = super().describe()
@@ -476,6 +535,12 @@ class RoleExecutor(DaskExecutor):
         out["revived"] = self._revived  # the same list: hosts revived later show too
         if self.plan.set_up_per_trial():  # the same dict: counted as the study runs
             out["reconfigurations"] = self._reconfigurations
+        if len(self.groups) > 1:
+            whole = {s.host: s for s in self.plan.slots}  # each host's place in its role
+            out["groups"] = {
+                "hosts": [[whole[s.host].where() for s in g.plan.slots] for g in self.groups],
+                "taken_out": self._taken_out,  # the same list: filled as the study runs
+            }
         return out
 
     def start(self) -> None:
@@ -488,34 +553,40 @@ class RoleExecutor(DaskExecutor):
                 "(in order) is the worker named i, or named as the host (dask worker --name)"
             )
 
-    def _addresses(self) -> dict[HostSlot, str]:
-        """Each host's worker address now (a host whose worker is gone has none)."""
+    def _addresses(self, slots: Sequence[HostSlot] | None = None) -> dict[HostSlot, str]:
+        """Each host's worker address now (of ``slots``, default all; a host whose
+        worker is gone has none)."""
         by_name: dict[str, str] = {}
         for addr, w in self._scheduler_workers().items():  # by name, else by host
             by_name.setdefault(str(w.get("name")), addr)
         out = {}
-        for s in self.plan.slots:
+        for s in self.plan.slots if slots is None else slots:
             found = by_name.get(str(s.worker)) or by_name.get(s.host)
             if found is not None:
                 out[s] = found
         return out
 
-    def _rejoined(self, limit_s: float = REJOIN_S) -> dict[HostSlot, str]:
-        """The hosts' workers, after waiting up to ``limit_s`` for any that left; a
-        host whose worker is gone for good (its processes ended in an outage) gets a
-        new one where the cluster can start it (:attr:`revive`), once it answers."""
+    def _rejoined(
+        self, slots: Sequence[HostSlot] | None = None, limit_s: float = REJOIN_S
+    ) -> dict[HostSlot, str]:
+        """The hosts' workers (of ``slots``, default all), after waiting up to
+        ``limit_s`` for any that left; a host whose worker is gone for good (its
+        processes ended in an outage) gets a new one where the cluster can start it
+        (:attr:`revive`), once it answers."""
+        wanted = list(self.plan.slots if slots is None else slots)
         deadline = time.monotonic() + limit_s
         tried: dict[HostSlot, float] = {}
         while True:
-            addresses = self._addresses()
-            if len(addresses) == len(self.plan.slots) or time.monotonic() > deadline:
+            addresses = self._addresses(wanted)
+            if all(s in addresses for s in wanted) or time.monotonic() > deadline:
                 return addresses
-            for slot in self.plan.slots:
+            for slot in wanted:
                 due = tried.get(slot, time.monotonic() + REVIVE_S - limit_s)
                 if slot not in addresses and self.revive is not None and time.monotonic() >= due:
                     tried[slot] = time.monotonic() + REVIVE_S
                     if self.revive(slot.worker, slot.host):
-                        self._revived.append(slot.where())
+                        with self._lock:
+                            self._revived.append(slot.where())
             time.sleep(POLL_S)
 
     def _submit(self, slot: HostSlot, addr: str, fn: Callable[..., Any], *args: Any) -> Future[Any]:
@@ -534,14 +605,20 @@ class RoleExecutor(DaskExecutor):
         addresses: Mapping[HostSlot, str],
         limit_s: float,
         until: Callable[[float], bool] | None = None,
+        *,
+        stoppable: bool = False,
     ) -> dict[HostSlot, Any]:
         """Each host's result, or a :class:`_Lost` for a host whose worker left, whose
         task raised, or that ran past ``limit_s``; ``until(timeout)`` (which may wait that
-        long for its condition) ends the wait early when true."""
+        long for its condition) ends the wait early when true; ``stoppable``: a
+        :class:`_Stopped` when the study stops taking trials (a group's thread)."""
         out: dict[HostSlot, Any] = {}
         missing: dict[HostSlot, int] = {}  # polls in a row without the slot's worker
         deadline = time.monotonic() + limit_s
         while len(out) < len(futures):
+            if stoppable and self._stop.is_set():
+                self.client.cancel([f for s, f in futures.items() if s not in out])  # type: ignore[no-untyped-call]
+                raise _Stopped
             if until is not None and until(0.0):
                 # the others go on (a watch waits for the measured command): keep them
                 self.client.cancel([f for s, f in futures.items() if isinstance(out.get(s), _Lost)])  # type: ignore[no-untyped-call]
@@ -582,29 +659,32 @@ class RoleExecutor(DaskExecutor):
         keep_going: bool = False,
         only: Collection[str] | None = None,
         settings: Mapping[str, Mapping[str, object]] | None = None,
+        plan: RolePlan | None = None,
     ) -> list[HostRun]:
         """Run ``what`` role by role, every host of a role at once; stop at the first
         role with a failure unless ``keep_going`` (teardown).  ``only``: these roles;
-        ``settings``: a role's steps rendered with its setting over ``[params]``."""
+        ``settings``: a role's steps rendered with its setting over ``[params]``;
+        ``plan``: these hosts (a group's; default every host)."""
+        plan = plan or self.plan
         runs: list[HostRun] = []
         # a host whose worker was just lost (killed, restarting) is waited for: its
         # teardown must not be skipped, leaving its server running (#41)
-        addresses = self._rejoined()
+        addresses = self._rejoined(plan.slots)
         remote = replace(job, running_file=None)
-        for group in self.plan.ordered(reverse=what == "teardown", only=only):
+        for group in plan.ordered(reverse=what == "teardown", only=only):
             todo: dict[HostSlot, list[Step]] = {}
             for slot in group:
                 setting = (settings or {}).get(slot.role)
-                if not self.plan.active(slot, setting):
+                if not plan.active(slot, setting):
                     continue  # beyond its role's size in this setting ([cluster] counts)
                 try:
-                    own = self.plan.step(slot, what, setting)
+                    own = plan.step(slot, what, setting)
                 except KeyError as exc:  # a value only a trial's setting gives
                     why = f"its {what} step cannot be rendered: {exc.args[0]}"
                     runs.append(replace(_lost_run(what, slot, why), status="failed"))
                     continue
                 steps = [own] if own is not None else []
-                if slot.role == self.plan.measured and extra is not None:
+                if slot.role == plan.measured and extra is not None:
                     steps = [extra, *steps] if what == "teardown" else [*steps, extra]
                 if steps:
                     todo[slot] = steps
@@ -630,27 +710,33 @@ class RoleExecutor(DaskExecutor):
         A role whose steps use a value a trial's setting gives (a swept server knob, a
         variant's) is set up before the first trial, with that trial's setting, and
         again whenever a later trial's value differs (:meth:`_reconfigure`); at the
-        end it is torn down with the setting it was last set up with."""
+        end it is torn down with the setting it was last set up with (group by group:
+        each group's hosts were set up for the trials they ran)."""
         if what == "setup":
             self._setup_begun = True
             later = self.plan.set_up_per_trial()
             if self.plan.measured in later:  # [benchmark] setup follows its role's
-                self._extra_setup, step = step, None
+                for g in self.groups:
+                    g.extra_setup = step
+                step = None
             runs = self._phase(job, what, step, only=[r for r in self.plan.roles if r not in later])
-            for role in self.plan.roles:
-                if role not in later:
-                    self._configured[role] = (self.plan.configuration(role, {}), {})
+            for g in self.groups:
+                for role in self.plan.roles:
+                    if role not in later:
+                        g.configured[role] = (self.plan.configuration(role, {}), {})
         elif what == "teardown" and self._setup_begun:
-            # the roles set up, each with the setting it was last set up with
-            runs = self._phase(
-                job,
-                what,
-                step,
-                keep_going=True,
-                only=list(self._configured),
-                settings=self._role_settings(),
-            )
-            self._configured.clear()
+            runs = []
+            for g in self.groups:  # the roles set up, each as it was last set up
+                runs += self._phase(
+                    job,
+                    what,
+                    step,
+                    keep_going=True,
+                    only=list(g.configured),
+                    settings=g.role_settings(),
+                    plan=g.plan,
+                )
+                g.configured.clear()
         else:  # an earlier session's teardown, before this one's setup: with [params]
             runs = self._phase(job, what, step, keep_going=what == "teardown")
         self._pending.extend(runs)
@@ -658,36 +744,51 @@ class RoleExecutor(DaskExecutor):
         if failed:
             raise StudyError(failure_text(failed))
 
-    def _reconfigure(self, job: TrialJob, setting: Mapping[str, object]) -> list[HostRun]:
+    def _reconfigure(
+        self, g: _Group, job: TrialJob, setting: Mapping[str, object]
+    ) -> list[HostRun]:
         """Set up again, before a trial, each role whose parameters differ in its
-        ``setting`` from those the role was set up with: its teardown (with the old
-        values), then its setup (with the new), on every host of the role (#42: a
-        variant's server setting was dropped; a swept one refused).  The hosts'
-        outcomes, to be stored with the trial; stops at the first failure."""
+        ``setting`` from those the role was set up with on group ``g``'s hosts: its
+        teardown (with the old values), then its setup (with the new), on every host of
+        the role (#42: a variant's server setting was dropped; a swept one refused).
+        The hosts' outcomes, to be stored with the trial; stops at the first failure."""
         runs: list[HostRun] = []
+        stale, g.stale = g.stale, False
         for role in self.plan.set_up_per_trial():
             want = self.plan.configuration(role, setting)
-            have = self._configured.get(role)
-            if have is not None and have[0] == want:
+            have = g.configured.get(role)
+            if have is not None and have[0] == want and not stale:
                 continue
             started = time.monotonic()
             if have is not None:
-                runs += self._phase(job, "teardown", None, only=[role], settings={role: have[1]})
-            extra = self._extra_setup if role == self.plan.measured else None
+                runs += self._phase(
+                    job, "teardown", None, only=[role], settings={role: have[1]}, plan=g.plan
+                )
+            extra = g.extra_setup if role == self.plan.measured else None
             if not any(not r.ok for r in runs):
-                self._configured[role] = ((("", "set up failed"),), dict(setting))
-                runs += self._phase(job, "setup", extra, only=[role], settings={role: setting})
+                g.configured[role] = ((("", "set up failed"),), dict(setting))
+                runs += self._phase(
+                    job, "setup", extra, only=[role], settings={role: setting}, plan=g.plan
+                )
             if have is not None:  # not a role's first setup
-                self._reconfigurations["count"] += 1
-                self._reconfigurations["seconds"] += time.monotonic() - started
-                by_role = self._reconfigurations["roles"]
-                by_role[role] = by_role.get(role, 0) + 1
+                with self._lock:
+                    self._reconfigurations["count"] += 1
+                    self._reconfigurations["seconds"] += time.monotonic() - started
+                    by_role = self._reconfigurations["roles"]
+                    by_role[role] = by_role.get(role, 0) + 1
             if any(not r.ok for r in runs):
                 return runs
-            self._configured[role] = (want, dict(setting))
+            g.configured[role] = (want, dict(setting))
             if extra is not None:
-                self._extra_setup = None
+                g.extra_setup = None
         return runs
+
+    def _fits(self, g: _Group, request: TrialRequest) -> bool:
+        """Whether group ``g``'s roles are set up as a trial of ``request`` needs."""
+        return all(
+            g.configured.get(role, ((), {}))[0] == self.plan.configuration(role, request.setting)
+            for role in self.plan.set_up_per_trial()
+        )
 
     def run_step(self, job: TrialJob, step: Step) -> None:
         self.run_phase(job, step.what, step)
@@ -696,48 +797,152 @@ class RoleExecutor(DaskExecutor):
         self, job: TrialJob, requests: Sequence[TrialRequest]
     ) -> Generator[TrialRecord, None, None]:
         self._n_workers = len(self.workers())
+        if len(self.groups) > 1:
+            yield from self._in_groups(job, requests)
+            return
+        (g,) = self.groups
         for done, request in enumerate(requests):
             self._batch = (len(requests), done, self._batch[2] if done else time.monotonic())
-            record = self._trial(job, request)
+            record = self._trial(g, job, request)
             yield record
             if host_failures(record, self.plan.measured) and self.cluster.on_host_failure == "stop":
-                raise StudyError(
-                    f"trial {record.seq}: {record.error} ([cluster] on_host_failure = "
-                    "'stop'; 'continue' goes on to the next trial)"
-                )
+                raise StudyError(_stop_text(record))
 
-    def _trial(self, job: TrialJob, request: TrialRequest) -> TrialRecord:
+    def _in_groups(
+        self, job: TrialJob, requests: Sequence[TrialRequest]
+    ) -> Generator[TrialRecord, None, None]:
+        """The batch's trials on the groups at once, each group one trial (or one block,
+        in order) at a time, taking first the trials its roles are set up for.  A group
+        whose host's worker left mid-trial is taken out for the rest of the batch and
+        the trial runs on another group (kept once); under ``on_host_failure = "stop"``
+        the others end their trials and the study stops."""
+        todo = blocks(requests)
+        began = time.monotonic()
+        self._batch = (len(requests), 0, began)
+        done = 0
+        turn = threading.Condition(self._lock)
+        holding: set[int] = set()  # the groups with a block taken
+        out_now: set[int] = set()  # taken out for this batch
+        results: queue.SimpleQueue[tuple[str, _Group, Any]] = queue.SimpleQueue()
+        self._stop.clear()
+
+        def take(g: _Group) -> list[TrialRequest] | None:
+            with turn:
+                while not self._stop.is_set() and g.index not in out_now:
+                    if todo:
+                        pick = next((i for i, b in enumerate(todo) if self._fits(g, b[0])), 0)
+                        holding.add(g.index)
+                        return todo.pop(pick)
+                    if not holding:
+                        return None
+                    turn.wait(POLL_S)  # a block may come back from a group taken out
+                return None
+
+        def serve(g: _Group) -> None:
+            try:
+                while (block := take(g)) is not None:
+                    for n, request in enumerate(block):
+                        with turn:
+                            self._running.add(g.index)
+                        try:
+                            record = self._trial(g, job, request, stoppable=True)
+                        finally:
+                            with turn:
+                                self._running.discard(g.index)
+                        if _host_left(record):
+                            with turn:
+                                others = [
+                                    h for h in self.groups if h is not g and h.index not in out_now
+                                ]
+                                if others and self.cluster.on_host_failure == "continue":
+                                    out_now.add(g.index)
+                                    holding.discard(g.index)
+                                    todo.insert(0, block[n:])
+                                    g.stale = True
+                                    self._taken_out.append(_taken_out(g, record))
+                                    turn.notify_all()
+                                    return
+                        results.put(("record", g, record))
+                        failed = host_failures(record, self.plan.measured)
+                        if failed and self.cluster.on_host_failure == "stop":
+                            results.put(("stop", g, _stop_text(record)))
+                            self._stop.set()
+                            return
+                    with turn:
+                        holding.discard(g.index)
+                        turn.notify_all()
+            except _Stopped:
+                pass
+            except BaseException as exc:  # the scheduler gone: the study says so
+                results.put(("error", g, exc))
+                self._stop.set()
+            finally:
+                with turn:
+                    holding.discard(g.index)
+                    turn.notify_all()
+                results.put(("done", g, None))
+
+        threads = [
+            threading.Thread(target=serve, args=(g,), name=f"assay-group-{g.index}", daemon=True)
+            for g in self.groups
+        ]
+        for t in threads:
+            t.start()
+        ended, stop_text, error = 0, None, None
+        try:
+            while ended < len(threads):
+                kind, _, item = results.get()
+                if kind == "record":
+                    done += item.status != DISTURBED
+                    self._batch = (len(requests), done, began)
+                    yield item
+                elif kind == "stop":
+                    stop_text = stop_text or item
+                elif kind == "error":
+                    error = error or item
+                else:
+                    ended += 1
+        finally:
+            self._stop.set()  # interrupted: each group's thread ends at its next look
+        if error is not None:
+            raise error
+        if stop_text is not None:
+            raise StudyError(stop_text)
+
+    def _trial(
+        self, g: _Group, job: TrialJob, request: TrialRequest, *, stoppable: bool = False
+    ) -> TrialRecord:
+        plan = g.plan
+        request = request.in_group(g.index)  # its command names this group's hosts
         # one wait for a host without its worker, not one before the resets and one
         # after (a host down made every trial take a minute to fail: #41)
-        addresses = self._rejoined()
-        missing = [s for s in self.plan.slots if s not in addresses]
+        addresses = self._rejoined(plan.slots)
+        missing = [s for s in plan.slots if s not in addresses]
         if missing:
             why = f"it has no Dask worker (none came back in {REJOIN_S:g} s)"
             runs = [_lost_run("trial", s, why) for s in missing]
-            return _failed_record(request, self.plan.measured_slot, runs, failure_text(runs))
-        resets = self._reconfigure(job, request.setting)
+            return _failed_record(request, plan.measured_slot, runs, failure_text(runs))
+        resets = self._reconfigure(g, job, request.setting)
         if all(r.ok for r in resets) and self._has_reset(job):
-            resets += self._phase(job, "reset", job.reset, settings=self._role_settings())
+            resets += self._phase(job, "reset", job.reset, settings=g.role_settings(), plan=plan)
         failed = [r for r in resets if not r.ok]
         if failed:
-            return _failed_record(request, self.plan.measured_slot, resets, failure_text(failed))
+            return _failed_record(request, plan.measured_slot, resets, failure_text(failed))
         remote = replace(job, running_file=None, reset=None)
-        addresses = self._addresses()
-        missing = [s for s in self.plan.slots if s not in addresses]
+        addresses = self._addresses(plan.slots)
+        missing = [s for s in plan.slots if s not in addresses]
         if missing:  # lost during the resets
             runs = [_lost_run("trial", s, "it has no Dask worker") for s in missing]
-            return _failed_record(
-                request, self.plan.measured_slot, resets + runs, failure_text(runs)
-            )
-        if len(self._measured(request)) > 1:
-            return self._joined_trial(job, request, remote, addresses, resets)
-        measured = self.plan.measured_slot
+            return _failed_record(request, plan.measured_slot, resets + runs, failure_text(runs))
+        if len(self._measured(g, request)) > 1:
+            return self._joined_trial(g, job, request, remote, addresses, resets, stoppable)
+        measured = plan.measured_slot
         tag = f"assay-trial-{uuid.uuid4().hex}"
         wait_s = job.timeout + GRACE_S
-        watchers = self._watchers(remote, addresses, tag, wait_s, request.setting)
+        watchers = self._watchers(g, remote, addresses, tag, wait_s, request.setting)
         others = list(watchers)
         ready = self._ready(tag, others)
-        early = self._wait(watchers, addresses, GRACE_S, until=ready)
+        early = self._wait(watchers, addresses, GRACE_S, until=ready, stoppable=stoppable)
         runs = [_lost_run("trial", s, r.why) for s, r in early.items() if isinstance(r, _Lost)]
         if runs or not ready(0.0):
             self._release(tag)
@@ -747,8 +952,10 @@ class RoleExecutor(DaskExecutor):
         fut = self._submit(
             measured, addresses[measured], _measured_part, remote, request, measured, self.monitor
         )
-        got = self._wait({measured: fut}, addresses, wait_s)[measured]
-        self._release(tag)
+        try:
+            got = self._wait({measured: fut}, addresses, wait_s, stoppable=stoppable)[measured]
+        finally:
+            self._release(tag)
         parts = self._wait(watchers, addresses, wait_s)
         hosts = [
             r if isinstance(r, HostRun) else _lost_run("trial", s, r.why) for s, r in parts.items()
@@ -760,15 +967,16 @@ class RoleExecutor(DaskExecutor):
 
     def _watchers(
         self,
+        g: _Group,
         remote: TrialJob,
         addresses: Mapping[HostSlot, str],
         tag: str,
         wait_s: float,
         setting: Mapping[str, object],
     ) -> dict[HostSlot, Future[Any]]:
-        """The parts of the hosts that do not run the measured command, of those that
-        take part in a trial of ``setting``."""
-        settings = self._role_settings()
+        """The parts of group ``g``'s hosts that do not run the measured command, of
+        those that take part in a trial of ``setting``."""
+        settings = g.role_settings()
         return {
             s: self._submit(
                 s,
@@ -776,32 +984,34 @@ class RoleExecutor(DaskExecutor):
                 _host_part,
                 remote,
                 s,
-                self.plan.step(s, "command", settings.get(s.role)),
+                g.plan.step(s, "command", settings.get(s.role)),
                 tag,
                 self.monitor,
                 wait_s,
             )
-            for s in self.plan.slots
-            if s.role != self.plan.measured and self.plan.active(s, setting)
+            for s in g.plan.slots
+            if s.role != self.plan.measured and g.plan.active(s, setting)
         }
 
     def _joined_trial(
         self,
+        g: _Group,
         job: TrialJob,
         request: TrialRequest,
         remote: TrialJob,
         addresses: Mapping[HostSlot, str],
         resets: list[HostRun],
+        stoppable: bool = False,
     ) -> TrialRecord:
         """A trial whose measured role has several hosts: each runs the command (with
         its own host placeholders), all started together once every host's part is
         ready; their readings joined by ``[cluster] combine`` (:func:`joined_record`)."""
         from distributed import Event
 
-        measured = self._measured(request)
+        measured = self._measured(g, request)
         tag = f"assay-trial-{uuid.uuid4().hex}"
         wait_s = job.timeout + GRACE_S
-        watchers = self._watchers(remote, addresses, tag, wait_s, request.setting)
+        watchers = self._watchers(g, remote, addresses, tag, wait_s, request.setting)
         parts = {
             s: self._submit(
                 s,
@@ -817,7 +1027,9 @@ class RoleExecutor(DaskExecutor):
             for s in measured
         }
         ready = self._ready(tag, [*watchers, *parts])
-        early = self._wait({**watchers, **parts}, addresses, GRACE_S, until=ready)
+        early = self._wait(
+            {**watchers, **parts}, addresses, GRACE_S, until=ready, stoppable=stoppable
+        )
         lost = [_lost_run("trial", s, r.why) for s, r in early.items() if isinstance(r, _Lost)]
         go = Event(f"{tag}-go", client=self.client)  # type: ignore[no-untyped-call]
         if lost or not ready(0.0):
@@ -828,8 +1040,10 @@ class RoleExecutor(DaskExecutor):
             lost = lost or [_lost_run("trial", s, "its part did not start") for s in measured]
             return _failed_record(request, measured[0], resets + lost, failure_text(lost))
         go.set()  # type: ignore[no-untyped-call]
-        got = self._wait(parts, addresses, wait_s)
-        self._release(tag)
+        try:
+            got = self._wait(parts, addresses, wait_s, stoppable=stoppable)
+        finally:
+            self._release(tag)
         done = self._wait(watchers, addresses, wait_s)
         hosts = [
             r if isinstance(r, HostRun) else _lost_run("trial", s, r.why) for s, r in done.items()
@@ -842,13 +1056,9 @@ class RoleExecutor(DaskExecutor):
         ]
         return _with_hosts(joined_record(records, self.cluster.combine), resets, hosts)
 
-    def _measured(self, request: TrialRequest) -> list[HostSlot]:
-        """The hosts that run the measured command in this trial."""
-        return [s for s in self.plan.measured_slots if self.plan.active(s, request.setting)]
-
-    def _role_settings(self) -> dict[str, Mapping[str, object]]:
-        """Each role's setting as it was last set up (its reset and command use it)."""
-        return {r: v for r, (_, v) in self._configured.items()}
+    def _measured(self, g: _Group, request: TrialRequest) -> list[HostSlot]:
+        """The hosts of group ``g`` that run the measured command in this trial."""
+        return [s for s in g.plan.measured_slots if g.plan.active(s, request.setting)]
 
     def _has_reset(self, job: TrialJob) -> bool:
         return job.reset is not None or any("reset" in steps for steps in self.plan.steps.values())
@@ -878,6 +1088,31 @@ class RoleExecutor(DaskExecutor):
         from distributed import Event
 
         Event(tag, client=self.client).set()  # type: ignore[no-untyped-call]
+
+
+def _stop_text(record: TrialRecord) -> str:
+    return (
+        f"trial {record.seq}: {record.error} ([cluster] on_host_failure = "
+        "'stop'; 'continue' goes on to the next trial)"
+    )
+
+
+def _host_left(record: TrialRecord) -> bool:
+    """Whether a host's worker left during the trial (or had none): the trial can run
+    on another group; a step that failed, or a part past its time limit, would fail
+    there too."""
+    return any(h.status == "lost" and "Dask worker" in (h.error or "") for h in record.host_runs)
+
+
+def _taken_out(g: _Group, record: TrialRecord) -> dict[str, Any]:
+    """What the report says of a group taken out of a batch: its hosts, which left, when."""
+    return {
+        "group": g.index,
+        "hosts": g.hosts(),
+        "trial": record.seq,
+        "why": record.error,
+        "at": time.strftime("%H:%M:%S"),
+    }
 
 
 def host_failures(record: TrialRecord, measured: str) -> list[HostRun]:

@@ -16,7 +16,7 @@ picklable values, so an executor can hand them to another process or machine;
 from __future__ import annotations
 
 import platform
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -78,6 +78,25 @@ class TrialRequest:
     # a measured role of several hosts: host i's (i >= 1) argv and env, rendered with its
     # own host placeholders ({host.index}); host 0's are argv and env
     hosts: Mapping[int, tuple[list[str], Mapping[str, str]]] = field(default_factory=dict)
+    # [cluster] groups: group g's (g >= 1) argv and env on each of its measured hosts,
+    # rendered with that group's hosts ({hosts.server}); group 0's are argv/env and hosts
+    groups: Mapping[int, Sequence[tuple[list[str], Mapping[str, str]]]] = field(
+        default_factory=dict
+    )
+
+    def in_group(self, group: int) -> TrialRequest:
+        """The request as group ``group`` of hosts runs it (``[cluster] groups``).
+
+        >>> r = TrialRequest(0, ["ping", "s0"], groups={1: [(["ping", "s1"], {})]})
+        >>> r.in_group(1).argv, r.in_group(0).argv
+        (['ping', 's1'], ['ping', 's0'])
+        """
+        if group == 0 or group not in self.groups:
+            return self
+        (argv, env), *others = self.groups[group]
+        return replace(
+            self, argv=list(argv), env=env, hosts=dict(enumerate(others, start=1)), groups={}
+        )
 
     def on_host(self, index: int) -> TrialRequest:
         """The request as host ``index`` of the measured role runs it."""

@@ -382,7 +382,39 @@ def executor_line(executor: Mapping[str, Any] | None) -> str:
             f"; a new worker started over SSH for {', '.join(revived)}, when "
             f"{'it' if len(revived) == 1 else 'each'} answered again after an outage"
         )
-    return line + reconfiguration_text(executor.get("reconfigurations"))
+    return (
+        line
+        + groups_text(executor.get("groups"))
+        + reconfiguration_text(executor.get("reconfigurations"))
+    )
+
+
+def groups_text(groups: Any) -> str:
+    """The groups of hosts that ran trials at once (``[cluster] groups``), and any taken
+    out of a batch because a host left mid-trial, for the executor line.
+
+    >>> text = groups_text({"hosts": [["a (client[0])", "c (server[0])"], ["b (client[1])",
+    ...     "d (server[1])"]], "taken_out": [{"group": 1, "hosts": "b, d", "trial": 7,
+    ...     "why": "on host d (server[1]): its Dask worker is gone", "at": "12:00:03"}]})
+    >>> for part in text.split("; ")[1:]:  # doctest: +NORMALIZE_WHITESPACE
+    ...     print(part)
+    2 groups of hosts ran trials at once: a, c | b, d
+    group 1 (b, d) taken out at 12:00:03: on host d (server[1]): its Dask worker is gone (trial 7
+    ran again on another group, kept once)
+    """
+    if not isinstance(groups, Mapping) or not groups.get("hosts"):
+        return ""
+    each = " | ".join(
+        ", ".join(str(h).split(" (")[0] for h in members) for members in groups["hosts"]
+    )
+    out = f"; {len(groups['hosts'])} groups of hosts ran trials at once: {each}"
+    for t in groups.get("taken_out") or []:
+        if isinstance(t, Mapping):
+            out += (
+                f"; group {t.get('group')} ({t.get('hosts')}) taken out at {t.get('at')}: "
+                f"{t.get('why')} (trial {t.get('trial')} ran again on another group, kept once)"
+            )
+    return out
 
 
 def reconfiguration_text(reconf: Any) -> str:

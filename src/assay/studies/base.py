@@ -39,7 +39,7 @@ from assay.execute.monitor import (
 )
 from assay.execute.overhead import LaunchOverhead, measure_launch_overhead
 from assay.execute.trial import Step, TrialJob, TrialRequest
-from assay.rolespec import active_roles, host_values, measured_role
+from assay.rolespec import active_roles, group_roles, host_values, measured_role
 from assay.spec import Spec, invalid_fields
 from assay.store import DISTURBED, Store, TrialRecord, study_file
 from assay.template import placeholders, render
@@ -528,32 +528,43 @@ class Study:
         # run first; a teardown that failed)
         self.step_notes: list[str] = []
 
-    def _active_roles(self, values: Mapping[str, object] | None) -> dict[str, list[str]]:
+    def _active_roles(
+        self, values: Mapping[str, object] | None, group: int | None = None
+    ) -> dict[str, list[str]]:
         """The roles' hosts in a trial of ``values`` (all, but for roles whose size is a
-        parameter: ``[cluster] counts``)."""
+        parameter: ``[cluster] counts``); of one group of hosts (``[cluster] groups``)
+        when ``group`` is given."""
         cluster = self.spec.cluster
         assert cluster is not None and cluster.roles is not None
-        return active_roles(cluster.roles, cluster.counts, {**self.spec.params, **(values or {})})
+        roles = (
+            cluster.roles if group is None else group_roles(cluster.roles, cluster.groups, group)
+        )
+        return active_roles(roles, cluster.counts, {**self.spec.params, **(values or {})})
 
     def _host_values(
-        self, index: int = 0, values: Mapping[str, object] | None = None
+        self, index: int = 0, values: Mapping[str, object] | None = None, group: int | None = None
     ) -> dict[str, str]:
-        """A multi-host study's placeholders on the measured role's host ``index`` in a
-        trial of ``values`` (``{hosts.server}``, ``{host.index}``): [benchmark]'s command
-        and steps run there."""
+        """A multi-host study's placeholders on the measured role's host ``index`` (of
+        ``group``, or of all the hosts) in a trial of ``values`` (``{hosts.server}``,
+        ``{host.index}``): [benchmark]'s command and steps run there."""
         cluster = self.spec.cluster
         if cluster is None or cluster.roles is None:
             return {}
-        roles = self._active_roles(values)
+        roles = self._active_roles(values, group)
         return host_values(roles, measured_role(cluster.roles, cluster.measure), index)
 
     def _measured_hosts(self, values: Mapping[str, object] | None = None) -> int:
         """How many hosts run the measured command at once in a trial of ``values`` (1
-        but for [cluster.roles])."""
+        but for [cluster.roles]: the measured role's, in one group of hosts)."""
         cluster = self.spec.cluster
         if cluster is None or cluster.roles is None:
             return 1
-        return len(self._active_roles(values)[measured_role(cluster.roles, cluster.measure)])
+        return len(self._active_roles(values, 0)[measured_role(cluster.roles, cluster.measure)])
+
+    def _groups(self) -> int:
+        """How many groups of hosts run trials at once (``[cluster] groups``)."""
+        cluster = self.spec.cluster
+        return cluster.groups if cluster is not None and cluster.roles is not None else 1
 
     def _cwd(self) -> str | None:
         cwd = self.spec.benchmark.cwd
@@ -572,11 +583,12 @@ class Study:
         extra: dict[str, str] | None = None,
         only: dict[str, str] | None = None,
         host: int = 0,
+        group: int | None = None,
     ) -> dict[str, str]:
         """The environment laid over the host's: [benchmark] env (or ``only`` of it)
         and ``extra``, rendered with the study's values and ``values`` (on the measured
-        role's host ``host``)."""
-        allv = {**self._host_values(host, values), **self.spec.params, **values}
+        role's host ``host`` of ``group``)."""
+        allv = {**self._host_values(host, values, group), **self.spec.params, **values}
         env = {**(self.spec.benchmark.env if only is None else only), **(extra or {})}
         return {k: render(v, allv) for k, v in env.items()}
 
@@ -632,17 +644,24 @@ class Study:
         placeholders and ``env`` laid over the benchmark's; ``setting`` is what the store
         records (default: ``values``)."""
         b = self.spec.benchmark
-        rendered = []
-        for index in range(self._measured_hosts(values)):  # each with its own {host.index}
-            allv = {**self._host_values(index, values), **values}
-            try:
-                argv = render_argv(b.command if command is None else command, allv, shell=b.shell)
-            except KeyError as exc:  # a design that left a placeholder without a value
-                raise StudyError(
-                    f"{self.spec.source_path}: {exc.args[0]} in the benchmark command; give it "
-                    "a value in [params] (or run the study with the command its sections are for)"
-                ) from None
-            rendered.append((argv, self._env(values, env, host=index)))
+        groups = []
+        for group in range(self._groups()):  # each group of hosts with its own {hosts.*}
+            rendered = []
+            for index in range(self._measured_hosts(values)):  # each its own {host.index}
+                allv = {**self._host_values(index, values, group), **values}
+                try:
+                    argv = render_argv(
+                        b.command if command is None else command, allv, shell=b.shell
+                    )
+                except KeyError as exc:  # a design that left a placeholder without a value
+                    raise StudyError(
+                        f"{self.spec.source_path}: {exc.args[0]} in the benchmark command; give "
+                        "it a value in [params] (or run the study with the command its "
+                        "sections are for)"
+                    ) from None
+                rendered.append((argv, self._env(values, env, host=index, group=group)))
+            groups.append(rendered)
+        rendered = groups[0]
         return TrialRequest(
             seq=seq,
             argv=rendered[0][0],
@@ -652,6 +671,7 @@ class Study:
             work=work,
             block=block,
             hosts=dict(enumerate(rendered[1:], start=1)),
+            groups=dict(enumerate(groups[1:], start=1)),
         )
 
     def _check_executor(self) -> None:
