@@ -105,3 +105,63 @@ def test_a_server_knob_a_replica_count_and_two_summed_clients_on_five_hosts(
     while any(hosts.commands(n) for n in hosts.names) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert {n: hosts.commands(n) for n in hosts.names} == {n: [] for n in hosts.names}
+
+
+def test_a_knobs_study_ranks_a_server_roles_knobs_set_up_for_every_sample(
+    tmp_path: Path, hosts: Hosts
+) -> None:
+    """#42: a `knobs` study on a server role, end to end: each Latin Hypercube sample
+    sets the primary up again with its values (the knobs reach the role's steps), the
+    client on another host measures, and the knobs are ranked."""
+    work = tmp_path / "example"
+    work.mkdir()
+    shutil.copy(EXAMPLE / "redis_pair.py", work)
+    text = (EXAMPLE / "redis-knobs.toml").read_text()
+    client, primary = hosts.addresses[:2]
+    for old, new in [
+        ('primary = ["127.0.0.2"]', f'primary = ["{primary}"]'),
+        ('client = ["127.0.0.1"]', f'client = ["{client}"]'),
+        ('port = 2222\nkey = "/tmp/assay-ssh/client_key"\n'
+         'known_hosts = "/tmp/assay-ssh/known_hosts"\n', hosts.cluster_toml()),
+        ("requests = 20000", "requests = 2000"),
+        ("samples = 30\nvalidation_samples = 8", "samples = 10\nvalidation_samples = 3"),
+    ]:  # fmt: skip
+        assert old in text, old
+        text = text.replace(old, new)
+    state = json.dumps(str(tmp_path / "redis-state"))
+    text = text.replace("timeout = 120\n", f"timeout = 120\nenv = {{REDIS_PAIR_STATE = {state}}}\n")
+    (work / "redis-knobs.toml").write_text(text)
+    done = subprocess.run(
+        [sys.executable, "-m", "assay", "knobs", "redis-knobs.toml", "-q", "--json", "r.json"],
+        cwd=work, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    with Store(work / "redis-knobs.assay.db") as st:
+        found = st.find_study("redis-knobs")
+        assert found is not None
+        trials = sorted(st.trials(found[0]), key=lambda t: t.started or 0.0)
+    assert len(trials) == 13 and all(t.ok for t in trials), [t.error for t in trials]
+    changed = 0
+    for t in trials:
+        assert t.readings["set_rps"] > 0
+        ups = [h for h in t.host_runs if h.what == "setup"]
+        if ups:  # set up with this sample's values, on the primary's host
+            (up,) = ups
+            assert up.host == primary and up.role == "primary"
+            said = up.stdout.decode()
+            assert f"(appendfsync {t.setting['appendfsync']}, hz {t.setting['hz']}," in said
+            assert f"io-threads {t.setting['io_threads']}," in said
+            changed += 1
+    assert changed >= 10  # every LHS sample differs from the one before it
+    doc = json.loads((work / "r.json").read_text())
+    assert doc["environment"]["executor"]["reconfigurations"]["roles"] == {"primary": changed - 1}
+    (ranking,) = doc["rankings"]
+    ranked = {k["knob"] for k in ranking["knobs"]}
+    assert ranked == {"appendfsync", "hz", "activerehashing", "io_threads", "lazyfree"}
+    # where it ran, and what each host did: the primary's host is in the resources
+    assert primary in json.dumps(doc["resources"]["cluster"])
+    assert "ran on a Dask cluster" in done.stdout and "reconfigur" not in done.stderr
+    deadline = time.monotonic() + 60  # the hosts' Dask processes end within seconds
+    while any(hosts.commands(n) for n in hosts.names) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert {n: hosts.commands(n) for n in hosts.names} == {n: [] for n in hosts.names}

@@ -396,6 +396,10 @@ NOT_RUN: dict[str, str] = {
         "a cluster: four loopback SSH hosts (ssh-loopback-hosts.sh) running Redis; "
         "tests/test_netns_distributed.py runs it on namespace hosts"
     ),
+    "assay knobs examples/multihost/redis-knobs.toml": (
+        "a cluster: two loopback SSH hosts (ssh-loopback-hosts.sh) running Redis; "
+        "tests/test_netns_distributed.py runs it on namespace hosts"
+    ),
     "assay sweep study.toml --cluster tls://10.0.0.5:8786": (
         "the reader's study on their own warm cluster; a TLS --cluster is tried in "
         "tests/test_warm_cluster.py"

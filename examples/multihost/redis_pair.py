@@ -1,7 +1,8 @@
 """One Redis server of a primary + replica pair, on one address (the multi-host example's
 setup and teardown steps), and the benchmark client that logs in to it.
 
-    python3 redis_pair.py start ADDRESS PORT [--replicaof PRIMARY]
+    python3 redis_pair.py start ADDRESS PORT [--replicaof PRIMARY] [--appendfsync POLICY]
+                                [--config NAME VALUE]...
     python3 redis_pair.py bench ADDRESS PORT [REDIS-BENCHMARK OPTIONS...]
     python3 redis_pair.py stop ADDRESS PORT
 
@@ -34,6 +35,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 
 from assay.targets.base import TargetError
 from assay.targets.private import StateDir, default_state_dir, new_secret
@@ -89,6 +91,7 @@ def _config(
     password: str,
     primary: str | None,
     appendfsync: str = "off",
+    config: Sequence[tuple[str, str]] = (),
 ) -> str:
     durable = ["appendonly yes", f"appendfsync {appendfsync}"]
     lines = [
@@ -105,7 +108,40 @@ def _config(
     ]
     if primary is not None:
         lines += [f"replicaof {primary} {port}", f"masterauth {password}"]
+    lines += [f"{name} {value}" for name, value in config]  # checked by _settings
     return "\n".join(lines) + "\n"
+
+
+#: --config: a setting's name, and a value of one word (a number, yes/no, a policy).
+_NAME = re.compile(r"[a-z][a-z0-9-]{0,63}")
+_VALUE = re.compile(r"[A-Za-z0-9._-]{1,64}")
+#: What --config may not change: the settings start writes itself (binding, password,
+#: files, persistence, replication) and the commands that could run or write anything.
+_OURS = {
+    "bind", "port", "protected-mode", "daemonize", "save", "appendonly", "appendfsync",
+    "dir", "pidfile", "logfile", "requirepass", "replicaof", "slaveof", "masterauth",
+    "masteruser", "include", "loadmodule", "rename-command", "unixsocket", "dbfilename",
+    "appendfilename", "appenddirname", "aclfile", "tls-port", "enable-debug-command",
+    "enable-module-command", "enable-protected-configs",
+}  # fmt: skip
+
+
+def _settings(pairs: Sequence[Sequence[str]]) -> list[tuple[str, str]]:
+    """``--config NAME VALUE`` pairs, each a setting of one word (``hz 100``), none of
+    those start writes itself; TargetError naming the first that is not."""
+    out = []
+    for name, value in pairs:
+        if not _NAME.fullmatch(name) or name in _OURS:
+            raise TargetError(
+                f"--config {name!r}: expected the name of a Redis setting other than those "
+                "start writes itself (bind, port, dir, password, persistence, replication)"
+            )
+        if not _VALUE.fullmatch(value):
+            raise TargetError(
+                f"--config {name} {value!r}: expected one word (letters, digits, ._-)"
+            )
+        out.append((name, value))
+    return out
 
 
 def _cli(
@@ -120,7 +156,13 @@ def _cli(
     )
 
 
-def start(address: str, port: int, primary: str | None, appendfsync: str = "off") -> int:
+def start(
+    address: str,
+    port: int,
+    primary: str | None,
+    appendfsync: str = "off",
+    config: Sequence[tuple[str, str]] = (),
+) -> int:
     state = _state()
     if primary is not None and not _ADDRESS.fullmatch(primary):
         raise TargetError(f"--replicaof {primary!r}: expected an IP address or a host name")
@@ -136,20 +178,21 @@ def start(address: str, port: int, primary: str | None, appendfsync: str = "off"
             file=sys.stderr,
         )
         return 1
-    server.write(CONFIG, _config(server, address, port, password, primary, appendfsync))
+    server.write(CONFIG, _config(server, address, port, password, primary, appendfsync, config))
     server.file(PID).unlink(missing_ok=True)  # the new server writes its own
     subprocess.run(["redis-server", str(server.file(CONFIG))], check=True, timeout=30)
+    shown = "".join(f", {name} {value}" for name, value in config)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if primary is None and _cli(address, port, password, "ping").stdout.strip() == "PONG":
-            up = f"primary up on {address}:{port} (appendfsync {appendfsync})"
+            up = f"primary up on {address}:{port} (appendfsync {appendfsync}{shown})"
             return _ours(server, address, port, password, up)
         if (
             primary is not None
             and "master_link_status:up"
             in _cli(address, port, password, "info", "replication").stdout
         ):
-            up = f"replica of {primary} up on {address}:{port} (appendfsync {appendfsync})"
+            up = f"replica of {primary} up on {address}:{port} (appendfsync {appendfsync}{shown})"
             return _ours(server, address, port, password, up)
         time.sleep(0.1)
     print((server.read(LOG) or "no log")[-2000:], file=sys.stderr)
@@ -220,11 +263,19 @@ def main() -> int:
     actions.choices["start"].add_argument(
         "--appendfsync", choices=FSYNC, default="off", help="the append-only file's fsync policy"
     )
+    actions.choices["start"].add_argument(
+        "--config",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("NAME", "VALUE"),
+        help="a Redis setting of one word (hz 100); repeat for more",
+    )
     actions.choices["bench"].add_argument("options", nargs=argparse.REMAINDER)
     a = p.parse_args()
     try:
         if a.action == "start":
-            return start(a.address, a.port, a.replicaof, a.appendfsync)
+            return start(a.address, a.port, a.replicaof, a.appendfsync, _settings(a.config))
         if a.action == "bench":
             return bench(a.address, a.port, a.options)
         return stop(a.address, a.port)

@@ -78,6 +78,21 @@ def render_knobs_result(result: Any, console: Console) -> None:
             "measure the best configuration before trusting it",
             style="dim",
         )
+    environment = getattr(result, "environment", None)
+    resources = getattr(result, "resources", None)
+    if environment or resources:  # a measured study: where it ran, what the watch saw
+        from assay.report.terminal import footer_lines
+
+        for shown in footer_lines(
+            None,
+            None,
+            list(result.warnings),  # a measured study's (--from prints its own first)
+            [],
+            "",
+            resources={"": resources} if resources else None,
+            environment=environment,
+        ):
+            console.print(shown)
 
 
 def input_lines(reading: Measurements) -> list[str]:

@@ -51,6 +51,7 @@ from assay.studies.base import (
     failure_summary,
     open_stored,
     result_header,
+    watch_report,
 )
 from assay.studies.settings import (
     SettingsProgress,
@@ -98,6 +99,10 @@ class KnobsResult:
     reading: Measurements | None = None  # --from: how the file was read
     study: str = ""  # the study's name ("" with --from: the file names the input)
     store: str = ""
+    # a measured study's: where its trials ran (a cluster's hosts and roles) and what
+    # the bottleneck watch saw (per host on a cluster); none with --from
+    environment: dict[str, Any] = field(default_factory=dict)
+    resources: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """Everything, as plain data for ``--json``."""
@@ -109,6 +114,9 @@ class KnobsResult:
         }
         if self.reading is not None:
             data["input"] = self.reading.as_dict()
+        if self.environment or self.resources:
+            data["environment"] = self.environment
+            data["resources"] = self.resources
         data["warnings"] = list(self.warnings)
         data["tune"] = None if self.tune is None else self.tune.as_dict()
         data["tuning_cost"] = None if self.cost is None else self.cost.as_dict()
@@ -460,7 +468,16 @@ class KnobsRunner:
         )
         if self.tune:
             result.tune, result.cost = self._tune_live(session, analysis, ok, metrics)
+        self._where(result, session.trials, st.environment)
         return result
+
+    def _where(
+        self, result: KnobsResult, trials: list[TrialRecord], environment: dict[str, Any]
+    ) -> None:
+        """Where the samples ran and what the bottleneck watch saw, with its warnings."""
+        watch, result.resources = watch_report(self.spec, trials)
+        result.warnings.extend(watch)
+        result.environment = environment
 
     def stored(self) -> KnobsResult:
         """The ranking and validation of the stored samples, as at the end of :meth:`run`
@@ -475,13 +492,15 @@ class KnobsRunner:
             analysis = self._validated(analysis, metrics, self._values(session, val_settings))
             keys = {setting_key(t.setting) for t in st.trials}
             missing = [s for s in [*samples, *val_settings] if session.key(s) not in keys]
-            return KnobsResult(
+            result = KnobsResult(
                 analysis,
                 tuned_on_model=False,
                 not_measured=len(missing),
                 study=self.spec.study.name,
                 store=str(self.store_path),
             )
+            self._where(result, st.trials, st.environment)
+            return result
 
     def _tune_live(
         self,
