@@ -7,8 +7,11 @@ any host.  Skipped where namespaces cannot be made."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -162,6 +165,92 @@ def test_a_knobs_study_ranks_a_server_roles_knobs_set_up_for_every_sample(
     assert primary in json.dumps(doc["resources"]["cluster"])
     assert "ran on a Dask cluster" in done.stdout and "reconfigur" not in done.stderr
     deadline = time.monotonic() + 60  # the hosts' Dask processes end within seconds
+    while any(hosts.commands(n) for n in hosts.names) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert {n: hosts.commands(n) for n in hosts.names} == {n: [] for n in hosts.names}
+
+
+GROUPS = """
+[study]
+name = "redis-groups"
+[benchmark]
+command = ["python3", "redis_pair.py", "bench", "{{hosts.primary}}", "{{port}}", "-t", "set",
+           "-n", "30000", "-c", "8", "--csv"]
+cwd = "."
+timeout = 120
+env = {{REDIS_PAIR_STATE = {state}}}
+[params]
+port = 6393
+[[pi]]
+name = "set_rps"
+source = "regex"
+pattern = '"SET","([0-9.]+)"'
+[benchmark.roles.primary]
+setup = ["python3", "redis_pair.py", "start", "{{host.name}}", "{{port}}",
+         "--appendfsync", "{{appendfsync}}"]
+teardown = ["python3", "redis_pair.py", "stop", "{{host.name}}", "{{port}}"]
+[sweep]
+repetitions = 2
+[sweep.params]
+appendfsync = ["off", "everysec", "always"]
+[cluster]
+groups = 2
+on_host_failure = "continue"
+{keys}
+[cluster.roles]
+primary = {primaries}
+client = {clients}
+"""
+
+
+def test_a_group_whose_server_host_dies_mid_trial_hands_its_trial_to_the_other(
+    tmp_path: Path, hosts: Hosts
+) -> None:
+    """#42, node groups in parallel on namespace hosts: two groups (a Redis primary and
+    a client each) run a sweep's trials at once; every process of group 1's server host
+    is killed while its client measures.  The trial runs again on group 0 and is kept
+    once, group 1 is listed as taken out, and no process is left on any host."""
+    work = tmp_path / "example"
+    work.mkdir()
+    shutil.copy(EXAMPLE / "redis_pair.py", work)
+    primaries, clients = hosts.addresses[:2], hosts.addresses[2:4]
+    (work / "s.toml").write_text(
+        GROUPS.format(
+            state=json.dumps(str(tmp_path / "redis-state")),
+            keys=hosts.cluster_toml(),
+            primaries=json.dumps(primaries),
+            clients=json.dumps(clients),
+        )
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "assay", "sweep", "s.toml", "-q", "--json", "r.json"],
+        cwd=work, stdout=subprocess.DEVNULL, stderr=open(tmp_path / "err.txt", "w"),  # noqa: SIM115
+    )  # fmt: skip
+    server, client = hosts.names[1], hosts.names[3]  # group 1's
+    deadline = time.monotonic() + 300
+    killed = False
+    while not killed and proc.poll() is None and time.monotonic() < deadline:
+        if any("redis-benchmark" in c for c in hosts.commands(client)):
+            for pid in hosts.pids(server):  # the host dies: its worker, nanny, server
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            killed = True
+        time.sleep(0.05)
+    assert killed, "group 1's client never measured"
+    assert proc.wait(timeout=600) in (0, 5), (tmp_path / "err.txt").read_text()
+    with Store(work / "s.assay.db") as st:
+        found = st.find_study("redis-groups")
+        assert found is not None
+        trials = st.trials(found[0])
+    # every planned trial kept once, each measured
+    assert sorted((t.setting["appendfsync"], t.setting["repetition"]) for t in trials) == sorted(
+        (f, r) for f in ("off", "everysec", "always") for r in (0, 1)
+    )
+    assert all(t.ok for t in trials), [t.error for t in trials]
+    doc = json.loads((work / "r.json").read_text())
+    (out,) = doc["environment"]["executor"]["groups"]["taken_out"]
+    assert out["group"] == 1 and primaries[1] in out["why"]
+    deadline = time.monotonic() + 60
     while any(hosts.commands(n) for n in hosts.names) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert {n: hosts.commands(n) for n in hosts.names} == {n: [] for n in hosts.names}

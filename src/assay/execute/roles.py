@@ -849,7 +849,7 @@ class RoleExecutor(DaskExecutor):
                         finally:
                             with turn:
                                 self._running.discard(g.index)
-                        if _host_left(record):
+                        if _hosts_left(record):
                             with turn:
                                 others = [
                                     h for h in self.groups if h is not g and h.index not in out_now
@@ -1097,11 +1097,11 @@ def _stop_text(record: TrialRecord) -> str:
     )
 
 
-def _host_left(record: TrialRecord) -> bool:
-    """Whether a host's worker left during the trial (or had none): the trial can run
-    on another group; a step that failed, or a part past its time limit, would fail
-    there too."""
-    return any(h.status == "lost" and "Dask worker" in (h.error or "") for h in record.host_runs)
+def _hosts_left(record: TrialRecord) -> list[HostRun]:
+    """The hosts whose worker left during the trial (or had none): the trial can run on
+    another group; a step that failed, or a part past its time limit, would fail there
+    too."""
+    return [h for h in record.host_runs if h.status == "lost" and "Dask worker" in (h.error or "")]
 
 
 def _taken_out(g: _Group, record: TrialRecord) -> dict[str, Any]:
@@ -1110,7 +1110,7 @@ def _taken_out(g: _Group, record: TrialRecord) -> dict[str, Any]:
         "group": g.index,
         "hosts": g.hosts(),
         "trial": record.seq,
-        "why": record.error,
+        "why": failure_text(_hosts_left(record)),
         "at": time.strftime("%H:%M:%S"),
     }
 
