@@ -121,6 +121,18 @@ def readings_ar(phi: float, sd: float) -> RoundFn:
     return fn
 
 
+def readings_drift_ar(rate: float, sd: float) -> RoundFn:
+    """Readings whose level moves by ``rate`` of MU per round, with AR(1) 0.5 noise of
+    stationary std ``sd`` (#37: a drift with autocorrelated readings)."""
+
+    def fn(rng: np.random.Generator, k: int, s: float):  # type: ignore[no-untyped-def]
+        x, s = ar1(rng, 1, 0.5, s, sd=sd)
+        level = MU * (1 + rate * k)
+        return level + float(x[0]), s, level
+
+    return fn
+
+
 def readings_warmup(rng: np.random.Generator, k: int, s: float):  # type: ignore[no-untyped-def]
     # the first rounds slower (a cold cache filling): +30%, decaying by half a round
     level = MU * (1 + 0.3 * 0.5**k)
@@ -172,7 +184,20 @@ EXTRA_CASES = [
     Case("slow drift +0.1%/round, AR 0.5, ±5%", slow_drift, 0.05, None, False),
     Case("readings strong drift +0.2%/round, ±20%", readings_strong_drift, 0.20, None, False),
     Case("readings strong drift +0.2%/round, ±5%", readings_strong_drift, 0.05, None, False),
-]
+    # a drift with autocorrelated readings (#37: the trend check)
+    Case(
+        "readings drift +0.5%/round, AR(1) 0.5, CV 15%, ±20%",
+        readings_drift_ar(0.005, 1.5), 0.20, None, False,
+    ),
+    Case(
+        "readings drift +0.2%/round, AR(1) 0.5, CV 5%, ±5%",
+        readings_drift_ar(0.002, 0.5), 0.05, None, False,
+    ),
+    Case(
+        "readings drift +0.1%/round, AR(1) 0.5, CV 2%, ±2%",
+        readings_drift_ar(0.001, 0.2), 0.02, None, False,
+    ),
+]  # fmt: skip
 
 # Stopping-round bins of --by-round (first round of each bin).
 ROUND_BINS = (1, 11, 15, 20, 30, 50, 100, 200)
@@ -185,6 +210,7 @@ class Outcome:
     rounds: int
     raw: int
     met: bool
+    covered_start: bool = False  # the first round's true level
 
 
 def one_study(
@@ -250,6 +276,7 @@ def one_study(
         rounds=len(rounds),
         raw=raw,
         met=res.met,
+        covered_start=not no_ci and bool(truths) and res.low <= truths[0] <= res.high,
     )
 
 
@@ -268,7 +295,14 @@ def main() -> None:
         "--by-round", action="store_true", help="also coverage by stopping round, per case"
     )
     ap.add_argument("--seed", type=int, default=20261124, help="base seed (row i: seed + i)")
+    ap.add_argument(
+        "--no-trend", action="store_true", help="without the drift stop (before #37's)"
+    )
     args = ap.parse_args()
+    if args.no_trend:
+        import assay.designs.run_until_ci as loop
+
+        loop.DRIFT_ALPHA = 0.0
     warmup: int | str = args.warmup if args.warmup == "auto" else int(args.warmup)
     only = {int(i) for i in args.only.split(",") if i}
     print(
@@ -293,9 +327,14 @@ def main() -> None:
         ]
         finite = [o for o in outs if not o.no_ci]
         k = sum(o.covered for o in finite)
+        if not case.stationary:  # and against the level the study started at
+            first = sum(o.covered_start for o in finite)
+            start_cov = f" (of the starting level: {first}/{len(finite)})" if finite else ""
+        else:
+            start_cov = ""
         if finite:
             ci = stats.binomtest(k, len(finite)).proportion_ci(0.95)
-            cov = f"{k / len(finite):.1%} [{ci.low:.1%}, {ci.high:.1%}]"
+            cov = f"{k / len(finite):.1%} [{ci.low:.1%}, {ci.high:.1%}]{start_cov}"
         else:
             cov = "—"
         print(

@@ -315,3 +315,80 @@ def test_block_range_is_the_lowest_and_highest_block_mean() -> None:
     assert block_range(x, 3) == pytest.approx((5.5, 15.5, 25.5))
     assert block_range(x, 16) is None  # fewer than two samples per block
     assert block_range([1.0, -1.0, 2.0, 3.0], 2, harmonic=True) is None
+
+
+# --- a level that keeps moving (#37) -------------------------------------------------
+
+
+@given(
+    st.lists(st.floats(-100, 100), min_size=8, max_size=60),
+    st.floats(-1e3, 1e3),
+    st.floats(0.1, 10.0),
+)
+def test_level_trend_is_least_squares_and_ignores_shift_and_scale(
+    x: list[float], shift: float, scale: float
+) -> None:
+    from assay.stats.validity import level_trend
+
+    y = np.asarray(x)
+    got = level_trend(y)
+    if got is None or np.ptp(y) < 1e-9:
+        return
+    slope = np.polyfit(np.arange(y.size), y, 1)[0]
+    assert got.slope == pytest.approx(slope, rel=1e-6, abs=1e-9)
+    again = level_trend(y * scale + shift)
+    assert again is not None
+    assert again.p_value == pytest.approx(got.p_value, rel=1e-6, abs=1e-12)
+
+
+def _ar1(rng: np.random.Generator, n: int, phi: float) -> np.ndarray:
+    out, x = np.empty(n), rng.normal()
+    for i in range(n):
+        x = phi * x + rng.normal(0, math.sqrt(1 - phi * phi))
+        out[i] = x
+    return out
+
+
+@pytest.mark.parametrize("phi", [0.0, 0.5, 0.8])
+def test_level_trend_keeps_its_level_on_stationary_autocorrelated_series(phi: float) -> None:
+    """400 stationary AR(1) series of 60: alarms at p < 0.01 within the 99.9th
+    percentile of Binomial(400, 0.01) (the slope's variance is widened at an upper
+    bound of the residuals' autocorrelation, so the test is conservative)."""
+    from assay.stats.validity import level_trend
+
+    rng = np.random.default_rng(int(phi * 10) + 1)
+    alarms = 0
+    for _ in range(400):
+        t = level_trend(10.0 + _ar1(rng, 60, phi))
+        alarms += t is not None and t.p_value < 0.01
+    assert alarms <= int(stats.binom.ppf(0.999, 400, 0.01))
+
+
+def test_readings_that_drift_and_never_merge_stop_the_study_saying_so() -> None:
+    """#37: AR(1) 0.5 readings whose level rises 0.2% a round never merge to
+    independence; they ran to the budget (1,000 rounds by default).  From 60 readings
+    on, a trend on the first 60, 120, ... says the level is moving, and the study
+    stops."""
+    rng = np.random.default_rng(3)
+    noise = _ar1(rng, 130, 0.5) * 0.5
+    rounds = [RoundData(reading=float(10.0 * (1 + 0.002 * k) + noise[k])) for k in range(130)]
+    stop = StopSpec(ci_width=0.01)
+    res = analyze_pi(PI, rounds, stop)
+    assert not res.met and math.isinf(res.half_width)
+    assert re.search(
+        r"the level is moving: \+0\.\d+% per round over the first 120 readings", res.note
+    )
+    assert res.extra["trend_per_round"] == pytest.approx(0.002, rel=0.5)
+    d = decide([res], [PI], stop, rounds_done=130, rounds_failed=0, elapsed=1.0)
+    assert d.done and d.reason.startswith("stopped early: the level is moving: t (+0.")
+    # the same readings, fewer than 60: no look yet (they may still merge)
+    early = analyze_pi(PI, rounds[:59], stop)
+    assert "trend_per_round" not in early.extra
+
+
+def test_stationary_readings_that_do_not_merge_yet_are_not_called_moving() -> None:
+    rng = np.random.default_rng(5)
+    noise = _ar1(rng, 130, 0.9)
+    rounds = [RoundData(reading=float(10.0 + 0.5 * v)) for v in noise]
+    res = analyze_pi(PI, rounds, StopSpec(ci_width=0.001))
+    assert "trend_per_round" not in res.extra

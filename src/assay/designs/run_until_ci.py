@@ -735,6 +735,8 @@ def analyze_pi(
     if got.parts is not None and pi.statistic == "mean":
         res = between_rounds(pi, got.parts, res, stop)
     res = _require_rounds(res, stop)
+    if "drifting" in res.extra and got.parts is None and "range_blocks" not in res.extra:
+        res = drift_stop(got, res)
     if locate and "drifting" in res.extra:
         res = locate_change(pi, got, res)
     if res.met:  # last: the fewer looks it gets, the fewer false alarms
@@ -960,6 +962,43 @@ def check_level(pi: PISpec, got: PISamples, res: PIResult, stop: StopSpec) -> PI
     )
 
 
+#: Readings that never merge to independence are tested for a trend on their first
+#: 60, 120, 240, ... (a look at each length, whatever the analyses between: at most a
+#: few looks per study), at this level (#37: such studies ran to the 1,000-round budget).
+DRIFT_FIRST_LOOK = 60
+DRIFT_ALPHA = 0.001
+
+
+def drift_stop(got: PISamples, res: PIResult) -> PIResult:
+    """A PI whose readings never merge to independence (no valid CI) and whose level
+    moves: said, with the rate, so that the study stops instead of running to its
+    budget.  The test (:func:`~assay.stats.validity.level_trend`, its variance widened
+    for the autocorrelation left around the line) runs on the first ``c`` readings,
+    ``c`` the largest of 60, 120, 240, ... that is in: the same answer at every
+    analysis until the next length, so a stationary series gets a few looks at
+    :data:`DRIFT_ALPHA`, not one per analysis."""
+    from assay.stats.validity import level_trend
+
+    n = got.samples.size
+    if n < DRIFT_FIRST_LOOK:
+        return res
+    c = DRIFT_FIRST_LOOK * 2 ** int(math.log2(n / DRIFT_FIRST_LOOK))
+    trend = level_trend(got.samples[:c])
+    if trend is None or trend.p_value >= DRIFT_ALPHA:
+        return res
+    per_round = trend.relative_slope
+    return replace(
+        res,
+        note=(
+            f"{res.note}; the level is moving: {per_round:+.2%} per round over the first "
+            f"{c} readings used (a straight line through them: p = {trend.p_value:.2g}, "
+            f"its variance widened for an autocorrelation up to {trend.phi_bound:.2f}); "
+            "more rounds would not give an interval"
+        ),
+        extra={**res.extra, "trend_per_round": per_round, "trend_p": trend.p_value},
+    )
+
+
 def locate_change(pi: PISpec, got: PISamples, res: PIResult) -> PIResult:
     """Where the level of a PI without an interval changed most, added to its note.
 
@@ -1097,6 +1136,10 @@ def decide(
         return Decision(
             True, f"stopped early: the mean moved during the study: {names}; no valid CI"
         )
+    moving = [r for r in results if r.name in must and "trend_per_round" in r.extra]
+    if moving:
+        names = ", ".join(f"{r.name} ({r.extra['trend_per_round']:+.2%} per round)" for r in moving)
+        return Decision(True, f"stopped early: the level is moving: {names}; no valid CI")
     if met and met_streak + 1 >= stop.confirm_rounds:
         return Decision(
             True, "target reached: every CI is within the requested width", 0, target_met=True

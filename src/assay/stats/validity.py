@@ -13,6 +13,11 @@ common ways, each with its check here:
 * **the level shifts or drifts** during the study: :func:`level_shift` finds the
   change of level with E-Divisive means and a permutation test
   (:func:`assay.stats.history.e_divisive`) in the samples the interval rests on.
+* **the level moves steadily** (a drift too gradual for a change point):
+  :func:`level_trend` tests the slope of a straight line through the samples, its
+  variance widened for the autocorrelation of what the line leaves (at an upper bound
+  of its lag-1 autocorrelation), so that a stationary but autocorrelated series is not
+  taken for a trend.
 * **heavy tails**: the t-interval of a skewed distribution's mean under-covers at
   small n; :mod:`assay.stats.skewed_mean` corrects it for the skewness. (Cochran's
   rule, no interval below ``25 g1^2`` samples, was tried and dropped: the sample
@@ -36,11 +41,68 @@ FloatArray = npt.NDArray[np.float64]
 
 __all__ = [
     "LevelShift",
+    "LevelTrend",
     "block_range",
     "largest_step",
     "level_shift",
+    "level_trend",
     "round_effect",
 ]
+
+
+@dataclass(frozen=True)
+class LevelTrend:
+    """A straight line through a series: its slope per sample and the series' mean,
+    the p-value of the slope (two-sided) and the lag-1 autocorrelation bound its
+    variance was widened with."""
+
+    slope: float
+    mean: float
+    p_value: float
+    phi_bound: float
+
+    @property
+    def relative_slope(self) -> float:
+        """The slope as a share of the mean, per sample (``nan`` for a zero mean)."""
+        return self.slope / self.mean if self.mean else math.nan
+
+
+def level_trend(samples: npt.ArrayLike, *, z: float = 1.645) -> LevelTrend | None:
+    """The least-squares slope of ``samples`` against their order, tested against 0.
+
+    The residuals of a line through an autocorrelated series are autocorrelated, and
+    the slope's variance then grows by ``(1 + phi) / (1 - phi)`` (an AR(1) of lag-1
+    autocorrelation phi, for a smooth regressor): it is widened at the upper bound of
+    phi from the residuals (bias-corrected, ``z`` standard errors above:
+    :func:`~assay.stats.autocorr.lag1_upper_bound`), a t test on n - 2 degrees of
+    freedom then.  None below 8 samples or for a constant series.
+
+    >>> t = level_trend([10.0 + 0.1 * i + (-1) ** i * 0.05 for i in range(30)])
+    >>> round(t.slope, 3), t.p_value < 1e-6
+    (0.1, True)
+    >>> level_trend([10.0, 10.1] * 15).p_value > 0.5  # flat: no trend
+    True
+    """
+    from scipy import stats
+
+    from assay.stats.autocorr import autocorrelation, lag1_upper_bound, unbiased_lag1
+
+    y = finite_1d(samples, "samples")
+    n = y.size
+    if n < 8 or float(np.ptp(y)) == 0.0:
+        return None
+    t = np.arange(n, dtype=float) - (n - 1) / 2.0
+    sxx = float(t @ t)
+    slope = float(t @ (y - y.mean())) / sxx
+    resid = y - y.mean() - slope * t
+    sse = float(resid @ resid)
+    if sse <= 0.0:
+        p = 0.0 if slope != 0.0 else 1.0
+        return LevelTrend(slope, float(y.mean()), p, 0.0)
+    phi = lag1_upper_bound(unbiased_lag1(autocorrelation(resid), n), n, z)
+    se = math.sqrt(sse / (n - 2) / sxx * (1.0 + phi) / (1.0 - phi))
+    p = float(2.0 * stats.t.sf(abs(slope) / se, n - 2))
+    return LevelTrend(slope, float(y.mean()), p, phi)
 
 
 def round_effect(round_means: npt.ArrayLike, variance_of_mean: float, df_within: float) -> float:
