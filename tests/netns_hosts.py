@@ -73,6 +73,15 @@ class Hosts:
                 found.append(raw.replace(b"\0", b" ").decode(errors="replace").strip())
         return found
 
+    def left(self, timeout: float = 60.0) -> dict[str, list[str]]:
+        """What still runs on the hosts (but their sshd) once nothing does, or after
+        ``timeout`` seconds: the study's Dask processes end on their own within seconds
+        of its driver (they notice the scheduler gone).  ``{}``: nothing left."""
+        deadline = time.monotonic() + timeout
+        while any(self.commands(n) for n in self.names) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return {n: c for n in self.names if (c := self.commands(n))}
+
     def cluster_toml(self) -> str:
         """The ``[cluster]`` keys that reach these hosts."""
         return (

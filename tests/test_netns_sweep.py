@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -52,13 +51,6 @@ def _address(label: str | None) -> str:
     return (label or "").split(" ")[-1].strip("()")
 
 
-def _nothing_left(hosts: Hosts) -> None:
-    deadline = time.monotonic() + 60  # the hosts' Dask processes end within seconds
-    while any(hosts.commands(n) for n in hosts.names) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert {n: hosts.commands(n) for n in hosts.names} == {n: [] for n in hosts.names}
-
-
 def test_a_sweep_on_hosts_one_of_them_slow_names_the_slow_host(tmp_path: Path) -> None:
     """#41, item 2: with one host 7.7x slower the sweep said "No parameter has a
     significant effect ... any setting is representative" and nothing about hosts."""
@@ -94,7 +86,7 @@ def test_a_sweep_on_hosts_one_of_them_slow_names_the_slow_host(tmp_path: Path) -
         # and no "any setting is representative": the sweep draws no conclusion
         assert doc["summary"]["recommendation"].startswith("No conclusion: the hosts give")
         assert "any setting is representative" not in done.stdout
-        _nothing_left(hosts)
+        assert hosts.left() == {}  # nothing of the study on any host
 
 
 def test_two_studies_at_once_on_disjoint_hosts_both_finish(tmp_path: Path) -> None:
@@ -125,4 +117,4 @@ def test_two_studies_at_once_on_disjoint_hosts_both_finish(tmp_path: Path) -> No
                 trials = st.trials(found[0])
             assert trials and all(t.ok for t in trials)
             assert {_address(t.host) for t in trials} <= set(group)  # each on its own hosts only
-        _nothing_left(hosts)
+        assert hosts.left() == {}  # nothing of the study on any host

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from assay.cli import main
 from assay.spec import SpecError, parse_spec_text
 from assay.store import Store, TrialRecord
+from test_roles_settings import SETUP, TEARDOWN  # the servers' steps: the same
 
 PY = sys.executable
 
@@ -68,15 +69,6 @@ repetitions = 2
 fsync = ["no", "everysec", "always"]
 """
 
-SETUP = (
-    "import sys, pathlib; d, name, v = sys.argv[1:]; p = pathlib.Path(d, 'conf-' + name); "
-    "sys.exit('still set up: ' + p.read_text()) if p.exists() else p.write_text(v); "
-    "open(pathlib.Path(d, 'log'), 'a').write('up %s %s' % (name, v) + chr(10))"
-)
-TEARDOWN = (
-    "import sys, pathlib; d, name, v = sys.argv[1:]; pathlib.Path(d, 'conf-' + name).unlink(); "
-    "open(pathlib.Path(d, 'log'), 'a').write('down %s %s' % (name, v) + chr(10))"
-)
 SERVE = "print('serving')"
 # s1's second trial kills its own Dask worker (the command's parent)
 KILL_ON_SECOND = (
@@ -192,3 +184,27 @@ def test_groups_are_checked_against_the_roles() -> None:
         parse_spec_text(base.format(cluster=sized) + "[params]\nn = 3\n")
     # one client per group: nothing to combine
     parse_spec_text(base.format(cluster="groups = 2\nroles = {client = ['e', 'f']}"))
+
+
+def test_a_run_study_shares_its_rounds_among_the_groups(tmp_path: Path) -> None:
+    """`run` asks the executor for as many rounds at once as it has slots: one per
+    group; both groups measure, each with its own server set up with [params]."""
+    study = _study(tmp_path)
+    text = study.read_text()
+    sweep = text[text.index("[sweep]") :]
+    study.write_text(
+        text.replace(sweep, '[params]\nfsync = "no"\n[stop]\nmax_rounds = 6\nmin_rounds = 6\n')
+    )
+    out = tmp_path / "r.json"
+    res = CliRunner().invoke(
+        main, ["run", str(study), "--workers", "4", "-q", "--no-overhead", "--json", str(out)]
+    )
+    assert res.exit_code in (0, 5), res.output
+    with Store(tmp_path / "study.assay.db") as st:
+        found = st.find_study("groups")
+        assert found is not None
+        trials = st.trials(found[0])
+    assert len(trials) == 6 and all(t.ok for t in trials), [t.error for t in trials]
+    assert {t.host for t in trials} == {"c0", "c1"}
+    assert all(_said(t, "seen") == "no" for t in trials)
+    assert not list((tmp_path / "hosts").glob("conf-*"))  # both servers torn down

@@ -942,7 +942,11 @@ class RoleExecutor(DaskExecutor):
         watchers = self._watchers(g, remote, addresses, tag, wait_s, request.setting)
         others = list(watchers)
         ready = self._ready(tag, others)
-        early = self._wait(watchers, addresses, GRACE_S, until=ready, stoppable=stoppable)
+        try:
+            early = self._wait(watchers, addresses, GRACE_S, until=ready, stoppable=stoppable)
+        except _Stopped:
+            self._release(tag)  # the hosts' parts end now, not at the study's timeout
+            raise
         runs = [_lost_run("trial", s, r.why) for s, r in early.items() if isinstance(r, _Lost)]
         if runs or not ready(0.0):
             self._release(tag)
@@ -1027,11 +1031,17 @@ class RoleExecutor(DaskExecutor):
             for s in measured
         }
         ready = self._ready(tag, [*watchers, *parts])
-        early = self._wait(
-            {**watchers, **parts}, addresses, GRACE_S, until=ready, stoppable=stoppable
-        )
-        lost = [_lost_run("trial", s, r.why) for s, r in early.items() if isinstance(r, _Lost)]
         go = Event(f"{tag}-go", client=self.client)  # type: ignore[no-untyped-call]
+        try:
+            early = self._wait(
+                {**watchers, **parts}, addresses, GRACE_S, until=ready, stoppable=stoppable
+            )
+        except _Stopped:  # the hosts' parts end now, not at the study's timeout
+            Event(f"{tag}-abort", client=self.client).set()  # type: ignore[no-untyped-call]
+            go.set()  # type: ignore[no-untyped-call]
+            self._release(tag)
+            raise
+        lost = [_lost_run("trial", s, r.why) for s, r in early.items() if isinstance(r, _Lost)]
         if lost or not ready(0.0):
             Event(f"{tag}-abort", client=self.client).set()  # type: ignore[no-untyped-call]
             go.set()  # type: ignore[no-untyped-call]
