@@ -1095,9 +1095,16 @@ class RoleExecutor(DaskExecutor):
         return ready
 
     def _release(self, tag: str) -> None:
+        """End the hosts' parts of trial ``tag`` (their watch waits for it).  Nothing to
+        end, and nothing raised, once the scheduler is gone: a release on the way out
+        of a failed wait must not hide why it failed (it waited 30 s, then raised
+        Dask's OSError over the study's one-line error)."""
         from distributed import Event
 
-        Event(tag, client=self.client).set()  # type: ignore[no-untyped-call]
+        if getattr(self.client, "status", "running") != "running":
+            return
+        with contextlib.suppress(OSError, futures_cancelled):
+            Event(tag, client=self.client).set()  # type: ignore[no-untyped-call]
 
 
 def _stop_text(record: TrialRecord) -> str:
