@@ -295,9 +295,7 @@ def main() -> None:
         "--by-round", action="store_true", help="also coverage by stopping round, per case"
     )
     ap.add_argument("--seed", type=int, default=20261124, help="base seed (row i: seed + i)")
-    ap.add_argument(
-        "--no-trend", action="store_true", help="without the drift stop (before #37's)"
-    )
+    ap.add_argument("--no-trend", action="store_true", help="without the drift stop (before #37's)")
     args = ap.parse_args()
     if args.no_trend:
         import assay.designs.run_until_ci as loop

@@ -91,6 +91,24 @@ def test_the_example_runs_on_distinct_addresses_and_leaves_nothing_on_any_host(
     assert hosts.left() == {}  # nothing of the study on any host
 
 
+def _until_stored(
+    db: Path, proc: subprocess.Popen[str] | subprocess.Popen[bytes], count: int
+) -> None:
+    """Wait (up to 300 s) until the study in ``db`` has ``count`` trials stored, or its
+    driver ``proc`` has ended."""
+    deadline = time.monotonic() + 300
+    while _trials_stored(db) < count and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
+def _compare(work: Path) -> subprocess.Popen[str]:
+    """The example's comparison started as a user starts it, its errors piped."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "assay", "compare", "redis-replica-compare.toml", "-q"],
+        cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
 def _trials_stored(db: Path) -> int:
     try:
         with Store(db) as st:
@@ -124,9 +142,7 @@ def test_a_host_back_from_an_outage_gets_a_new_worker_and_the_study_goes_on(
         [sys.executable, "-m", "assay", "compare", study.name, "-q", "--json", "r.json"],
         cwd=work, stdout=subprocess.DEVNULL, stderr=open(tmp_path / "err.txt", "w"),  # noqa: SIM115
     )  # fmt: skip
-    deadline = time.monotonic() + 300
-    while _trials_stored(db) < 2 and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.2)
+    _until_stored(db, proc, 2)
     link(hosts, 2, up=False)  # the replica's host
     time.sleep(50)  # its worker and nanny end without their scheduler
     link(hosts, 2, up=True)
@@ -154,13 +170,8 @@ def test_a_killed_scheduler_ends_the_study_in_one_line_naming_its_host(
     them), the host named only inside a traceback."""
     work = _example(tmp_path, hosts, rounds=10)
     db = work / "redis-replica-compare.assay.db"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "assay", "compare", "redis-replica-compare.toml", "-q"],
-        cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    deadline = time.monotonic() + 300
-    while _trials_stored(db) < 2 and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.2)
+    proc = _compare(work)
+    _until_stored(db, proc, 2)
     killed = []
     for name in hosts.names:
         for pid in hosts.pids(name):
@@ -195,9 +206,7 @@ def test_a_killed_driver_leaves_no_dask_process_and_its_resume_tears_down_first(
     db = work / "redis-replica-compare.assay.db"
     argv = [sys.executable, "-m", "assay", "compare", study.name, "-q"]
     proc = subprocess.Popen(argv, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 300
-    while _trials_stored(db) < 1 and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.2)
+    _until_stored(db, proc, 1)
     proc.kill()  # SIGKILL: no teardown, no cluster close
     proc.wait(timeout=30)
     # the hosts' Dask processes end without their driver (before: up 6 min later)
@@ -287,13 +296,8 @@ def test_a_killed_servers_worker_under_stop_still_gets_its_teardown(
     worker's restart, and nothing is left on any host."""
     work = _example(tmp_path, hosts, rounds=10)
     db = work / "redis-replica-compare.assay.db"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "assay", "compare", "redis-replica-compare.toml", "-q"],
-        cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    deadline = time.monotonic() + 300
-    while _trials_stored(db) < 2 and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.2)
+    proc = _compare(work)
+    _until_stored(db, proc, 2)
     replica = hosts.names[2]
     killed = [
         pid

@@ -855,8 +855,7 @@ class RoleExecutor(DaskExecutor):
                                     h for h in self.groups if h is not g and h.index not in out_now
                                 ]
                                 if others and self.cluster.on_host_failure == "continue":
-                                    out_now.add(g.index)
-                                    holding.discard(g.index)
+                                    out_now.add(g.index)  # (its hold ends below, finally)
                                     todo.insert(0, block[n:])
                                     g.stale = True
                                     self._taken_out.append(_taken_out(g, record))
