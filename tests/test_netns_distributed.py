@@ -23,7 +23,7 @@ import pytest
 from assay.store import Store
 from netns_hosts import Hosts, netns_hosts, why_not
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "multihost"
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "distributed"
 NEEDED = ("redis-server", "redis-cli", "redis-benchmark")
 
 

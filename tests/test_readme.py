@@ -389,14 +389,14 @@ NOT_RUN: dict[str, str] = {
     "assay history --run-commits v1.0..main -- study.toml": (
         "needs a git repository with a tag v1.0 and the reader's study file"
     ),
-    "assay compare examples/multihost/redis-replica-compare.toml --json r.json": (
+    "assay compare examples/distributed/redis-replica-compare.toml --json r.json": (
         "a cluster: three loopback SSH hosts (ssh-loopback-hosts.sh) running Redis"
     ),
-    "assay sweep examples/multihost/redis-fsync-sweep.toml --json r.json": (
+    "assay sweep examples/distributed/redis-fsync-sweep.toml --json r.json": (
         "a cluster: four loopback SSH hosts (ssh-loopback-hosts.sh) running Redis; "
         "tests/test_netns_distributed.py runs it on namespace hosts"
     ),
-    "assay knobs examples/multihost/redis-knobs.toml": (
+    "assay knobs examples/distributed/redis-knobs.toml": (
         "a cluster: two loopback SSH hosts (ssh-loopback-hosts.sh) running Redis; "
         "tests/test_netns_distributed.py runs it on namespace hosts"
     ),
@@ -404,7 +404,7 @@ NOT_RUN: dict[str, str] = {
         "the reader's study on their own warm cluster; a TLS --cluster is tried in "
         "tests/test_warm_cluster.py"
     ),
-    "assay show examples/multihost/redis-replica-compare.assay.db --summary": (
+    "assay show examples/distributed/redis-replica-compare.assay.db --summary": (
         "the store the multi-host comparison (a cluster) writes"
     ),
     "setsid nohup assay compare study.toml -q --json r.json > study.log 2>&1 < /dev/null &": (

@@ -1,6 +1,6 @@
 """The multi-host example end to end: a Redis primary and replica and a redis-benchmark
 client on three "hosts" (127.0.0.1-3) reached over SSH on this machine, started by
-examples/multihost/ssh-loopback-hosts.sh."""
+examples/distributed/ssh-loopback-hosts.sh."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from assay.cli import main
 from assay.store import Store
 from test_target_security import _as_nobody
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "multihost"
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "distributed"
 
 
 def _free_port() -> int:

@@ -3,7 +3,7 @@
 # 127.0.0.1 to 127.0.0.5 (Linux routes all of 127/8 to loopback), accepting
 # one key made here, for the current user.  Dask's SSH cluster then starts one worker per
 # address, as it would on five machines.
-#   bash examples/multihost/ssh-loopback-hosts.sh [DIR] [PORT]   # start (default /tmp/assay-ssh 2222)
+#   bash examples/distributed/ssh-loopback-hosts.sh [DIR] [PORT]   # start (default /tmp/assay-ssh 2222)
 #   kill "$(cat /tmp/assay-ssh/sshd.pid)"                          # stop
 set -euo pipefail
 dir=${1:-/tmp/assay-ssh}
