@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from assay.store import Store
-from netns_hosts import Hosts, netns_hosts, why_not
+from netns_hosts import Hosts, link, netns_hosts, why_not
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "distributed"
 NEEDED = ("redis-server", "redis-cli", "redis-benchmark")
@@ -244,4 +244,58 @@ def test_a_group_whose_server_host_dies_mid_trial_hands_its_trial_to_the_other(
     doc = json.loads((work / "r.json").read_text())
     (out,) = doc["environment"]["executor"]["groups"]["taken_out"]
     assert out["group"] == 1 and primaries[1] in out["why"]
+    assert hosts.left() == {}  # nothing of the study on any host
+
+
+def test_a_group_whose_server_host_is_cut_off_for_30_s_loses_no_trial(
+    tmp_path: Path, hosts: Hosts
+) -> None:
+    """#42's Show list, a link down for 30 s under node groups: group 1's server host
+    loses its link while group 1's client measures and gets it back 30 s later.  Its
+    worker is gone (Dask ends a worker that cannot reach its scheduler), so group 1 is
+    taken out and its trial runs on group 0; the host, back, gets a new worker; every
+    planned trial is kept once and nothing is left on any host."""
+    work = tmp_path / "example"
+    work.mkdir()
+    shutil.copy(EXAMPLE / "redis_pair.py", work)
+    primaries, clients = hosts.addresses[:2], hosts.addresses[2:4]
+    (work / "s.toml").write_text(
+        GROUPS.format(
+            state=json.dumps(str(tmp_path / "redis-state")),
+            keys=hosts.cluster_toml(),
+            primaries=json.dumps(primaries),
+            clients=json.dumps(clients),
+        )
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "assay", "sweep", "s.toml", "-q", "--json", "r.json"],
+        cwd=work, stdout=subprocess.DEVNULL, stderr=open(tmp_path / "err.txt", "w"),  # noqa: SIM115
+    )  # fmt: skip
+    client = hosts.names[3]  # group 1's
+    deadline = time.monotonic() + 300
+    cut = False
+    while not cut and proc.poll() is None and time.monotonic() < deadline:
+        if any("redis-benchmark" in c for c in hosts.commands(client)):
+            link(hosts, 1, up=False)
+            cut = True
+        time.sleep(0.05)
+    assert cut, "group 1's client never measured"
+    time.sleep(30)
+    link(hosts, 1, up=True)
+    assert proc.wait(timeout=600) in (0, 5), (tmp_path / "err.txt").read_text()
+    with Store(work / "s.assay.db") as st:
+        found = st.find_study("redis-groups")
+        assert found is not None
+        trials = st.trials(found[0])
+    # every planned trial kept once, each measured (the cut one again, on group 0)
+    assert sorted((t.setting["appendfsync"], t.setting["repetition"]) for t in trials) == sorted(
+        (f, r) for f in ("off", "everysec", "always") for r in (0, 1)
+    )
+    assert all(t.ok for t in trials), [t.error for t in trials]
+    executor = json.loads((work / "r.json").read_text())["environment"]["executor"]
+    (out,) = executor["groups"]["taken_out"]
+    assert out["group"] == 1 and primaries[1] in out["why"]
+    # back after the outage, it got a new worker, named as the cluster's roles name it
+    assert executor["revived"] == [f"{primaries[1]} (primary[1])"]
+    assert f"{primaries[1]} (primary[1])" in executor["roles"]
     assert hosts.left() == {}  # nothing of the study on any host

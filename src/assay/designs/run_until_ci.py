@@ -788,6 +788,9 @@ def between_rounds(
     else:
         return res
     extra = {**res.extra, "round_effect_p": p}
+    if math.isfinite(res.half_width) and res.n_samples >= 2:
+        # a round mean's noise by the unit readings, for the step check (_round_step)
+        extra |= {"unit_round_variance": se * se * len(kept), "unit_df": res.n_samples - 1.0}
     # what described the unit readings' interval does not describe the round means'
     unit_level = {k: v for k, v in extra.items() if k not in ("drifting", "skewness")}
     if p >= ROUND_EFFECT_ALPHA:
@@ -864,6 +867,72 @@ def _find_shift(
     return shift, starts[min(shift.index, len(starts) - 1)] + 1
 
 
+def _round_step(pi: PISpec, got: PISamples, res: PIResult) -> tuple[LevelShift, int] | None:
+    """The largest step in the round means (or readings) of a result that rests on
+    them, with its round (1-based); None otherwise or with too few (#37).
+
+    E-Divisive's permutation test cannot reach ``SHIFT_ALPHA`` on the rounds of a
+    study that stops early (11 split 4 | 7 have 330 arrangements), and on merged
+    samples a step after the first rounds falls inside the first sample. The maximum
+    over splits of the unmerged values' two-means statistic has neither limit
+    (:func:`~assay.stats.validity.level_step`). When the rounds differ more than
+    their unit readings explain and one step is why (around its two means the round
+    means vary no more than the unit readings say, by ``between_rounds``' F test at
+    ``ROUND_EFFECT_ALPHA``), the step is a z test on the unit readings' noise, as the
+    interval on them takes it; otherwise a t test on the round means' own spread,
+    widened for the autocorrelation the split leaves unless the interval takes the
+    values as independent (no merging). An interval on unit readings is left alone:
+    it already found the round means as alike as its noise says, which a step large
+    enough for these tests would not be.
+    """
+    from assay.stats.history import segment_steps
+    from assay.stats.validity import level_step
+
+    if pi.mean == "harmonic" or pi.statistic != "mean" or not math.isfinite(res.half_width):
+        return None
+    if got.parts is not None:
+        if "rounds_level" not in res.extra:
+            return None
+        starts = [k for k, p in enumerate(got.parts) if p.size > 0]
+        series = _round_means([got.parts[k] for k in starts], False)
+    else:
+        series = got.samples
+        starts = [got.first_round + i for i in range(series.size)]
+    step = None
+    test = f"the {'round means' if got.parts is not None else 'readings'} split, max-t"
+    if "unit_round_variance" in res.extra:
+        # the rounds differ more than their unit readings explain; if one step is why
+        # (around its two means they vary as the unit readings say), the step is a z
+        # test on that noise, as an interval on the unit readings would take it
+        known = level_step(
+            series,
+            max_samples=SHIFT_MAX_SAMPLES,
+            variance=res.extra["unit_round_variance"],
+            variance_df=res.extra["unit_df"],
+        )
+        if known is not None and known.residual_p >= ROUND_EFFECT_ALPHA:
+            step = known
+            test = "the round means split against their unit readings' noise, max-z"
+    if step is None:
+        z = None if res.subsession_size <= 1 else 1.645
+        step = level_step(series, z=z, max_samples=SHIFT_MAX_SAMPLES)
+    if step is None:
+        return None
+    k = step.index
+    welch = segment_steps(series, [k], res.confidence)[0].welch
+    shift = LevelShift(
+        index=k,
+        p_value=step.p_value,
+        mean_before=step.mean_before,
+        mean_after=step.mean_after,
+        diff_low=welch.diff_low,
+        diff_high=welch.diff_high,
+        changes=1,
+        test=test,
+    )
+    return shift, starts[min(k, len(starts) - 1)] + 1
+
+
 #: Blocks of the range that bounds the mean of a PI whose level moved (at least
 #: ``min_samples``): with 10, a stationary series' mean falls outside it 0.2% of the time.
 RANGE_BLOCKS = 10
@@ -921,10 +990,20 @@ def check_level(pi: PISpec, got: PISamples, res: PIResult, stop: StopSpec) -> PI
     look for a change among them. It runs only when the result would meet its target,
     at most ``confirm_rounds`` times per study, which keeps the false alarms on a
     stationary PI near ``SHIFT_ALPHA`` per look.
+
+    The largest step in the rounds (:func:`_round_step`, which a short series needs)
+    counts as a change at ``SHIFT_ALPHA`` too; below ``STEP_NOTE_ALPHA`` the result
+    keeps its interval and its note says where the level may have stepped and which
+    rounds the interval is the mean of (:func:`step_note`).
     """
     found = _find_shift(pi, got, res, SHIFT_ALPHA, SHIFT_PERMUTATIONS)
     if found is None:
-        return res
+        step = _round_step(pi, got, res)
+        if step is None or step[0].p_value >= STEP_NOTE_ALPHA:
+            return res
+        if step[0].p_value >= SHIFT_ALPHA:
+            return step_note(got, res, *step)
+        found = step
     shift, at = found
     rel = shift.mean_after / shift.mean_before - 1 if shift.mean_before else math.nan
     ranged = range_result(pi, got.samples, res, stop)
@@ -937,8 +1016,8 @@ def check_level(pi: PISpec, got: PISamples, res: PIResult, stop: StopSpec) -> PI
     note = (
         f"no valid CI: the mean moved during the study, from {shift.mean_before:.6g} to "
         f"{shift.mean_after:.6g} ({rel:+.1%}, difference [{shift.diff_low:.4g}, "
-        f"{shift.diff_high:.4g}]) at round {at} of {res.rounds_used} (E-Divisive means, "
-        f"permutation p = {shift.p_value:.2g}"
+        f"{shift.diff_high:.4g}]) at round {at} of {res.rounds_used} ({shift.test} "
+        f"p = {shift.p_value:.2g}"
         + (f"; {shift.changes} changes in all" if shift.changes > 1 else "")
         + "): a level shift or a drift (background load, frequency scaling, a growing "
         "data set?); no single interval describes it"
@@ -958,6 +1037,41 @@ def check_level(pi: PISpec, got: PISamples, res: PIResult, stop: StopSpec) -> PI
             "shift_p": shift.p_value,
             "mean_before": shift.mean_before,
             "mean_after": shift.mean_after,
+        },
+    )
+
+
+#: A step in the rounds of a met result below this p (and not below ``SHIFT_ALPHA``):
+#: the interval stands, its note says where the level may have stepped (#37).
+STEP_NOTE_ALPHA = 0.01
+
+
+def step_note(got: PISamples, res: PIResult, step: LevelShift, at: int) -> PIResult:
+    """A met result whose rounds may hold a step: which level its interval describes.
+
+    The interval is of the mean over all the rounds it rests on; after a step that is
+    a mix of two levels, so the note names the step's round, the means on either side
+    and the rounds the interval covers, for the reader to judge (a new study from
+    round ``at`` on, or ``warmup_rounds``, gives the later level alone).
+    """
+    first = got.first_round + 1
+    last = first + res.rounds_used - 1
+    rel = step.mean_after / step.mean_before - 1 if step.mean_before else math.nan
+    note = (
+        f"the level may have stepped at round {at}: from {step.mean_before:.6g} to "
+        f"{step.mean_after:.6g} ({rel:+.1%}; {step.test} p = {step.p_value:.2g}); the "
+        f"interval is of the mean over rounds {first}–{last}, both levels, not of the "
+        f"level since round {at} ({step.mean_after:.6g})"
+    )
+    return replace(
+        res,
+        note=f"{res.note}; {note}" if res.note else note,
+        extra={
+            **res.extra,
+            "step_round": float(at),
+            "step_p": step.p_value,
+            "mean_before": step.mean_before,
+            "mean_after": step.mean_after,
         },
     )
 

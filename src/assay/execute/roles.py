@@ -585,8 +585,11 @@ class RoleExecutor(DaskExecutor):
                 if slot not in addresses and self.revive is not None and time.monotonic() >= due:
                     tried[slot] = time.monotonic() + REVIVE_S
                     if self.revive(slot.worker, slot.host):
+                        # named by its place in the whole cluster, as "roles" names it
+                        # (a group's slot counts from 0 inside its group)
+                        whole = next(s for s in self.plan.slots if s.worker == slot.worker)
                         with self._lock:
-                            self._revived.append(slot.where())
+                            self._revived.append(whole.where())
             time.sleep(POLL_S)
 
     def _submit(self, slot: HostSlot, addr: str, fn: Callable[..., Any], *args: Any) -> Future[Any]:

@@ -18,6 +18,12 @@ common ways, each with its check here:
   variance widened for the autocorrelation of what the line leaves (at an upper bound
   of its lag-1 autocorrelation), so that a stationary but autocorrelated series is not
   taken for a trend.
+* **the level stepped** early or late in a short series, where E-Divisive's
+  permutation test cannot reach its level (11 values split 4 | 7 have 330
+  arrangements): :func:`level_step` tests the largest mean difference over all
+  splits against that maximum's distribution for i.i.d. normal values (simulated,
+  seeded), its variance widened for the autocorrelation the split leaves, as
+  :func:`level_trend` does.
 * **heavy tails**: the t-interval of a skewed distribution's mean under-covers at
   small n; :mod:`assay.stats.skewed_mean` corrects it for the skewness. (Cochran's
   rule, no interval below ``25 g1^2`` samples, was tried and dropped: the sample
@@ -29,6 +35,7 @@ All functions are pure.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -41,10 +48,12 @@ FloatArray = npt.NDArray[np.float64]
 
 __all__ = [
     "LevelShift",
+    "LevelStep",
     "LevelTrend",
     "block_range",
     "largest_step",
     "level_shift",
+    "level_step",
     "level_trend",
     "round_effect",
 ]
@@ -103,6 +112,163 @@ def level_trend(samples: npt.ArrayLike, *, z: float = 1.645) -> LevelTrend | Non
     se = math.sqrt(sse / (n - 2) / sxx * (1.0 + phi) / (1.0 - phi))
     p = float(2.0 * stats.t.sf(abs(slope) / se, n - 2))
     return LevelTrend(slope, float(y.mean()), p, phi)
+
+
+@dataclass(frozen=True)
+class LevelStep:
+    """The largest step in a series: values from ``index`` on have mean ``mean_after``,
+    those before ``mean_before``; ``p_value`` of "no step anywhere" (the maximum over
+    every split, :func:`level_step`), ``phi_bound`` the autocorrelation it allowed for."""
+
+    index: int
+    mean_before: float
+    mean_after: float
+    p_value: float
+    phi_bound: float
+    # with a known variance: p of "the values vary around the two means no more than
+    # that variance says" (an F test, as :func:`round_effect`); nan without one
+    residual_p: float = math.nan
+
+
+#: Series simulated per length for :func:`level_step`'s null distribution: p-values
+#: down to 1/2000, the same for the same length (seeded).
+STEP_NULL_DRAWS = 1999
+
+
+def _split_t(y: FloatArray, min_size: int) -> tuple[FloatArray, FloatArray]:
+    """Per row of ``y`` (series × n), the t statistic of every split ``k`` in
+    ``[min_size, n - min_size]`` (pooled variance around the two means) and the
+    splits' residual sums of squares."""
+    n = y.shape[-1]
+    k = np.arange(min_size, n - min_size + 1, dtype=float)
+    c = np.cumsum(y, axis=-1)[..., min_size - 1 : n - min_size]
+    total = c[..., -1:] + np.sum(y[..., n - min_size :], axis=-1, keepdims=True)
+    m1 = c / k
+    m2 = (total - c) / (n - k)
+    sse = np.sum(y * y, axis=-1, keepdims=True) - k * m1 * m1 - (n - k) * m2 * m2
+    sse = np.maximum(sse, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.abs(m2 - m1) / np.sqrt(sse / (n - 2) * (1.0 / k + 1.0 / (n - k)))
+    return t, sse
+
+
+def _split_z(y: FloatArray, min_size: int) -> FloatArray:
+    """Per row of ``y`` (values of unit variance), the z of every split's two means."""
+    n = y.shape[-1]
+    k = np.arange(min_size, n - min_size + 1, dtype=float)
+    c = np.cumsum(y, axis=-1)[..., min_size - 1 : n - min_size]
+    diff = (np.sum(y, axis=-1, keepdims=True) - c) / (n - k) - c / k
+    return np.asarray(np.abs(diff) / np.sqrt(1.0 / k + 1.0 / (n - k)), dtype=np.float64)
+
+
+@functools.lru_cache(maxsize=64)
+def _max_z_null(n: int, min_size: int) -> FloatArray:
+    """The sorted maxima over splits of :func:`_split_z` for i.i.d. standard normal
+    series of length ``n``."""
+    rng = np.random.default_rng(20261129 + n)
+    return np.sort(np.max(_split_z(rng.standard_normal((STEP_NULL_DRAWS, n)), min_size), axis=-1))
+
+
+@functools.lru_cache(maxsize=64)
+def _max_t_null(n: int, min_size: int) -> FloatArray:
+    """The sorted maxima over splits of :func:`_split_t` for i.i.d. normal series of
+    length ``n``: the reference :func:`level_step` compares its maximum with."""
+    rng = np.random.default_rng(20261129 + n)
+    t, _ = _split_t(rng.standard_normal((STEP_NULL_DRAWS, n)), min_size)
+    return np.sort(np.max(t, axis=-1))
+
+
+def level_step(
+    samples: npt.ArrayLike,
+    *,
+    min_size: int = 3,
+    z: float | None = 1.645,
+    max_samples: int = 60,
+    variance: float | None = None,
+    variance_df: float = math.inf,
+) -> LevelStep | None:
+    """The largest step in ``samples`` and whether it is more than noise.
+
+    Every split into ``samples[:k]`` and ``samples[k:]`` (each at least ``min_size``
+    long) gets the t statistic of its two means (pooled variance); the largest is
+    widened for the lag-1 autocorrelation of what the two means leave (its
+    bias-corrected value ``z`` standard errors up, as :func:`level_trend`; not at all
+    with ``z=None``, for values already taken as independent) and
+    compared with the largest of i.i.d. normal series of the same length
+    (:data:`STEP_NULL_DRAWS` of them, seeded). Unlike a permutation test its p-value
+    has no floor at few samples. Series longer than ``max_samples`` are read as the
+    means of equal blocks (``index`` is in the input's units). None below
+    ``2 * min_size + 2`` values or for a constant series.
+
+    With ``variance`` (each value's, known from elsewhere on ``variance_df`` degrees
+    of freedom: a round mean's, from the unit readings inside the rounds) each split
+    is a z test on it instead, against the maximum of i.i.d. standard normal series,
+    and ``residual_p`` says whether the values vary around the two means no more than
+    that variance allows (when they do not, the z test does not hold: use the t one).
+
+    >>> x = [10.0, 10.1, 9.9, 10.0, 10.3, 10.4, 10.2, 10.3, 10.35, 10.25, 10.3]
+    >>> s = level_step(x, z=None)  # taken as independent
+    >>> s.index, round(s.mean_after - s.mean_before, 2), s.p_value < 0.002
+    (4, 0.3, True)
+    >>> level_step(x).p_value > 0.01  # an AR(1) up to 0.5 could give it: widened
+    True
+    >>> level_step([10.0, 10.1, 9.9, 10.0, 10.1, 9.9, 10.0, 10.1, 9.9, 10.0]).p_value > 0.5
+    True
+    """
+    from assay.stats.autocorr import autocorrelation, lag1_upper_bound, unbiased_lag1
+
+    y, block, scale = _prepared(samples, max_samples)
+    n = y.size
+    if n < 2 * min_size + 2 or float(np.ptp(y)) == 0.0:
+        return None
+    if variance is not None:
+        return _known_variance_step(y, block, scale, min_size, variance, variance_df)
+    t, sse = _split_t(y, min_size)
+    if not np.any(np.isfinite(t)):
+        return None  # every split leaves no variance: two constant segments
+    i = int(np.nanargmax(np.where(np.isfinite(t), t, -np.inf)))
+    k = min_size + i
+    before, after = float(y[:k].mean()), float(y[k:].mean())
+    resid = np.concatenate([y[:k] - before, y[k:] - after])
+    phi = 0.0 if z is None else lag1_upper_bound(unbiased_lag1(autocorrelation(resid), n), n, z)
+    widened = float(t[i]) / math.sqrt((1.0 + phi) / (1.0 - phi)) if sse[i] > 0 else math.inf
+    null = _max_t_null(n, min_size)
+    exceed = int(null.size - np.searchsorted(null, widened, side="left"))
+    return LevelStep(
+        index=k * block,
+        mean_before=before * scale,
+        mean_after=after * scale,
+        p_value=(exceed + 1) / (null.size + 1),
+        phi_bound=phi,
+    )
+
+
+def _known_variance_step(
+    y: FloatArray, block: int, scale: float, min_size: int, variance: float, df: float
+) -> LevelStep | None:
+    """:func:`level_step` of the prepared values ``y`` (blocks of ``block`` values,
+    divided by ``scale``) whose every input value has ``variance``."""
+    from scipy import stats  # the analysis needs SciPy; start-up does not
+
+    if not (variance > 0 and math.isfinite(variance)):
+        return None
+    unit = math.sqrt(variance / block) / scale  # one prepared value's standard deviation
+    zs = _split_z(y / unit, min_size)
+    i = int(np.argmax(zs))
+    k, n = min_size + i, y.size
+    before, after = float(y[:k].mean()), float(y[k:].mean())
+    resid = np.concatenate([y[:k] - before, y[k:] - after]) / unit
+    ratio = float(resid @ resid) / (n - 2)  # 1 when only the known variance is there
+    null = _max_z_null(n, min_size)
+    exceed = int(null.size - np.searchsorted(null, float(zs[i]), side="left"))
+    return LevelStep(
+        index=k * block,
+        mean_before=before * scale,
+        mean_after=after * scale,
+        p_value=(exceed + 1) / (null.size + 1),
+        phi_bound=0.0,
+        residual_p=float(stats.f.sf(ratio, n - 2, max(df, 1.0))),
+    )
 
 
 def round_effect(round_means: npt.ArrayLike, variance_of_mean: float, df_within: float) -> float:
@@ -198,6 +364,7 @@ class LevelShift:
     diff_low: float
     diff_high: float
     changes: int  # change points found in all
+    test: str = "E-Divisive means, permutation"  # what found it, for the report
 
 
 def level_shift(
