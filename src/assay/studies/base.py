@@ -18,10 +18,10 @@ import os
 import statistics
 import time
 from collections import Counter
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeVar
 
 from assay.errors import StoreError, StudyError
 from assay.execute.command import render_argv
@@ -40,9 +40,12 @@ from assay.execute.monitor import (
 from assay.execute.overhead import LaunchOverhead, measure_launch_overhead
 from assay.execute.trial import Step, TrialJob, TrialRequest
 from assay.rolespec import active_roles, group_roles, host_values, measured_role
-from assay.spec import Spec, invalid_fields
+from assay.spec import PISpec, Spec, invalid_fields
 from assay.store import DISTURBED, Store, TrialRecord, study_file
 from assay.template import placeholders, render
+
+if TYPE_CHECKING:
+    from assay.stats.hosts import HostBlockEffect
 
 __all__ = [
     "CONFIG_KEY",
@@ -423,26 +426,23 @@ HOST_ALPHA = 0.01
 
 
 def host_warnings(spec: Spec, trials: Sequence[TrialRecord], label: str = "") -> list[str]:
-    """A warning per PI whose readings differ between the hosts that ran ``trials``
-    (host as a factor, Kruskal–Wallis at :data:`HOST_ALPHA`); none on one host."""
+    """A warning per PI whose readings differ between the hosts that ran ``trials`` of
+    one setting (a run, a variant); none on one host.  Host as a factor: the F test of
+    :func:`~assay.stats.hosts.host_block_effect` with the trials in one block, on the
+    log scale for positive readings, hosts with fewer than 2 readings left out.  Ranks
+    (Kruskal–Wallis) missed a host 14x slower that ran 2 of 16 trials (p = 0.06): the
+    F test uses the size of its departure."""
     ok = [t for t in trials if t.ok]
-    if len({t.host for t in ok}) < 2:
-        return []
-    from assay.stats.hosts import host_effect  # SciPy's stats: only where there are hosts
-
+    counts = Counter(t.host for t in ok)
+    kept = [t for t in ok if counts[t.host] >= 2]
     out = []
-    for pi in spec.pis:
-        groups: dict[str, list[float]] = {}
-        for t in ok:
-            if pi.name in t.readings:
-                groups.setdefault(t.host, []).append(t.readings[pi.name])
-        effect = host_effect(groups)
-        if effect is not None and effect.p_value < HOST_ALPHA:
-            out.append(
-                f"{label}{pi.name}: the hosts give different results ({effect.text(pi.unit)}): "
-                "one sample across them mixes machines; require identical hosts or "
-                "compare per host"
-            )
+    for pi, effect, sizes, what in _host_effects(spec, kept, ()):
+        out.append(
+            f"{label}{pi.name}: the hosts give different results (host as a factor: "
+            f"F({effect.df[0]}, {effect.df[1]}) = {effect.statistic:.3g}, p = "
+            f"{effect.p_value:.2g}; {what}: {sizes}): one sample across them mixes "
+            "machines; require identical hosts or compare per host"
+        )
     return out
 
 
@@ -454,14 +454,30 @@ def setting_host_warnings(
     on the log scale for positive readings), so that the settings' own differences are
     not taken for the hosts' (#41: one host 7.7x slower, and the sweep said nothing;
     a host 14x slower that ran 2 of 16 trials was missed by ranks of departures)."""
-    ok = [t for t in trials if t.ok]
+    out = []
+    for pi, effect, sizes, what in _host_effects(spec, [t for t in trials if t.ok], params):
+        out.append(
+            f"{pi.name}: the hosts give different results for the same settings (host as "
+            f"a factor beside the settings: F({effect.df[0]}, {effect.df[1]}) = "
+            f"{effect.statistic:.3g}, p = {effect.p_value:.2g}; {what}: {sizes}): the "
+            "sweep mixes machines, so its effects may be the hosts'; require identical "
+            "hosts or sweep per host"
+        )
+    return out
+
+
+def _host_effects(
+    spec: Spec, ok: Sequence[TrialRecord], params: Sequence[str]
+) -> Iterator[tuple[PISpec, HostBlockEffect, str, str]]:
+    """Each PI whose hosts differ at :data:`HOST_ALPHA` (host beside the settings of
+    ``params``), its effect, each host's size ("a ×1 (n=7), b ×14.4 (n=2)") and what
+    the sizes are."""
     if len({t.host for t in ok}) < 2:
-        return []
+        return
     import math
 
-    from assay.stats.hosts import host_block_effect
+    from assay.stats.hosts import host_block_effect  # SciPy: only where there are hosts
 
-    out = []
     for pi in spec.pis:
         kept = [t for t in ok if pi.name in t.readings and math.isfinite(t.readings[pi.name])]
         positive = all(t.readings[pi.name] > 0 for t in kept)
@@ -482,14 +498,7 @@ def setting_host_warnings(
         hosts = ", ".join(
             f"{h} {size} (n={n})" for h, size, n in zip(effect.hosts, sizes, effect.n, strict=True)
         )
-        out.append(
-            f"{pi.name}: the hosts give different results for the same settings (host as "
-            f"a factor beside the settings: F({effect.df[0]}, {effect.df[1]}) = "
-            f"{effect.statistic:.3g}, p = {effect.p_value:.2g}; {what}: {hosts}): the "
-            "sweep mixes machines, so its effects may be the hosts'; require identical "
-            "hosts or sweep per host"
-        )
-    return out
+        yield pi, effect, hosts, what
 
 
 class Study:
