@@ -15,8 +15,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -197,64 +198,13 @@ client = {clients}
 """
 
 
-def test_a_group_whose_server_host_dies_mid_trial_hands_its_trial_to_the_other(
-    tmp_path: Path, hosts: Hosts
-) -> None:
-    """#42, node groups in parallel on namespace hosts: two groups (a Redis primary and
-    a client each) run a sweep's trials at once; every process of group 1's server host
-    is killed while its client measures.  The trial runs again on group 0 and is kept
-    once, group 1 is listed as taken out, and no process is left on any host."""
-    work = tmp_path / "example"
-    work.mkdir()
-    shutil.copy(EXAMPLE / "redis_pair.py", work)
-    primaries, clients = hosts.addresses[:2], hosts.addresses[2:4]
-    (work / "s.toml").write_text(
-        GROUPS.format(
-            state=json.dumps(str(tmp_path / "redis-state")),
-            keys=hosts.cluster_toml(),
-            primaries=json.dumps(primaries),
-            clients=json.dumps(clients),
-        )
-    )
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "assay", "sweep", "s.toml", "-q", "--json", "r.json"],
-        cwd=work, stdout=subprocess.DEVNULL, stderr=open(tmp_path / "err.txt", "w"),  # noqa: SIM115
-    )  # fmt: skip
-    server, client = hosts.names[1], hosts.names[3]  # group 1's
-    deadline = time.monotonic() + 300
-    killed = False
-    while not killed and proc.poll() is None and time.monotonic() < deadline:
-        if any("redis-benchmark" in c for c in hosts.commands(client)):
-            for pid in hosts.pids(server):  # the host dies: its worker, nanny, server
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-            killed = True
-        time.sleep(0.05)
-    assert killed, "group 1's client never measured"
-    assert proc.wait(timeout=600) in (0, 5), (tmp_path / "err.txt").read_text()
-    with Store(work / "s.assay.db") as st:
-        found = st.find_study("redis-groups")
-        assert found is not None
-        trials = st.trials(found[0])
-    # every planned trial kept once, each measured
-    assert sorted((t.setting["appendfsync"], t.setting["repetition"]) for t in trials) == sorted(
-        (f, r) for f in ("off", "everysec", "always") for r in (0, 1)
-    )
-    assert all(t.ok for t in trials), [t.error for t in trials]
-    doc = json.loads((work / "r.json").read_text())
-    (out,) = doc["environment"]["executor"]["groups"]["taken_out"]
-    assert out["group"] == 1 and primaries[1] in out["why"]
-    assert hosts.left() == {}  # nothing of the study on any host
-
-
-def test_a_group_whose_server_host_is_cut_off_for_30_s_loses_no_trial(
-    tmp_path: Path, hosts: Hosts
-) -> None:
-    """#42's Show list, a link down for 30 s under node groups: group 1's server host
-    loses its link while group 1's client measures and gets it back 30 s later.  Its
-    worker is gone (Dask ends a worker that cannot reach its scheduler), so group 1 is
-    taken out and its trial runs on group 0; the host, back, gets a new worker; every
-    planned trial is kept once and nothing is left on any host."""
+def _groups_sweep_with_a_fault(
+    tmp_path: Path, hosts: Hosts, fault: Callable[[], None]
+) -> dict[str, Any]:
+    """The two-group sweep (GROUPS) on hosts 0-3, ``fault`` called once group 1's client
+    measures; checks that every planned trial is kept once, each measured, that group 1
+    was taken out naming its server host, and that nothing is left on any host; returns
+    the result's executor."""
     work = tmp_path / "example"
     work.mkdir()
     shutil.copy(EXAMPLE / "redis_pair.py", work)
@@ -273,29 +223,61 @@ def test_a_group_whose_server_host_is_cut_off_for_30_s_loses_no_trial(
     )  # fmt: skip
     client = hosts.names[3]  # group 1's
     deadline = time.monotonic() + 300
-    cut = False
-    while not cut and proc.poll() is None and time.monotonic() < deadline:
+    while proc.poll() is None and time.monotonic() < deadline:
         if any("redis-benchmark" in c for c in hosts.commands(client)):
-            link(hosts, 1, up=False)
-            cut = True
+            fault()
+            break
         time.sleep(0.05)
-    assert cut, "group 1's client never measured"
-    time.sleep(30)
-    link(hosts, 1, up=True)
+    else:
+        pytest.fail("group 1's client never measured")
     assert proc.wait(timeout=600) in (0, 5), (tmp_path / "err.txt").read_text()
     with Store(work / "s.assay.db") as st:
         found = st.find_study("redis-groups")
         assert found is not None
         trials = st.trials(found[0])
-    # every planned trial kept once, each measured (the cut one again, on group 0)
+    # every planned trial kept once, each measured (the one cut off again, on group 0)
     assert sorted((t.setting["appendfsync"], t.setting["repetition"]) for t in trials) == sorted(
         (f, r) for f in ("off", "everysec", "always") for r in (0, 1)
     )
     assert all(t.ok for t in trials), [t.error for t in trials]
-    executor = json.loads((work / "r.json").read_text())["environment"]["executor"]
+    executor: dict[str, Any] = json.loads((work / "r.json").read_text())["environment"]["executor"]
     (out,) = executor["groups"]["taken_out"]
     assert out["group"] == 1 and primaries[1] in out["why"]
-    # back after the outage, it got a new worker, named as the cluster's roles name it
-    assert executor["revived"] == [f"{primaries[1]} (primary[1])"]
-    assert f"{primaries[1]} (primary[1])" in executor["roles"]
     assert hosts.left() == {}  # nothing of the study on any host
+    return executor
+
+
+def test_a_group_whose_server_host_dies_mid_trial_hands_its_trial_to_the_other(
+    tmp_path: Path, hosts: Hosts
+) -> None:
+    """#42, node groups in parallel on namespace hosts: two groups (a Redis primary and
+    a client each) run a sweep's trials at once; every process of group 1's server host
+    is killed while its client measures.  The trial runs again on group 0 and is kept
+    once, group 1 is listed as taken out, and no process is left on any host."""
+
+    def kill() -> None:  # the host dies: its worker, nanny, server
+        for pid in hosts.pids(hosts.names[1]):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+    _groups_sweep_with_a_fault(tmp_path, hosts, kill)
+
+
+def test_a_group_whose_server_host_is_cut_off_for_30_s_loses_no_trial(
+    tmp_path: Path, hosts: Hosts
+) -> None:
+    """#42's Show list, a link down for 30 s under node groups: group 1's server host
+    loses its link while group 1's client measures and gets it back 30 s later.  Its
+    worker is gone (Dask ends a worker that cannot reach its scheduler), so group 1 is
+    taken out and its trial runs on group 0; the host, back, gets a new worker; every
+    planned trial is kept once and nothing is left on any host."""
+
+    def cut() -> None:
+        link(hosts, 1, up=False)
+        time.sleep(30)
+        link(hosts, 1, up=True)
+
+    executor = _groups_sweep_with_a_fault(tmp_path, hosts, cut)
+    # back after the outage, it got a new worker, named as the cluster's roles name it
+    primary = f"{hosts.addresses[1]} (primary[1])"
+    assert executor["revived"] == [primary] and primary in executor["roles"]
