@@ -451,6 +451,11 @@ class _Group:
     extra_setup: Step | None = None  # [benchmark] setup, until its role's
     stale: bool = False  # a host left mid-trial: its per-trial roles set up again
 
+    def set_up_as(self, role: str, want: Configuration) -> bool:
+        """Whether ``role`` is set up on this group's hosts with configuration ``want``."""
+        have = self.configured.get(role)
+        return have is not None and have[0] == want
+
     def role_settings(self) -> dict[str, Mapping[str, object]]:
         """Each role's setting as it was last set up (its reset and command use it)."""
         return {r: v for r, (_, v) in self.configured.items()}
@@ -759,9 +764,9 @@ class RoleExecutor(DaskExecutor):
         stale, g.stale = g.stale, False
         for role in self.plan.set_up_per_trial():
             want = self.plan.configuration(role, setting)
-            have = g.configured.get(role)
-            if have is not None and have[0] == want and not stale:
+            if g.set_up_as(role, want) and not stale:
                 continue
+            have = g.configured.get(role)
             started = time.monotonic()
             if have is not None:
                 runs += self._phase(
@@ -789,7 +794,7 @@ class RoleExecutor(DaskExecutor):
     def _fits(self, g: _Group, request: TrialRequest) -> bool:
         """Whether group ``g``'s roles are set up as a trial of ``request`` needs."""
         return all(
-            g.configured.get(role, ((), {}))[0] == self.plan.configuration(role, request.setting)
+            g.set_up_as(role, self.plan.configuration(role, request.setting))
             for role in self.plan.set_up_per_trial()
         )
 
