@@ -208,3 +208,29 @@ def test_a_run_study_shares_its_rounds_among_the_groups(tmp_path: Path) -> None:
     assert {t.host for t in trials} == {"c0", "c1"}
     assert all(_said(t, "seen") == "no" for t in trials)
     assert not list((tmp_path / "hosts").glob("conf-*"))  # both servers torn down
+
+
+def test_the_benchmarks_own_steps_name_their_groups_hosts(tmp_path: Path) -> None:
+    """[benchmark] setup, reset and teardown run on each group's measured host with that
+    group's hosts in their placeholders (they named every group's before)."""
+    study = _study(tmp_path)
+    work = tmp_path / "hosts"
+    note = (
+        "import sys, pathlib; p = pathlib.Path(sys.argv[1], sys.argv[2] + '-' + sys.argv[3]); "
+        "p.write_text(p.read_text() + sys.argv[4] + ' ' if p.exists() else sys.argv[4] + ' ')"
+    )
+    steps = "".join(
+        f'{what} = ["{PY}", "-c", "{note}", "{work}", "{what}", "{{host.name}}", '
+        '"{hosts.server}"]\n'
+        for what in ("setup", "reset", "teardown")
+    )
+    study.write_text(study.read_text().replace("timeout = 60\n", "timeout = 60\n" + steps, 1))
+    code, output, _, trials = _sweep(study)
+    assert code in (0, 5), output
+    assert len(trials) == 6 and all(t.ok for t in trials), [t.error for t in trials]
+    ran = {p.name: p.read_text().split() for p in work.glob("*-c[01]")}
+    assert ran["setup-c0"] == ["s0"] and ran["setup-c1"] == ["s1"]
+    assert ran["teardown-c0"] == ["s0"] and ran["teardown-c1"] == ["s1"]
+    resets = ran.get("reset-c0", []) + ran.get("reset-c1", [])
+    assert len(resets) == 6  # one before each trial, on the group that ran it
+    assert set(ran.get("reset-c0", [])) <= {"s0"} and set(ran.get("reset-c1", [])) <= {"s1"}

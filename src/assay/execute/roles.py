@@ -693,7 +693,8 @@ class RoleExecutor(DaskExecutor):
                     continue
                 steps = [own] if own is not None else []
                 if slot.role == plan.measured and extra is not None:
-                    steps = [extra, *steps] if what == "teardown" else [*steps, extra]
+                    mine = extra.in_group(self._group_of(slot))  # its group's hosts named
+                    steps = [mine, *steps] if what == "teardown" else [*steps, mine]
                 if steps:
                     todo[slot] = steps
             futures = {}
@@ -790,6 +791,13 @@ class RoleExecutor(DaskExecutor):
             if extra is not None:
                 g.extra_setup = None
         return runs
+
+    def _group_of(self, slot: HostSlot) -> int:
+        """The group (``[cluster] groups``) whose hosts include ``slot``'s."""
+        return next(
+            (g.index for g in self.groups if any(s.worker == slot.worker for s in g.plan.slots)),
+            0,
+        )
 
     def _fits(self, g: _Group, request: TrialRequest) -> bool:
         """Whether group ``g``'s roles are set up as a trial of ``request`` needs."""

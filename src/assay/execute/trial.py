@@ -40,6 +40,21 @@ class Step:
     argv: tuple[str, ...]
     shown: str
     env: Mapping[str, str] = field(default_factory=dict)
+    # [cluster] groups: group g's (g >= 1) argv and env, its own hosts in the
+    # placeholders (``argv``/``env`` are group 0's)
+    groups: Mapping[int, tuple[tuple[str, ...], Mapping[str, str]]] = field(default_factory=dict)
+
+    def in_group(self, group: int) -> Step:
+        """The step as group ``group`` of hosts runs it (``[cluster] groups``).
+
+        >>> s = Step("setup", ("load", "s0"), "load", groups={1: (("load", "s1"), {})})
+        >>> s.in_group(1).argv, s.in_group(0).argv, s.in_group(1).groups
+        (('load', 's1'), ('load', 's0'), {})
+        """
+        if group == 0 or group not in self.groups:
+            return replace(self, groups={}) if self.groups else self
+        argv, env = self.groups[group]
+        return replace(self, argv=tuple(argv), env=env, groups={})
 
 
 @dataclass(frozen=True)

@@ -602,17 +602,30 @@ class Study:
         return {k: render(v, allv) for k, v in env.items()}
 
     def _step(self, argv: list[str] | None, what: str) -> Step | None:
-        """A setup, reset or teardown command, rendered with the study's [params]."""
+        """A setup, reset or teardown command, rendered with the study's [params]; with
+        ``[cluster] groups``, once per group of hosts, each with its own hosts in the
+        placeholders (``{hosts.server}``: its group's servers)."""
         if not argv:
             return None
-        values = {**self._host_values(), **self.spec.params}
-        rendered = render_argv(argv, values, shell=self.spec.benchmark.shell)
-        # an env entry that needs a trial's value (a swept one) is the trials' alone: a
-        # step runs once, with [params] (#42: a swept {x} in env crashed with a KeyError)
-        env = {
-            k: v for k, v in self.spec.benchmark.env.items() if set(placeholders(v)) <= set(values)
-        }
-        return Step(what, tuple(rendered), " ".join(argv), self._env({}, only=env))
+        rendered = []
+        for group in range(self._groups()):
+            where = None if self._groups() == 1 else group
+            values = {**self._host_values(group=where), **self.spec.params}
+            # an env entry that needs a trial's value (a swept one) is the trials' alone:
+            # a step runs once, with [params] (#42: a swept {x} in env crashed)
+            env = {
+                k: v
+                for k, v in self.spec.benchmark.env.items()
+                if set(placeholders(v)) <= set(values)
+            }
+            rendered.append(
+                (
+                    tuple(render_argv(argv, values, shell=self.spec.benchmark.shell)),
+                    self._env({}, only=env, group=where),
+                )
+            )
+        (first, env), *others = rendered
+        return Step(what, first, " ".join(argv), env, dict(enumerate(others, start=1)))
 
     @functools.cached_property
     def job(self) -> TrialJob:
