@@ -73,10 +73,12 @@ class Hosts:
                 found.append(raw.replace(b"\0", b" ").decode(errors="replace").strip())
         return found
 
-    def left(self, timeout: float = 60.0) -> dict[str, list[str]]:
+    def left(self, timeout: float = 90.0) -> dict[str, list[str]]:
         """What still runs on the hosts (but their sshd) once nothing does, or after
-        ``timeout`` seconds: the study's Dask processes end on their own within seconds
-        of its driver (they notice the scheduler gone).  ``{}``: nothing left."""
+        ``timeout`` seconds: the study's Dask processes end within seconds of its driver
+        (the scheduler closes them), and a nanny that missed that close ends by its
+        death_timeout (``[cluster] idle_timeout``, 60 s) once it notices the scheduler
+        gone (seen once in CI: still up at 60 s).  ``{}``: nothing left."""
         deadline = time.monotonic() + timeout
         while any(self.commands(n) for n in self.names) and time.monotonic() < deadline:
             time.sleep(0.2)
