@@ -15,6 +15,7 @@ from scipy import stats
 from assay.designs.run_until_ci import SHIFT_ALPHA, STEP_NOTE_ALPHA, RoundData, analyze_pi
 from assay.spec import PISpec, StopSpec
 from assay.stats.validity import level_step
+from test_autocorr import ar1  # an AR(1) series, seeded
 
 PI = PISpec(name="t", unit="s")
 
@@ -49,18 +50,10 @@ def test_unwidened_it_holds_its_level_on_iid_normal_series() -> None:
 
 
 def test_widened_it_is_conservative_on_iid_and_bounded_on_ar_series() -> None:
-    rng = np.random.default_rng(8)
-
-    def ar(n: int, phi: float) -> np.ndarray:
-        e = rng.normal(0, math.sqrt(1 - phi * phi), n + 50)
-        x = np.zeros(n + 50)
-        for i in range(1, n + 50):
-            x[i] = phi * x[i - 1] + e[i]
-        return x[50:]
-
     for phi, most in ((0.0, 0.01), (0.5, 0.03)):
         for n in (11, 30, 60):
-            ps = [level_step(ar(n, phi)).p_value for _ in range(600)]
+            # stationary: past a burn-in of 50 (the scale does not matter)
+            ps = [level_step(ar1(phi, n + 50, 8000 + k)[50:]).p_value for k in range(600)]
             assert np.mean(np.array(ps) < 0.01) <= most + 3 * math.sqrt(most / 600), (phi, n)
 
 

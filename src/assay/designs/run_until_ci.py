@@ -836,16 +836,21 @@ def _shift_base(pi: PISpec, got: PISamples, res: PIResult) -> tuple[np.ndarray, 
     its values starts in: the round means with unit readings (the unit readings inside
     one round need not be exchangeable, rounds in modes; the rounds are), else the
     merged samples the interval rests on."""
-    rounds = [k for k, p in enumerate(got.parts or ()) if p.size > 0]
+    means, rounds = _kept_round_means(got, pi.mean == "harmonic")
     if got.parts is not None and ("rounds_level" in res.extra or len(rounds) >= 6):
         q = max(res.subsession_size, 1) if "rounds_level" in res.extra else 1
-        means = _round_means([got.parts[k] for k in rounds], pi.mean == "harmonic")
         merged = merge_subsessions(means, q)
         return merged, [rounds[i * q] for i in range(merged.size)]
     q = max(res.subsession_size, 1) if math.isfinite(res.half_width) else 1
     merged = merge_subsessions(got.samples, q)
     at = replace(res, subsession_size=q)
     return merged, [_round_of(got, at, i) for i in range(merged.size)]
+
+
+def _kept_round_means(got: PISamples, harmonic: bool) -> tuple[np.ndarray, list[int]]:
+    """The means of the rounds with stable unit readings, and each one's round (0-based)."""
+    rounds = [k for k, p in enumerate(got.parts or ()) if p.size > 0]
+    return _round_means([got.parts[k] for k in rounds] if got.parts else [], harmonic), rounds
 
 
 def _find_shift(
@@ -893,8 +898,7 @@ def _round_step(pi: PISpec, got: PISamples, res: PIResult) -> tuple[LevelShift, 
     if got.parts is not None:
         if "rounds_level" not in res.extra:
             return None
-        starts = [k for k, p in enumerate(got.parts) if p.size > 0]
-        series = _round_means([got.parts[k] for k in starts], False)
+        series, starts = _kept_round_means(got, False)
     else:
         series = got.samples
         starts = [got.first_round + i for i in range(series.size)]

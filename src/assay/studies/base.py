@@ -608,9 +608,8 @@ class Study:
         if not argv:
             return None
         rendered = []
-        for group in range(self._groups()):
-            where = None if self._groups() == 1 else group
-            values = {**self._host_values(group=where), **self.spec.params}
+        for group in range(self._groups()):  # (group 0 of 1 is every host)
+            values = {**self._host_values(group=group), **self.spec.params}
             # an env entry that needs a trial's value (a swept one) is the trials' alone:
             # a step runs once, with [params] (#42: a swept {x} in env crashed)
             env = {
@@ -621,7 +620,7 @@ class Study:
             rendered.append(
                 (
                     tuple(render_argv(argv, values, shell=self.spec.benchmark.shell)),
-                    self._env({}, only=env, group=where),
+                    self._env({}, only=env, group=group),
                 )
             )
         (first, env), *others = rendered
