@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -154,9 +155,28 @@ def measured_role(roles: Mapping[str, Sequence[str]], measure: str | None) -> st
     return name
 
 
+def role_size(
+    counts: Mapping[str, str | int], role: str, values: Mapping[str, object]
+) -> int | None:
+    """How many of ``role``'s hosts a trial of ``values`` takes by ``[cluster] counts``:
+    a whole number, or the value of the parameter it names; None when it says nothing
+    (no count, or a parameter without a value).
+
+    >>> counts = {"replica": "n", "client": 2}
+    >>> role_size(counts, "replica", {"n": 3}), role_size(counts, "client", {})
+    (3, 2)
+    """
+    count = counts.get(role)
+    if isinstance(count, int):
+        return count
+    if count is None or count not in values:
+        return None
+    return int(str(values[count]))
+
+
 def active_roles(
     roles: Mapping[str, Sequence[str]],
-    counts: Mapping[str, str],
+    counts: Mapping[str, str | int],
     values: Mapping[str, object],
 ) -> dict[str, list[str]]:
     """The hosts of each role that take part in a trial of ``values``: a role sized by a
@@ -166,10 +186,61 @@ def active_roles(
     {'client': ['a'], 'replica': ['b', 'c']}
     """
     out = {r: list(h) for r, h in roles.items()}
-    for role, param in counts.items():
-        if role in out and param in values:
-            out[role] = out[role][: int(str(values[param]))]
+    for role in counts:
+        size = role_size(counts, role, values) if role in out else None
+        if size is not None:
+            out[role] = out[role][:size]
     return out
+
+
+def trial_need(
+    roles: Mapping[str, Sequence[str]],
+    counts: Mapping[str, str | int],
+    values: Mapping[str, object],
+) -> Need:
+    """``[cluster] pack``: how many hosts of each role a trial of ``values`` takes, in
+    role order: its ``counts`` size, one host for a role without a count.
+
+    >>> trial_need({"client": ["a", "b"], "replica": ["c", "d"]}, {"replica": "n"}, {"n": 2})
+    (('client', 1), ('replica', 2))
+    """
+    return tuple(
+        (r, size if (size := role_size(counts, r, values)) is not None else 1) for r in roles
+    )
+
+
+#: How many hosts of each role a trial takes, in role order (``[cluster] pack``).
+Need = tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class HostGroup:
+    """A group of hosts that runs a trial at a time: its share of each role, and the
+    need of the trials it runs (``[cluster] pack``; None: any trial's, ``groups``)."""
+
+    roles: dict[str, list[str]]
+    need: Need | None = None
+
+    def hosts(self) -> set[str]:
+        return {h for members in self.roles.values() for h in members}
+
+
+def packed_groups(
+    roles: Mapping[str, Sequence[str]], need: Sequence[tuple[str, int]]
+) -> list[dict[str, list[str]]]:
+    """``[cluster] pack``: the groups of hosts that trials needing ``need`` can run on
+    at once: group k takes the k-th run of ``n`` hosts of every role needing ``n``
+    (none of a role needing 0), as many groups as the scarcest role allows.
+
+    >>> packed_groups({"client": ["a", "b", "c"], "replica": ["d", "e", "f", "g"]},
+    ...               [("client", 1), ("replica", 2)])
+    [{'client': ['a'], 'replica': ['d', 'e']}, {'client': ['b'], 'replica': ['f', 'g']}]
+    """
+    sizes = dict(need)
+    count = min((len(roles[r]) // n for r, n in sizes.items() if n > 0), default=0)
+    return [
+        {r: list(roles[r][k * n : (k + 1) * n]) for r, n in sizes.items()} for k in range(count)
+    ]
 
 
 def cluster_placeholders(roles: Mapping[str, Sequence[str]] | None) -> set[str]:

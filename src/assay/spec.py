@@ -38,6 +38,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from assay.errors import SpecError as SpecError  # re-exported: assay.spec.SpecError
 from assay.knob_range import range_problem
 from assay.rolespec import (
+    HostGroup,
+    Need,
     RoleStepsSpec,
     check_groups,
     check_role_steps,
@@ -45,6 +47,8 @@ from assay.rolespec import (
     cluster_placeholders,
     group_roles,
     measured_role,
+    packed_groups,
+    trial_need,
 )
 from assay.store import NAME_MAX
 from assay.template import placeholders
@@ -321,10 +325,14 @@ class ClusterSpec(_Model):
     on_host_failure: Literal["stop", "continue"] = "stop"
     # how the readings of a measured role's several hosts make the trial's, per PI
     combine: dict[str, Literal["sum", "mean", "max", "min"]] = Field(default_factory=dict)
-    # a role's size as a parameter: the role's first {param} hosts take part in a trial
-    counts: dict[str, str] = Field(default_factory=dict)
+    # a role's size as a parameter (or a whole number): the role's first {param} hosts
+    # (of its group) take part in a trial
+    counts: dict[str, str | int] = Field(default_factory=dict)
     # the roles' hosts cut into this many groups, each running trials of its own at once
     groups: Annotated[int, Field(ge=1)] = 1
+    # each trial takes from every role the hosts its setting needs (its counts, one host
+    # of a role without one): as many trials at once as the roles' hosts allow
+    pack: bool = False
     scheduler: str | None = None
     user: str | None = None
     port: Annotated[int, Field(ge=1, le=65535)] = 22
@@ -353,8 +361,29 @@ class ClusterSpec(_Model):
             data = {**data, "hosts": [h for m in members for h in m]}
         return data
 
+    @field_validator("counts", mode="before")
+    @classmethod
+    def _counts(cls, v: Any) -> Any:
+        for role, count in v.items() if isinstance(v, dict) else ():
+            plain = isinstance(count, str) or (type(count) is int and count >= 0)
+            if not plain:
+                raise ValueError(
+                    f"{role} = {count!r}: expected a parameter's name or a whole number of hosts"
+                )
+        return v
+
     @model_validator(mode="after")
     def _check_roles(self) -> ClusterSpec:
+        if self.pack and self.roles is None:
+            raise ValueError(
+                "pack: gives each trial the hosts of [cluster.roles] its setting needs; add "
+                "the roles (without roles every host runs trials of its own)"
+            )
+        if self.pack and self.groups > 1:
+            raise ValueError(
+                f"groups = {self.groups} and pack = true: choose one (groups cuts the roles' "
+                "hosts into equal fixed groups; pack forms each trial's group from its need)"
+            )
         if self.roles is not None:
             check_roles(self.roles, self.hosts)
             measured_role(self.roles, self.measure)
@@ -553,8 +582,8 @@ class Spec(_Model):
         if not self.pis:
             raise ValueError("pi: at least one [[pi]] is needed")
         roles = self.cluster.roles if self.cluster else None
-        self._check_combine()
         self._check_counts()
+        self._check_combine()  # (after the counts: it asks a trial's hosts)
         known = set(self.params) | cluster_placeholders(roles)
         for where, argv in check_role_steps(self.benchmark.roles, roles):
             # rendered with each trial's setting and the hosts: a role is set up again
@@ -643,7 +672,7 @@ class Spec(_Model):
                 )
             return
         role = measured_role(cluster.roles, cluster.measure)
-        hosts = len(cluster.group_roles()[role])  # a trial's: one group's
+        hosts = max(len(g.roles[role]) for g in self.host_groups())  # a trial's: one group's
         if hosts < 2:
             return
         missing = [n for n in names if n not in cluster.combine]
@@ -665,6 +694,14 @@ class Spec(_Model):
         """``[cluster] counts``: a role's size from a parameter, each of whose values
         (``[params]``, swept, a variant's) is a whole number of the role's hosts."""
         cluster = self.cluster
+        if cluster is not None and cluster.pack:
+            steps = [w for w in ("setup", "teardown") if getattr(self.benchmark, w)]
+            if steps:
+                raise ValueError(
+                    f"benchmark.{steps[0]}: with [cluster] pack = true a trial's group of hosts "
+                    "is formed for its setting, set up and torn down with it; put the measured "
+                    f"hosts' {steps[0]} in [benchmark.roles.{cluster.measure or 'client'}]"
+                )
         if cluster is None or not cluster.counts:
             return
         if cluster.roles is None:
@@ -676,27 +713,75 @@ class Spec(_Model):
                 raise ValueError(
                     f"{where}: not a role of [cluster.roles] ({', '.join(cluster.roles)})"
                 )
-            if param in {k.name for k in self.knob_specs}:
+            if isinstance(param, int):
+                values: list[Scalar] = [param]
+            elif param in {k.name for k in self.knob_specs}:
                 raise ValueError(
                     f"{where}: {param!r} is a knob; a role's size is swept or set by a variant"
                 )
-            values = self.count_values(param)
+            else:
+                values = self.count_values(param)
             if not values:
                 raise ValueError(
                     f"{where}: {param!r} has no value: give it one in [params] or sweep it "
                     "in [sweep.params]"
                 )
-            members = cluster.group_roles()[role]  # a trial's: one group's
+            # a trial's: one group's, or under pack the whole role's
+            members = cluster.roles[role] if cluster.pack else cluster.group_roles()[role]
             pool = len(members)
             low = 1 if role == measured else 0
             group = f" in group 0 of {cluster.groups}" if cluster.groups > 1 else ""
+            name = f"{param} = " if isinstance(param, str) else ""
             for v in values:
                 if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= pool:
                     raise ValueError(
-                        f"{where}: {param} = {v!r}: expected a whole number of hosts from "
+                        f"{where}: {name}{v!r}: expected a whole number of hosts from "
                         f"{low} to {pool} (the role's hosts{group}: {', '.join(members)}); "
                         "list more hosts in the role to measure more"
                     )
+
+    def host_groups(self) -> list[HostGroup]:
+        r"""The groups of hosts trials run on, each one trial at a time, the groups at
+        once where their hosts do not overlap: ``[cluster] groups`` equal runs of every
+        role's hosts, or under ``pack`` for each need a trial can have (its ``counts``)
+        as many groups of that need as the roles' hosts allow; one group of every host
+        otherwise, none without ``[cluster.roles]``.
+
+        >>> spec = parse_spec_text(
+        ...     "[study]\nname='s'\n[benchmark]\ncommand=['x']\n[[pi]]\nname='time'\n"
+        ...     "[sweep.params]\nn=[0, 2]\n[cluster]\npack=true\ncounts={replica='n'}\n"
+        ...     "[cluster.roles]\nclient=['a','b']\nreplica=['c','d']", "s.toml")
+        >>> [sorted(g.hosts()) for g in spec.host_groups()]
+        [['a'], ['b'], ['a', 'c', 'd']]
+        """
+        cluster = self.cluster
+        if cluster is None or cluster.roles is None:
+            return []
+        if not cluster.pack:
+            return [
+                HostGroup(group_roles(cluster.roles, cluster.groups, g))
+                for g in range(cluster.groups)
+            ]
+        return [
+            HostGroup(roles, need)
+            for need in self.trial_needs()
+            for roles in packed_groups(cluster.roles, need)
+        ]
+
+    def trial_needs(self) -> list[Need]:
+        """``[cluster] pack``: every need (hosts per role) a trial of the study can have."""
+        import itertools
+
+        cluster = self.cluster
+        assert cluster is not None and cluster.roles is not None
+        params = sorted({c for c in cluster.counts.values() if isinstance(c, str)})
+        choices = [sorted({str(v) for v in self.count_values(p)}) for p in params]
+        return sorted(
+            {
+                trial_need(cluster.roles, cluster.counts, dict(zip(params, combo, strict=True)))
+                for combo in itertools.product(*choices)
+            }
+        )
 
     def count_values(self, param: str) -> list[Scalar]:
         """Every value ``param`` takes in the study's trials: [params]', swept, variants'."""

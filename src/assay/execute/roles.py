@@ -39,7 +39,7 @@ from assay.execute.command import render_argv, run_command
 from assay.execute.dask_executor import RESOURCE, DaskExecutor, _worker_monitor, blocks
 from assay.execute.executor import ExecutorStatus
 from assay.execute.trial import Step, TrialJob, TrialRequest, run_trial
-from assay.rolespec import active_roles, group_roles, host_values, measured_role
+from assay.rolespec import Need, active_roles, host_values, measured_role, role_size, trial_need
 from assay.store import DISTURBED, HostRun, TrialRecord
 
 if TYPE_CHECKING:
@@ -87,10 +87,12 @@ class RolePlan:
         env: Mapping[str, str],
         shell: bool = False,
         per_trial: Collection[str] = (),
-        counts: Mapping[str, str] | None = None,
+        counts: Mapping[str, str | int] | None = None,
+        packed: bool = False,
     ) -> None:
         self.roles = {r: list(h) for r, h in roles.items()}
-        self.counts = dict(counts or {})  # role -> the parameter that sizes it
+        self.counts = dict(counts or {})  # role -> the parameter (or number) that sizes it
+        self.packed = packed
         self.measured = measured_role(self.roles, measure)
         self.steps = steps
         self.params = dict(params)
@@ -102,6 +104,8 @@ class RolePlan:
         # the study, asked before every trial
         self._uses = {r: self._depends_on(r) for r in self.roles}
         first = next((i for i, r in enumerate(self.roles) if self._uses[r] & self.per_trial), None)
+        if packed:  # a trial's group is formed for it: every role set up with its group
+            first = 0
         self._per_trial_roles = [] if first is None else list(self.roles)[first:]
         slots, i = [], 0
         for role, members in self.roles.items():
@@ -110,21 +114,20 @@ class RolePlan:
                 i += 1
         self.slots: list[HostSlot] = slots
 
-    def group(self, index: int, count: int) -> RolePlan:
-        """Group ``index`` of ``count`` (``[cluster] groups``): an equal run of every
-        role's hosts (:func:`~assay.rolespec.group_roles`), its slots keeping their
-        places in the whole cluster (worker ``i`` is host ``i`` of all the roles).
+    def group(self, roles: Mapping[str, Sequence[str]]) -> RolePlan:
+        """The plan of one group of hosts (``[cluster] groups`` or ``pack``: a
+        :class:`~assay.rolespec.HostGroup`'s roles), its slots keeping their places in
+        the whole cluster (worker ``i`` is host ``i`` of all the roles).
 
         >>> plan = RolePlan({"client": ["a", "b"], "server": ["c", "d"]}, None, {}, {}, {})
-        >>> [(s.host, s.worker) for s in plan.group(1, 2).slots]
+        >>> [(s.host, s.worker) for s in plan.group({"client": ["b"], "server": ["d"]}).slots]
         [('b', 1), ('d', 3)]
         """
-        if count == 1:
+        if {r: list(h) for r, h in roles.items()} == self.roles:
             return self
-        roles = group_roles(self.roles, count, index)
         sub = RolePlan(
             roles, self.measured, self.steps, self.params, self.env, self.shell,
-            self.per_trial, self.counts,
+            self.per_trial, self.counts, self.packed,
         )  # fmt: skip
         worker = {s.host: s.worker for s in self.slots}
         sub.slots = [replace(s, worker=worker[s.host]) for s in sub.slots]
@@ -144,6 +147,7 @@ class RolePlan:
             b.shell,
             spec.per_trial_names(),
             spec.cluster.counts,
+            spec.cluster.pack,
         )
 
     def uses(self, role: str) -> set[str]:
@@ -167,18 +171,19 @@ class RolePlan:
             return set()
         words = [w for argv in steps.values() for w in argv or ()] + list(self.env.values())
         names = {n for w in words for n in placeholders(w)}
-        sized = {self.counts[r] for r in self.counts if r == role or f"hosts.{r}" in names}
+        sized = {
+            c
+            for r, c in self.counts.items()
+            if isinstance(c, str) and (r == role or f"hosts.{r}" in names)
+        }
         host = {"host.name", "host.role", "host.index", *(f"hosts.{r}" for r in self.roles)}
         return (names - host) | sized
 
     def active(self, slot: HostSlot, setting: Mapping[str, object] | None) -> bool:
         """Whether ``slot``'s host takes part in a trial of ``setting``: a role sized by
         a parameter (``[cluster] counts``) uses its first that many hosts."""
-        param = self.counts.get(slot.role)
-        if param is None:
-            return True
-        values = {**self.params, **(setting or {})}
-        return param not in values or slot.index < int(str(values[param]))
+        size = role_size(self.counts, slot.role, {**self.params, **(setting or {})})
+        return size is None or slot.index < size
 
     def configuration(self, role: str, setting: Mapping[str, object]) -> Configuration:
         """The values of ``role``'s parameters in a trial of ``setting`` (laid over
@@ -446,10 +451,17 @@ class _Group:
 
     index: int
     plan: RolePlan
+    need: Need | None = None  # ``pack``: the trials it runs take these hosts (None: any)
     # each role set up: its configuration and the setting it was rendered with
     configured: dict[str, tuple[Configuration, Mapping[str, object]]] = field(default_factory=dict)
     extra_setup: Step | None = None  # [benchmark] setup, until its role's
     stale: bool = False  # a host left mid-trial: its per-trial roles set up again
+    # ``pack``: the groups sharing its hosts whose roles it tears down before its trial
+    displaces: list[_Group] = field(default_factory=list)
+
+    @property
+    def members(self) -> set[str]:
+        return {s.host for s in self.plan.slots}
 
     def set_up_as(self, role: str, want: Configuration) -> bool:
         """Whether ``role`` is set up on this group's hosts with configuration ``want``."""
@@ -505,13 +517,23 @@ class RoleExecutor(DaskExecutor):
         self._reconfigurations: dict[str, Any] = {"count": 0, "seconds": 0.0, "roles": {}}
         self._lock = threading.Lock()  # the counts above, from the groups' threads
         self._running: set[int] = set()  # the groups with a trial in flight
+        self._turn = threading.Condition(self._lock)  # a group's hosts were given back
+        self._claimed: dict[int, set[str]] = {}  # the hosts each busy group holds
         self._taken_out: list[dict[str, Any]] = []  # groups whose host left mid-trial
         self._stop = threading.Event()  # the groups' threads: take no more trials
 
     def prepare(self, spec: Spec) -> None:
         self.plan = RolePlan.of(spec)
-        count = spec.cluster.groups if spec.cluster is not None else 1
-        self.groups = [_Group(g, self.plan.group(g, count)) for g in range(count)]
+        self.groups = [
+            _Group(i, self.plan.group(h.roles), h.need) for i, h in enumerate(spec.host_groups())
+        ]
+
+    @property
+    def lanes(self) -> int:
+        """How many trials can run at once: the groups (``[cluster] groups``), or under
+        ``pack`` the most groups formed for one need."""
+        needs = [g.need for g in self.groups]
+        return max(needs.count(n) for n in needs)
 
     def drain_host_runs(self) -> list[HostRun]:
         out, self._pending = self._pending, []
@@ -519,7 +541,7 @@ class RoleExecutor(DaskExecutor):
 
     def slots(self) -> int:
         super().slots()
-        return len(self.groups)  # a trial uses every host of its group
+        return self.lanes  # a trial uses every host of its group
 
     def status(self) -> ExecutorStatus:
         """A trial takes every host of its group: as many in flight as groups busy
@@ -546,6 +568,8 @@ class RoleExecutor(DaskExecutor):
                 "hosts": [[whole[s.host].where() for s in g.plan.slots] for g in self.groups],
                 "taken_out": self._taken_out,  # the same list: filled as the study runs
             }
+            if self.plan.packed:
+                out["groups"]["packed"] = self.lanes  # at most this many at once
         return out
 
     def start(self) -> None:
@@ -667,21 +691,21 @@ class RoleExecutor(DaskExecutor):
         keep_going: bool = False,
         only: Collection[str] | None = None,
         settings: Mapping[str, Mapping[str, object]] | None = None,
-        plan: RolePlan | None = None,
+        group: _Group | None = None,
     ) -> list[HostRun]:
         """Run ``what`` role by role, every host of a role at once; stop at the first
         role with a failure unless ``keep_going`` (teardown).  ``only``: these roles;
         ``settings``: a role's steps rendered with its setting over ``[params]``;
-        ``plan``: these hosts (a group's; default every host)."""
-        plan = plan or self.plan
+        ``group``: its hosts (default every host)."""
+        plan = self.plan if group is None else group.plan
         runs: list[HostRun] = []
         # a host whose worker was just lost (killed, restarting) is waited for: its
         # teardown must not be skipped, leaving its server running (#41)
         addresses = self._rejoined(plan.slots)
         remote = replace(job, running_file=None)
-        for group in plan.ordered(reverse=what == "teardown", only=only):
+        for role_slots in plan.ordered(reverse=what == "teardown", only=only):
             todo: dict[HostSlot, list[Step]] = {}
-            for slot in group:
+            for slot in role_slots:
                 setting = (settings or {}).get(slot.role)
                 if not plan.active(slot, setting):
                     continue  # beyond its role's size in this setting ([cluster] counts)
@@ -693,7 +717,8 @@ class RoleExecutor(DaskExecutor):
                     continue
                 steps = [own] if own is not None else []
                 if slot.role == plan.measured and extra is not None:
-                    mine = extra.in_group(self._group_of(slot))  # its group's hosts named
+                    # its group's hosts named
+                    mine = extra.in_group(self._group_of(slot) if group is None else group.index)
                     steps = [mine, *steps] if what == "teardown" else [*steps, mine]
                 if steps:
                     todo[slot] = steps
@@ -743,7 +768,7 @@ class RoleExecutor(DaskExecutor):
                     keep_going=True,
                     only=list(g.configured),
                     settings=g.role_settings(),
-                    plan=g.plan,
+                    group=g,
                 )
                 g.configured.clear()
         else:  # an earlier session's teardown, before this one's setup: with [params]
@@ -761,7 +786,7 @@ class RoleExecutor(DaskExecutor):
         teardown (with the old values), then its setup (with the new), on every host of
         the role (#42: a variant's server setting was dropped; a swept one refused).
         The hosts' outcomes, to be stored with the trial; stops at the first failure."""
-        runs: list[HostRun] = []
+        runs = self._displace(g, job)
         stale, g.stale = g.stale, False
         for role in self.plan.set_up_per_trial():
             want = self.plan.configuration(role, setting)
@@ -771,25 +796,50 @@ class RoleExecutor(DaskExecutor):
             started = time.monotonic()
             if have is not None:
                 runs += self._phase(
-                    job, "teardown", None, only=[role], settings={role: have[1]}, plan=g.plan
+                    job, "teardown", None, only=[role], settings={role: have[1]}, group=g
                 )
             extra = g.extra_setup if role == self.plan.measured else None
             if not any(not r.ok for r in runs):
                 g.configured[role] = ((("", "set up failed"),), dict(setting))
                 runs += self._phase(
-                    job, "setup", extra, only=[role], settings={role: setting}, plan=g.plan
+                    job, "setup", extra, only=[role], settings={role: setting}, group=g
                 )
             if have is not None:  # not a role's first setup
-                with self._lock:
-                    self._reconfigurations["count"] += 1
-                    self._reconfigurations["seconds"] += time.monotonic() - started
-                    by_role = self._reconfigurations["roles"]
-                    by_role[role] = by_role.get(role, 0) + 1
+                self._count_reconfiguration(role, time.monotonic() - started)
             if any(not r.ok for r in runs):
                 return runs
             g.configured[role] = (want, dict(setting))
             if extra is not None:
                 g.extra_setup = None
+        return runs
+
+    def _count_reconfiguration(self, role: str, seconds: float) -> None:
+        with self._lock:
+            self._reconfigurations["count"] += 1
+            self._reconfigurations["seconds"] += seconds
+            by_role = self._reconfigurations["roles"]
+            by_role[role] = by_role.get(role, 0) + 1
+
+    def _displace(self, g: _Group, job: TrialJob) -> list[HostRun]:
+        """``pack``: tear down the roles of the groups set up on some of ``g``'s hosts
+        (each torn down whole, with the setting it was set up with: a role's host
+        cannot serve two groups), then give back their hosts that ``g`` does not use.
+        Each role torn down counts as set up again (on ``g``, by :meth:`_reconfigure`)."""
+        runs: list[HostRun] = []
+        for h in g.displaces:
+            started = time.monotonic()
+            runs += self._phase(
+                job, "teardown", None, keep_going=True, only=list(h.configured),
+                settings=h.role_settings(), group=h,
+            )  # fmt: skip
+            stepped = [r for r in h.configured if any(self.plan.steps.get(r, {}).values())]
+            for role in stepped:  # (a role without steps had nothing to set up)
+                self._count_reconfiguration(role, (time.monotonic() - started) / len(stepped))
+            with self._turn:
+                h.configured.clear()
+                self._claimed[g.index] = g.members
+                self._turn.notify_all()
+        g.displaces = []
         return runs
 
     def _group_of(self, slot: HostSlot) -> int:
@@ -828,85 +878,97 @@ class RoleExecutor(DaskExecutor):
         self, job: TrialJob, requests: Sequence[TrialRequest]
     ) -> Generator[TrialRecord, None, None]:
         """The batch's trials on the groups at once, each group one trial (or one block,
-        in order) at a time, taking first the trials its roles are set up for.  A group
-        whose host's worker left mid-trial is taken out for the rest of the batch and
-        the trial runs on another group (kept once); under ``on_host_failure = "stop"``
-        the others end their trials and the study stops."""
+        in order) at a time (:meth:`_dispatch` gives each free group its next block).
+        A group whose host's worker left mid-trial is taken out for the rest of the
+        batch (every group with that host) and the trial runs on another group (kept
+        once); under ``on_host_failure = "stop"`` the others end their trials and the
+        study stops."""
         todo = blocks(requests)
         began = time.monotonic()
         self._batch = (len(requests), 0, began)
         done = 0
-        turn = threading.Condition(self._lock)
-        holding: set[int] = set()  # the groups with a block taken
-        out_now: set[int] = set()  # taken out for this batch
-        results: queue.SimpleQueue[tuple[str, _Group, Any]] = queue.SimpleQueue()
+        turn = self._turn
+        out_now: set[str] = set()  # the hosts taken out for this batch
+        results: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         self._stop.clear()
+        self._claimed.clear()
 
-        def take(g: _Group) -> list[TrialRequest] | None:
+        def take() -> tuple[_Group, list[TrialRequest]] | None:
             with turn:
-                while not self._stop.is_set() and g.index not in out_now:
-                    if todo:
-                        pick = next((i for i, b in enumerate(todo) if self._fits(g, b[0])), 0)
-                        holding.add(g.index)
-                        return todo.pop(pick)
-                    if not holding:
+                while not self._stop.is_set():
+                    got = self._dispatch(todo, out_now) if todo else None
+                    if got is not None:
+                        g, pos = got
+                        return g, todo.pop(pos)
+                    if not self._claimed:  # none running: no block can come back
                         return None
-                    turn.wait(POLL_S)  # a block may come back from a group taken out
+                    turn.wait(POLL_S)  # hosts given back, or a block from a group taken out
                 return None
 
-        def serve(g: _Group) -> None:
-            try:
-                while (block := take(g)) is not None:
-                    for n, request in enumerate(block):
-                        with turn:
-                            self._running.add(g.index)
-                        try:
-                            record = self._trial(g, job, request, stoppable=True)
-                        finally:
-                            with turn:
-                                self._running.discard(g.index)
-                        if _hosts_left(record):
-                            with turn:
-                                others = [
-                                    h for h in self.groups if h is not g and h.index not in out_now
-                                ]
-                                if others and self.cluster.on_host_failure == "continue":
-                                    out_now.add(g.index)  # (its hold ends below, finally)
-                                    todo.insert(0, block[n:])
-                                    g.stale = True
-                                    self._taken_out.append(_taken_out(g, record))
-                                    turn.notify_all()
-                                    return
-                        results.put(("record", g, record))
-                        failed = host_failures(record, self.plan.measured)
-                        if failed and self.cluster.on_host_failure == "stop":
-                            results.put(("stop", g, _stop_text(record)))
-                            self._stop.set()
-                            return
+        def run_block(g: _Group, block: list[TrialRequest]) -> bool:
+            """Run ``block`` on ``g``; False when the study stops."""
+            for n, request in enumerate(block):
+                with turn:
+                    self._running.add(g.index)
+                try:
+                    record = self._trial(g, job, request, stoppable=True)
+                finally:
                     with turn:
-                        holding.discard(g.index)
-                        turn.notify_all()
+                        self._running.discard(g.index)
+                if left := _hosts_left(record):
+                    with turn:
+                        gone = out_now | {h.host for h in left}
+                        others = [
+                            h
+                            for h in self.groups
+                            if h is not g and h.need == g.need and not h.members & gone
+                        ]
+                        if others and self.cluster.on_host_failure == "continue":
+                            out_now.update(gone)
+                            todo.insert(0, block[n:])
+                            g.stale = True
+                            self._taken_out.append(_taken_out(g, record))
+                            return True
+                results.put(("record", record))
+                failed = host_failures(record, self.plan.measured)
+                if failed and self.cluster.on_host_failure == "stop":
+                    results.put(("stop", _stop_text(record)))
+                    self._stop.set()
+                    return False
+            return True
+
+        def serve() -> None:
+            try:
+                while (got := take()) is not None:
+                    g, block = got
+                    try:
+                        going = run_block(g, block)
+                    finally:
+                        with turn:
+                            self._claimed.pop(g.index, None)
+                            turn.notify_all()
+                    if not going:
+                        return
             except _Stopped:
                 pass
             except BaseException as exc:  # the scheduler gone: the study says so
-                results.put(("error", g, exc))
+                results.put(("error", exc))
                 self._stop.set()
             finally:
                 with turn:
-                    holding.discard(g.index)
                     turn.notify_all()
-                results.put(("done", g, None))
+                results.put(("done", None))
 
         threads = [
-            threading.Thread(target=serve, args=(g,), name=f"assay-group-{g.index}", daemon=True)
-            for g in self.groups
+            threading.Thread(target=serve, name=f"assay-lane-{i}", daemon=True)
+            for i in range(self.lanes)
         ]
         for t in threads:
             t.start()
         ended, stop_text, error = 0, None, None
         try:
             while ended < len(threads):
-                kind, _, item = results.get()
+                kind, item = results.get()
                 if kind == "record":
                     done += item.status != DISTURBED
                     self._batch = (len(requests), done, began)
@@ -918,11 +980,77 @@ class RoleExecutor(DaskExecutor):
                 else:
                     ended += 1
         finally:
-            self._stop.set()  # interrupted: each group's thread ends at its next look
+            self._stop.set()  # interrupted: each lane's thread ends at its next look
+            with turn:
+                turn.notify_all()
         if error is not None:
             raise error
         if stop_text is not None:
             raise StudyError(stop_text)
+
+    def _dispatch(self, todo: list[list[TrialRequest]], out: set[str]) -> tuple[_Group, int] | None:
+        """The next block to start and the free group to run it (called with the lock
+        held; claims the group's hosts), or None while each waits for hosts.
+
+        The blocks go in order, each to a free group of its need (``pack``; any group
+        under ``groups``) not using a host taken out (unless every such group does):
+        first one whose roles are set up for it; else the free group that displaces
+        fewest others, on a later block of the need it is set up for when there is one
+        (a group takes first the trials its roles are set up for).  A block that must
+        wait holds the hosts of the group it waits for, so that smaller trials behind
+        it do not keep it waiting for ever."""
+        busy = set().union(*self._claimed.values())
+        held: set[str] = set()
+        for pos, block in enumerate(todo):
+            need = self._need(block)
+            fit = [g for g in self.groups if g.need is None or g.need == need]
+            if not fit:  # (the study's needs hold every block's: a bug if not)
+                raise StudyError(f"no group of hosts has what trial {block[0].seq} needs: {need}")
+            live = [g for g in fit if not g.members & out] or fit
+            free = [
+                g
+                for g in live
+                if g.index not in self._claimed and not self._footprint(g) & (busy | held)
+            ]
+            if not free:
+                waits = min(live, key=lambda g: (len(self._footprint(g) & busy), g.index))
+                held |= self._footprint(waits)
+                continue
+            g = next((g for g in free if self._fits(g, block[0])), None)
+            if g is None:
+                g = min(free, key=lambda g: (len(self._displaced(g)), bool(g.configured), g.index))
+                later = (
+                    p
+                    for p in range(pos + 1, len(todo))
+                    if self._need(todo[p]) == need and self._fits(g, todo[p][0])
+                )
+                pos = next(later, pos)
+            g.displaces = self._displaced(g)
+            self._claimed[g.index] = self._footprint(g)
+            return g, pos
+        return None
+
+    def _need(self, block: Sequence[TrialRequest]) -> Need | None:
+        """The hosts per role a block's trials take (``pack``; None otherwise): each
+        role's most, when a comparison's cycle holds trials of several needs (each
+        trial then uses the first of them, as under ``groups``)."""
+        if not self.plan.packed:
+            return None
+        params, counts = self.plan.params, self.plan.counts
+        needs = [trial_need(self.plan.roles, counts, {**params, **r.setting}) for r in block]
+        return tuple((role, max(n[i][1] for n in needs)) for i, (role, _) in enumerate(needs[0]))
+
+    def _displaced(self, g: _Group) -> list[_Group]:
+        """The other groups with roles set up on some of ``g``'s hosts (``pack``)."""
+        return [h for h in self.groups if h is not g and h.configured and h.members & g.members]
+
+    def _footprint(self, g: _Group) -> set[str]:
+        """The hosts ``g``'s next trial holds: its own, and those of the groups it
+        displaces until they are torn down."""
+        out = set(g.members)
+        for h in self._displaced(g):
+            out |= h.members
+        return out
 
     def _trial(
         self, g: _Group, job: TrialJob, request: TrialRequest, *, stoppable: bool = False
@@ -939,7 +1067,7 @@ class RoleExecutor(DaskExecutor):
             return _failed_record(request, plan.measured_slot, runs, failure_text(runs))
         resets = self._reconfigure(g, job, request.setting)
         if all(r.ok for r in resets) and self._has_reset(job):
-            resets += self._phase(job, "reset", job.reset, settings=g.role_settings(), plan=plan)
+            resets += self._phase(job, "reset", job.reset, settings=g.role_settings(), group=g)
         failed = [r for r in resets if not r.ok]
         if failed:
             return _failed_record(request, plan.measured_slot, resets, failure_text(failed))

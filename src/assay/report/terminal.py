@@ -390,8 +390,8 @@ def executor_line(executor: Mapping[str, Any] | None) -> str:
 
 
 def groups_text(groups: Any) -> str:
-    """The groups of hosts that ran trials at once (``[cluster] groups``), and any taken
-    out of a batch because a host left mid-trial, for the executor line.
+    """The groups of hosts that ran trials at once (``[cluster] groups`` or ``pack``),
+    and any taken out of a batch because a host left mid-trial, for the executor line.
 
     >>> text = groups_text({"hosts": [["a (client[0])", "c (server[0])"], ["b (client[1])",
     ...     "d (server[1])"]], "taken_out": [{"group": 1, "hosts": "b, d", "trial": 7,
@@ -407,7 +407,13 @@ def groups_text(groups: Any) -> str:
     each = " | ".join(
         ", ".join(str(h).split(" (")[0] for h in members) for members in groups["hosts"]
     )
-    out = f"; {len(groups['hosts'])} groups of hosts ran trials at once: {each}"
+    if groups.get("packed"):  # [cluster] pack: groups formed by each trial's need
+        out = (
+            f"; trials packed onto {len(groups['hosts'])} groups of hosts by the hosts each "
+            f"needs, up to {groups['packed']} at once: {each}"
+        )
+    else:
+        out = f"; {len(groups['hosts'])} groups of hosts ran trials at once: {each}"
     for t in groups.get("taken_out") or []:
         if isinstance(t, Mapping):
             out += (

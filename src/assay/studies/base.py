@@ -39,7 +39,7 @@ from assay.execute.monitor import (
 )
 from assay.execute.overhead import LaunchOverhead, measure_launch_overhead
 from assay.execute.trial import Step, TrialJob, TrialRequest
-from assay.rolespec import active_roles, group_roles, host_values, measured_role
+from assay.rolespec import HostGroup, active_roles, host_values, measured_role, trial_need
 from assay.spec import PISpec, Spec, invalid_fields
 from assay.store import DISTURBED, Store, TrialRecord, study_file
 from assay.template import placeholders, render
@@ -545,10 +545,35 @@ class Study:
         when ``group`` is given."""
         cluster = self.spec.cluster
         assert cluster is not None and cluster.roles is not None
-        roles = (
-            cluster.roles if group is None else group_roles(cluster.roles, cluster.groups, group)
-        )
+        if group is None:
+            roles = cluster.roles
+        elif cluster.pack and values is None:  # a step, not a trial: every host of it
+            return self._host_groups[group].roles
+        else:
+            roles = self._host_groups[group].roles
         return active_roles(roles, cluster.counts, {**self.spec.params, **(values or {})})
+
+    @functools.cached_property
+    def _host_groups(self) -> list[HostGroup]:
+        return self.spec.host_groups()
+
+    def _trial_groups(self, values: Mapping[str, object] | None = None) -> list[int]:
+        """The groups of hosts a trial of ``values`` can run on (``[cluster] groups``:
+        each; ``pack``: those with every host it needs: formed for its need, or for a
+        larger one when a comparison's cycle holds trials of several); [0] without
+        roles."""
+        cluster = self.spec.cluster
+        if cluster is None or cluster.roles is None:
+            return [0]
+        if not cluster.pack:
+            return list(range(len(self._host_groups)))
+        need = trial_need(cluster.roles, cluster.counts, {**self.spec.params, **(values or {})})
+        return [
+            i
+            for i, g in enumerate(self._host_groups)
+            if g.need is not None
+            and all(n <= m for (_, n), (_, m) in zip(need, g.need, strict=True))
+        ]
 
     def _host_values(
         self, index: int = 0, values: Mapping[str, object] | None = None, group: int | None = None
@@ -562,18 +587,14 @@ class Study:
         roles = self._active_roles(values, group)
         return host_values(roles, measured_role(cluster.roles, cluster.measure), index)
 
-    def _measured_hosts(self, values: Mapping[str, object] | None = None) -> int:
-        """How many hosts run the measured command at once in a trial of ``values`` (1
-        but for [cluster.roles]: the measured role's, in one group of hosts)."""
+    def _measured_hosts(self, values: Mapping[str, object] | None = None, group: int = 0) -> int:
+        """How many hosts run the measured command at once in a trial of ``values`` on
+        ``group`` (1 but for [cluster.roles]: the measured role's, in the group)."""
         cluster = self.spec.cluster
         if cluster is None or cluster.roles is None:
             return 1
-        return len(self._active_roles(values, 0)[measured_role(cluster.roles, cluster.measure)])
-
-    def _groups(self) -> int:
-        """How many groups of hosts run trials at once (``[cluster] groups``)."""
-        cluster = self.spec.cluster
-        return cluster.groups if cluster is not None and cluster.roles is not None else 1
+        roles = self._active_roles(values, group)
+        return len(roles[measured_role(cluster.roles, cluster.measure)])
 
     def _cwd(self) -> str | None:
         cwd = self.spec.benchmark.cwd
@@ -608,7 +629,7 @@ class Study:
         if not argv:
             return None
         rendered = []
-        for group in range(self._groups()):  # (group 0 of 1 is every host)
+        for group in range(max(1, len(self._host_groups))):  # (group 0 of 1 is every host)
             values = {**self._host_values(group=group), **self.spec.params}
             # an env entry that needs a trial's value (a swept one) is the trials' alone:
             # a step runs once, with [params] (#42: a swept {x} in env crashed)
@@ -665,10 +686,10 @@ class Study:
         placeholders and ``env`` laid over the benchmark's; ``setting`` is what the store
         records (default: ``values``)."""
         b = self.spec.benchmark
-        groups = []
-        for group in range(self._groups()):  # each group of hosts with its own {hosts.*}
+        groups = {}
+        for group in self._trial_groups(values):  # each group of hosts with its own {hosts.*}
             rendered = []
-            for index in range(self._measured_hosts(values)):  # each its own {host.index}
+            for index in range(self._measured_hosts(values, group)):  # each its own {host.index}
                 allv = {**self._host_values(index, values, group), **values}
                 try:
                     argv = render_argv(
@@ -681,8 +702,8 @@ class Study:
                         "sections are for)"
                     ) from None
                 rendered.append((argv, self._env(values, env, host=index, group=group)))
-            groups.append(rendered)
-        rendered = groups[0]
+            groups[group] = rendered
+        rendered = next(iter(groups.values()))  # the first group's: the one it names
         return TrialRequest(
             seq=seq,
             argv=rendered[0][0],
@@ -692,7 +713,7 @@ class Study:
             work=work,
             block=block,
             hosts=dict(enumerate(rendered[1:], start=1)),
-            groups=dict(enumerate(groups[1:], start=1)),
+            groups={g: r for g, r in groups.items() if g},  # group 0's: argv and hosts
         )
 
     def _check_executor(self) -> None:
