@@ -281,3 +281,58 @@ def test_a_group_whose_server_host_is_cut_off_for_30_s_loses_no_trial(
     # back after the outage, it got a new worker, named as the cluster's roles name it
     primary = f"{hosts.addresses[1]} (primary[1])"
     assert executor["revived"] == [primary] and primary in executor["roles"]
+
+
+def test_a_pool_packed_by_the_replica_count_runs_each_trial_on_its_own_hosts(
+    tmp_path: Path, hosts: Hosts
+) -> None:
+    """#42, a host pool packed by each trial's need: the example
+    (examples/distributed/redis-replicas-packed.toml) on namespace hosts: two
+    primaries, one replica, two clients; a trial without a replica takes a primary and a
+    client (two such groups), one with a replica takes primary 0, the replica and client
+    0, after the groups set up on those hosts are torn down.  Every trial measures its
+    own group's primary, the replica follows its group's primary, nothing is left."""
+    work = tmp_path / "example"
+    work.mkdir()
+    shutil.copy(EXAMPLE / "redis_pair.py", work)
+    text = (EXAMPLE / "redis-replicas-packed.toml").read_text()
+    p0, p1, r0, c0, c1 = hosts.addresses
+    for old, new in [
+        ('primary = ["127.0.0.1", "127.0.0.2"]', f'primary = ["{p0}", "{p1}"]'),
+        ('replica = ["127.0.0.3"]', f'replica = ["{r0}"]'),
+        ('client = ["127.0.0.4", "127.0.0.5"]', f'client = ["{c0}", "{c1}"]'),
+        ('port = 2222\nkey = "/tmp/assay-ssh/client_key"\n'
+         'known_hosts = "/tmp/assay-ssh/known_hosts"\n', hosts.cluster_toml()),
+        ("requests = 20000", "requests = 5000"),
+        ("repetitions = 3", "repetitions = 2"),
+    ]:  # fmt: skip
+        assert old in text, old
+        text = text.replace(old, new)
+    state = json.dumps(str(tmp_path / "redis-state"))  # one file system: every host sees it
+    text = text.replace("timeout = 120\n", f"timeout = 120\nenv = {{REDIS_PAIR_STATE = {state}}}\n")
+    (work / "s.toml").write_text(text)
+    done = subprocess.run(
+        [sys.executable, "-m", "assay", "sweep", "s.toml", "--json", "r.json"],
+        cwd=work, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode in (0, 5), done.stderr
+    with Store(work / "s.assay.db") as st:
+        found = st.find_study("redis-replicas-packed")
+        assert found is not None
+        trials = st.trials(found[0])
+    assert len(trials) == 8 and all(t.ok for t in trials), [t.error for t in trials]
+    for t in trials:
+        parts = {h.host for h in t.host_runs if h.what == "trial"}
+        if t.setting["replicas"] == 1:
+            assert parts == {p0, r0, c0}
+        else:
+            assert parts in ({p0, c0}, {p1, c1})
+        assert t.readings["set_rps"] > 0
+        for up in (h for h in t.host_runs if h.what == "setup"):
+            assert f"(appendfsync {t.setting['appendfsync']}" in up.stdout.decode()
+            assert up.host in parts  # set up on the trial's own group
+    executor = json.loads((work / "r.json").read_text())["environment"]["executor"]
+    assert executor["groups"]["packed"] == 2
+    assert len(executor["groups"]["hosts"]) == 3  # (p0, c0), (p1, c1), (p0, r0, c0)
+    assert "trials packed onto 3 groups of hosts" in " ".join(done.stdout.split())
+    assert hosts.left() == {}  # nothing of the study on any host

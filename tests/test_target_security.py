@@ -544,3 +544,16 @@ def test_nobody_finds_no_redis_password_in_proc(tmp_path: Path) -> None:
             run.kill()
             run.wait()
         assert _target("redis", "teardown", "--state", str(state)).returncode == 0
+
+
+def test_an_exclusive_write_keeps_the_first_writers_file(tmp_path: Path) -> None:
+    """Two primaries started at once on one file system made a password each: the
+    second's rename failed on the first's fixed temporary name (#42); now the first to
+    link its file in wins and the other reads it."""
+    sd = StateDir(tmp_path / "state")
+    assert sd.write("password", "first\n", exclusive=True)
+    assert not sd.write("password", "second\n", exclusive=True)
+    assert sd.read("password") == "first\n"
+    sd.write("password", "third\n")  # a plain write replaces it
+    assert sd.read("password") == "third\n"
+    assert sorted(p.name for p in sd.path.iterdir()) == ["password"]  # no temporary left

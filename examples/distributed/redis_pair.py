@@ -62,7 +62,8 @@ def _password(state: StateDir, make: bool) -> str:
             "on another machine than the primary's, copy that file here (mode 600)"
         )
     text = new_secret()
-    state.write(PASSWORD, text + "\n")
+    if not state.write(PASSWORD, text + "\n", exclusive=True):  # another start's came first
+        return (state.read(PASSWORD) or "").strip()
     return text
 
 

@@ -196,13 +196,13 @@ class StateDir:
                     return None
                 return f.read().decode(errors="replace")
 
-    def write(self, name: str, text: str) -> None:
-        """Write file ``name`` (mode 0600) afresh: a new file renamed into place."""
+    def write(self, name: str, text: str, *, exclusive: bool = False) -> bool:
+        """Write file ``name`` (mode 0600) afresh: a new file, of a name of its own (two
+        writers at once do not meet), renamed into place; ``exclusive``: only where
+        there is none (False, nothing written, when another writer's came first)."""
         with self._fd(create=True) as dfd:
             assert dfd is not None
-            tmp = name + ".tmp"
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp, dir_fd=dfd)  # a planted link is removed, never followed
+            tmp = f"{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
             try:
                 fd = os.open(tmp, flags, 0o600, dir_fd=dfd)
@@ -210,7 +210,16 @@ class StateDir:
                 raise TargetError(f"cannot write {self.path / tmp}: {exc.strerror}") from None
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(text)
-            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            if not exclusive:
+                os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+                return True
+            try:
+                os.link(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
+            except FileExistsError:
+                return False
+            finally:
+                os.unlink(tmp, dir_fd=dfd)
+            return True
 
     def open_log(self, name: str) -> int:
         """A descriptor appending to log file ``name`` (created 0600); the caller closes it."""
