@@ -155,7 +155,7 @@ def test_a_group_whose_host_left_is_taken_out_and_its_trial_runs_on_the_other(
     )
     (out,) = doc["environment"]["executor"]["groups"]["taken_out"]  # type: ignore[index]
     assert out["group"] == 1 and out["hosts"] == "s1, c1"
-    assert "on host s1 (server[" in out["why"] and "Dask worker" in out["why"]
+    assert "on host s1 (server[1])" in out["why"] and "Dask worker" in out["why"]
     assert "group 1 (s1, c1) taken out at" in " ".join(output.split())
     # s1's server torn down too (after its worker's restart): nothing left set up
     assert not list((tmp_path / "hosts").glob("conf-*"))

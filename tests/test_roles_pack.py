@@ -236,7 +236,7 @@ def test_a_host_that_left_takes_out_its_groups_and_the_trial_runs_on_another(
     assert {t.host for t in trials} == {"c0"}  # s1 ends its worker in every trial
     executor = json.loads(out.read_text())["environment"]["executor"]
     taken = executor["groups"]["taken_out"][0]
-    assert taken["hosts"] == "c1, s1" and "on host s1 (server[" in taken["why"]
+    assert taken["hosts"] == "c1, s1" and "on host s1 (server[1])" in taken["why"]
     assert "group 1 (c1, s1) taken out at" in " ".join(res.output.split())
     # s1's server torn down too (after its worker's restart): nothing left set up
     assert not list((tmp_path / "hosts").glob("conf-*"))

@@ -63,16 +63,19 @@ GRACE_S = 60.0
 
 @dataclass(frozen=True)
 class HostSlot:
-    """One host of a role: ``worker`` is its place in the cluster's host list."""
+    """One host of a role: ``index`` its place in the role as a trial has it (its
+    group's: ``{host.index}``), ``place`` in the whole role (as reports name it),
+    ``worker`` in the cluster's host list."""
 
     role: str
     host: str
     index: int
     worker: int
+    place: int = 0
 
     def where(self) -> str:
-        """``10.0.0.2 (server[1])``."""
-        return f"{self.host} ({self.role}[{self.index}])"
+        """``10.0.0.2 (server[1])``: by its place in the whole role."""
+        return f"{self.host} ({self.role}[{self.place}])"
 
 
 class RolePlan:
@@ -110,7 +113,7 @@ class RolePlan:
         slots, i = [], 0
         for role, members in self.roles.items():
             for index, host in enumerate(members):
-                slots.append(HostSlot(role, host, index, i))
+                slots.append(HostSlot(role, host, index, i, index))
                 i += 1
         self.slots: list[HostSlot] = slots
 
@@ -129,8 +132,10 @@ class RolePlan:
             roles, self.measured, self.steps, self.params, self.env, self.shell,
             self.per_trial, self.counts, self.packed,
         )  # fmt: skip
-        worker = {s.host: s.worker for s in self.slots}
-        sub.slots = [replace(s, worker=worker[s.host]) for s in sub.slots]
+        whole = {s.host: s for s in self.slots}
+        sub.slots = [
+            replace(s, worker=whole[s.host].worker, place=whole[s.host].index) for s in sub.slots
+        ]
         return sub
 
     @classmethod
@@ -275,7 +280,7 @@ def host_info() -> dict[str, Any]:
 def _host_steps(job: TrialJob, slot: HostSlot, what: str, steps: list[Step]) -> HostRun:
     """Run a host's steps in order, stopping at the first that fails."""
     started = time.time()
-    run = HostRun(what, slot.role, slot.host, slot.index, "ok", started=started)
+    run = HostRun(what, slot.role, slot.host, slot.place, "ok", started=started)
     for step in steps:
         res = run_command(
             list(step.argv),
@@ -330,7 +335,7 @@ def _host_part(
         "trial",
         slot.role,
         slot.host,
-        slot.index,
+        slot.place,
         "ok" if res is None else res.status,
         exit_code=None if res is None else res.exit_code,
         error=_failure(step, res.status, res.error) if res is not None and step else "",
@@ -374,7 +379,7 @@ def _measured_part(
             "trial",
             slot.role,
             slot.host,
-            slot.index,
+            slot.place,
             rec.status,
             exit_code=rec.exit_code,
             error=rec.error,
@@ -563,9 +568,8 @@ class RoleExecutor(DaskExecutor):
         if self.plan.set_up_per_trial():  # the same dict: counted as the study runs
             out["reconfigurations"] = self._reconfigurations
         if len(self.groups) > 1:
-            whole = {s.host: s for s in self.plan.slots}  # each host's place in its role
             out["groups"] = {
-                "hosts": [[whole[s.host].where() for s in g.plan.slots] for g in self.groups],
+                "hosts": [[s.where() for s in g.plan.slots] for g in self.groups],
                 "taken_out": self._taken_out,  # the same list: filled as the study runs
             }
             if self.plan.packed:
@@ -614,11 +618,8 @@ class RoleExecutor(DaskExecutor):
                 if slot not in addresses and self.revive is not None and time.monotonic() >= due:
                     tried[slot] = time.monotonic() + REVIVE_S
                     if self.revive(slot.worker, slot.host):
-                        # named by its place in the whole cluster, as "roles" names it
-                        # (a group's slot counts from 0 inside its group)
-                        whole = next(s for s in self.plan.slots if s.worker == slot.worker)
-                        with self._lock:
-                            self._revived.append(whole.where())
+                        with self._lock:  # (by its place in the whole role, as "roles")
+                            self._revived.append(slot.where())
             time.sleep(POLL_S)
 
     def _submit(self, slot: HostSlot, addr: str, fn: Callable[..., Any], *args: Any) -> Future[Any]:
@@ -1309,7 +1310,7 @@ def _with_hosts(record: TrialRecord, resets: list[HostRun], hosts: list[HostRun]
 
 
 def _lost_run(what: str, slot: HostSlot, why: str) -> HostRun:
-    return HostRun(what, slot.role, slot.host, slot.index, "lost", error=why)
+    return HostRun(what, slot.role, slot.host, slot.place, "lost", error=why)
 
 
 def failure_text(failed: Sequence[HostRun]) -> str:
