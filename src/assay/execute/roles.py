@@ -526,6 +526,7 @@ class RoleExecutor(DaskExecutor):
         self._claimed: dict[int, set[str]] = {}  # the hosts each busy group holds
         self._taken_out: list[dict[str, Any]] = []  # groups whose host left mid-trial
         self._stop = threading.Event()  # the groups' threads: take no more trials
+        self._lanes: list[threading.Thread] = []  # the last batch's threads
 
     def prepare(self, spec: Spec) -> None:
         self.plan = RolePlan.of(spec)
@@ -738,6 +739,15 @@ class RoleExecutor(DaskExecutor):
                 break
         return runs
 
+    def _end_lanes(self) -> None:
+        """Wait for the threads of a batch the study stopped reading (they end at their
+        next look at the stop, or after the step they are in): the next batch, or the
+        teardown, must not meet a trial or a setup still running on a group."""
+        self._stop.set()
+        for t in self._lanes:
+            t.join()
+        self._lanes = []
+
     def run_phase(self, job: TrialJob, what: str, step: Step | None) -> None:
         """Setup or teardown on every host, role by role; the hosts' outcomes wait in
         :meth:`drain_host_runs`; StudyError naming the first host that failed.
@@ -747,6 +757,7 @@ class RoleExecutor(DaskExecutor):
         again whenever a later trial's value differs (:meth:`_reconfigure`); at the
         end it is torn down with the setting it was last set up with (group by group:
         each group's hosts were set up for the trials they ran)."""
+        self._end_lanes()
         if what == "setup":
             self._setup_begun = True
             later = self.plan.set_up_per_trial()
@@ -838,6 +849,8 @@ class RoleExecutor(DaskExecutor):
                 self._count_reconfiguration(role, (time.monotonic() - started) / len(stepped))
             with self._turn:
                 h.configured.clear()
+        if g.displaces:
+            with self._turn:
                 self._claimed[g.index] = g.members
                 self._turn.notify_all()
         g.displaces = []
@@ -884,6 +897,7 @@ class RoleExecutor(DaskExecutor):
         batch (every group with that host) and the trial runs on another group (kept
         once); under ``on_host_failure = "stop"`` the others end their trials and the
         study stops."""
+        self._end_lanes()
         todo = blocks(requests)
         began = time.monotonic()
         self._batch = (len(requests), 0, began)
@@ -964,6 +978,7 @@ class RoleExecutor(DaskExecutor):
             threading.Thread(target=serve, name=f"assay-lane-{i}", daemon=True)
             for i in range(self.lanes)
         ]
+        self._lanes = threads
         for t in threads:
             t.start()
         ended, stop_text, error = 0, None, None
