@@ -37,27 +37,29 @@ def hosts(tmp_path: Path) -> Iterator[Hosts]:
         yield made
 
 
-def _example(tmp_path: Path, hosts: Hosts) -> Path:
-    """The sweep as a user adapts it: the hosts' addresses and keys; fewer requests."""
+def _example(
+    tmp_path: Path, hosts: Hosts, name: str = "redis-fsync-sweep.toml", requests: int = 3000
+) -> Path:
+    """An example as a user adapts it: the hosts' addresses (127.0.0.N is host N-1) and
+    keys; fewer requests and repetitions."""
     work = tmp_path / "example"
     work.mkdir()
     shutil.copy(EXAMPLE / "redis_pair.py", work)
-    text = (EXAMPLE / "redis-fsync-sweep.toml").read_text()
-    client0, primary, replica0, client1, replica1 = hosts.addresses
+    text = (EXAMPLE / name).read_text()
     for old, new in [
-        ('primary = ["127.0.0.2"]', f'primary = ["{primary}"]'),
-        ('replica = ["127.0.0.3", "127.0.0.5"]', f'replica = ["{replica0}", "{replica1}"]'),
-        ('client = ["127.0.0.1", "127.0.0.4"]', f'client = ["{client0}", "{client1}"]'),
         ('port = 2222\nkey = "/tmp/assay-ssh/client_key"\n'
          'known_hosts = "/tmp/assay-ssh/known_hosts"\n', hosts.cluster_toml()),
-        ("requests = 20000", "requests = 3000"),
+        ("requests = 20000", f"requests = {requests}"),
         ("repetitions = 3", "repetitions = 2"),
     ]:  # fmt: skip
         assert old in text, old
         text = text.replace(old, new)
+    roles = text.index("[cluster.roles]")
+    for n, address in enumerate(hosts.addresses, start=1):
+        text = text[:roles] + text[roles:].replace(f'"127.0.0.{n}"', f'"{address}"')
     state = json.dumps(str(tmp_path / "redis-state"))  # one file system: every host sees it
     text = text.replace("timeout = 120\n", f"timeout = 120\nenv = {{REDIS_PAIR_STATE = {state}}}\n")
-    (work / "redis-fsync-sweep.toml").write_text(text)
+    (work / name).write_text(text)
     return work
 
 
@@ -292,31 +294,14 @@ def test_a_pool_packed_by_the_replica_count_runs_each_trial_on_its_own_hosts(
     client (two such groups), one with a replica takes primary 0, the replica and client
     0, after the groups set up on those hosts are torn down.  Every trial measures its
     own group's primary, the replica follows its group's primary, nothing is left."""
-    work = tmp_path / "example"
-    work.mkdir()
-    shutil.copy(EXAMPLE / "redis_pair.py", work)
-    text = (EXAMPLE / "redis-replicas-packed.toml").read_text()
+    work = _example(tmp_path, hosts, "redis-replicas-packed.toml", requests=5000)
     p0, p1, r0, c0, c1 = hosts.addresses
-    for old, new in [
-        ('primary = ["127.0.0.1", "127.0.0.2"]', f'primary = ["{p0}", "{p1}"]'),
-        ('replica = ["127.0.0.3"]', f'replica = ["{r0}"]'),
-        ('client = ["127.0.0.4", "127.0.0.5"]', f'client = ["{c0}", "{c1}"]'),
-        ('port = 2222\nkey = "/tmp/assay-ssh/client_key"\n'
-         'known_hosts = "/tmp/assay-ssh/known_hosts"\n', hosts.cluster_toml()),
-        ("requests = 20000", "requests = 5000"),
-        ("repetitions = 3", "repetitions = 2"),
-    ]:  # fmt: skip
-        assert old in text, old
-        text = text.replace(old, new)
-    state = json.dumps(str(tmp_path / "redis-state"))  # one file system: every host sees it
-    text = text.replace("timeout = 120\n", f"timeout = 120\nenv = {{REDIS_PAIR_STATE = {state}}}\n")
-    (work / "s.toml").write_text(text)
     done = subprocess.run(
-        [sys.executable, "-m", "assay", "sweep", "s.toml", "--json", "r.json"],
+        [sys.executable, "-m", "assay", "sweep", "redis-replicas-packed.toml", "--json", "r.json"],
         cwd=work, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode in (0, 5), done.stderr
-    with Store(work / "s.assay.db") as st:
+    with Store(work / "redis-replicas-packed.assay.db") as st:
         found = st.find_study("redis-replicas-packed")
         assert found is not None
         trials = st.trials(found[0])

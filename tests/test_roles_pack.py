@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -88,6 +89,18 @@ def _study(tmp_path: Path) -> Path:
     return p
 
 
+def _study_run(study: Path, command: str) -> tuple[Any, list[TrialRecord], dict[str, Any]]:
+    """``assay COMMAND study --workers 4``: its outcome, the stored trials, the JSON."""
+    out = study.parent / "r.json"
+    res = CliRunner().invoke(main, [command, str(study), "--workers", "4", "--json", str(out)])
+    assert res.exit_code in (0, 5), res.output
+    with Store(study.parent / "study.assay.db") as st:
+        found = st.find_study("pack")
+        assert found is not None
+        trials = st.trials(found[0])
+    return res, trials, json.loads(out.read_text())
+
+
 def _said(t: TrialRecord, key: str) -> str:
     lines = t.stdout.decode().splitlines()
     return next(line.split("=", 1)[1] for line in lines if line.startswith(key + "="))
@@ -97,13 +110,7 @@ def test_trials_take_the_hosts_their_setting_needs_and_small_ones_run_at_once(
     tmp_path: Path,
 ) -> None:
     study = _study(tmp_path)
-    out = tmp_path / "r.json"
-    res = CliRunner().invoke(main, ["sweep", str(study), "--workers", "4", "--json", str(out)])
-    assert res.exit_code in (0, 5), res.output
-    with Store(tmp_path / "study.assay.db") as st:
-        found = st.find_study("pack")
-        assert found is not None
-        trials = st.trials(found[0])
+    res, trials, doc = _study_run(study, "sweep")
     assert len(trials) == 4 and all(t.ok for t in trials), [t.error for t in trials]
     for t in trials:
         servers = _said(t, "servers").split(",")
@@ -123,7 +130,6 @@ def test_trials_take_the_hosts_their_setting_needs_and_small_ones_run_at_once(
     ups = [line for line in log if line.startswith("up ")]
     assert len(ups) == sum(line.startswith("down ") for line in log)
     assert sorted(ups).count("up s1 2") >= 1 and sorted(ups).count("up s1 1") >= 1
-    doc = json.loads(out.read_text())
     groups = doc["environment"]["executor"]["groups"]
     assert groups["packed"] == 2
     assert groups["hosts"] == [
@@ -185,12 +191,7 @@ def test_a_comparisons_cycle_of_two_needs_runs_on_a_group_of_the_larger(tmp_path
     )
     text = text.replace("time.monotonic() + 20", "time.monotonic()")  # no other trial at once
     study.write_text(text[: text.index("[sweep]")] + design)
-    res = CliRunner().invoke(main, ["compare", str(study), "--workers", "4", "-q"])
-    assert res.exit_code in (0, 5), res.output
-    with Store(tmp_path / "study.assay.db") as st:
-        found = st.find_study("pack")
-        assert found is not None
-        trials = st.trials(found[0])
+    _, trials, _ = _study_run(study, "compare")
     assert len(trials) == 6 and all(t.ok for t in trials), [t.error for t in trials]
     for t in trials:
         nodes = int(str(t.setting["nodes"]))
@@ -221,20 +222,14 @@ def test_a_host_that_left_takes_out_its_groups_and_the_trial_runs_on_another(
     sweep = text[text.index("[sweep]") :]  # one server each: x is not a server setting
     text = text.replace(sweep, '[params]\nnodes = 1\n[sweep]\n[sweep.params]\nx = ["a", "b"]\n')
     study.write_text(text)
-    out = tmp_path / "r.json"
-    res = CliRunner().invoke(main, ["sweep", str(study), "--workers", "4", "--json", str(out)])
-    assert res.exit_code in (0, 5), res.output
-    with Store(tmp_path / "study.assay.db") as st:
-        found = st.find_study("pack")
-        assert found is not None
-        trials = st.trials(found[0])
+    res, trials, doc = _study_run(study, "sweep")
     # every planned trial kept once, each ok: the one cut off ran again on c0, s0
     assert len(trials) == 6 and all(t.ok for t in trials), [t.error for t in trials]
     assert sorted((str(t.setting["x"]), t.setting["repetition"]) for t in trials) == [
         (x, r) for x in ("a", "b") for r in range(3)
     ]
     assert {t.host for t in trials} == {"c0"}  # s1 ends its worker in every trial
-    executor = json.loads(out.read_text())["environment"]["executor"]
+    executor = doc["environment"]["executor"]
     taken = executor["groups"]["taken_out"][0]
     assert taken["hosts"] == "c1, s1" and "on host s1 (server[1])" in taken["why"]
     assert "group 1 (c1, s1) taken out at" in " ".join(res.output.split())
