@@ -50,6 +50,28 @@ v = {values}
 """
 
 
+def sweep_span(work: Path, text: str, name: str, workers: int, trials: int) -> tuple[float, float]:
+    """Run the sweep of study ``text`` (study ``name``) in ``work`` on ``workers``
+    LocalCluster workers: its trials' span (s) and the whole command's wall time."""
+    (work / "s.toml").write_text(text.replace("{{", "{").replace("}}", "}").replace("'", '"'))
+    began = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "assay", "sweep", "s.toml", "-q", "--workers", str(workers)],
+        cwd=work, capture_output=True, text=True,
+    )  # fmt: skip
+    wall = time.monotonic() - began
+    if done.returncode not in (0, 5):
+        raise SystemExit(done.stderr)
+    with Store(work / "s.assay.db") as st:
+        found = st.find_study(name)
+        assert found is not None
+        stored = st.trials(found[0])
+    assert len(stored) == trials and all(t.ok for t in stored)
+    first = min(t.started or 0.0 for t in stored)
+    last = max((t.started or 0.0) + (t.duration or 0.0) for t in stored)
+    return last - first, wall
+
+
 def span(groups: int, args: argparse.Namespace, folder: Path) -> tuple[float, float]:
     """The sweep's trials' span (s) on ``groups`` groups, and the whole command's wall time."""
     work = folder / f"g{groups}"
@@ -59,24 +81,8 @@ def span(groups: int, args: argparse.Namespace, folder: Path) -> tuple[float, fl
     text = STUDY.format(
         sleep=args.sleep, dir=work, groups=groups, servers=servers, clients=clients,
         reps=args.reps, values=list(range(args.settings)),
-    ).replace("{{", "{").replace("}}", "}")  # fmt: skip
-    (work / "s.toml").write_text(text.replace("'", '"'))
-    began = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "assay", "sweep", "s.toml", "-q", "--workers", str(2 * groups)],
-        cwd=work, capture_output=True, text=True,
     )  # fmt: skip
-    wall = time.monotonic() - began
-    if done.returncode not in (0, 5):
-        raise SystemExit(done.stderr)
-    with Store(work / "s.assay.db") as st:
-        found = st.find_study("groups-bench")
-        assert found is not None
-        trials = st.trials(found[0])
-    assert len(trials) == args.settings * args.reps and all(t.ok for t in trials)
-    first = min(t.started or 0.0 for t in trials)
-    last = max((t.started or 0.0) + (t.duration or 0.0) for t in trials)
-    return last - first, wall
+    return sweep_span(work, text, "groups-bench", 2 * groups, args.settings * args.reps)
 
 
 def main() -> None:

@@ -24,14 +24,12 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from assay.store import Store
+from bench_role_groups import sweep_span
 from machine import machine_line
 
 STUDY = """
@@ -65,25 +63,9 @@ def span(layout: str, clients: int, args: argparse.Namespace, folder: Path) -> t
     text = STUDY.format(
         sleep=args.sleep, dir=work, layout=layout, clients=names[0], servers=names[1],
         reps=args.reps, nodes=args.nodes,
-    ).replace("{{", "{").replace("}}", "}")  # fmt: skip
-    (work / "s.toml").write_text(text.replace("'", '"'))
-    workers = str(clients + args.servers)
-    began = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "assay", "sweep", "s.toml", "-q", "--workers", workers],
-        cwd=work, capture_output=True, text=True,
     )  # fmt: skip
-    wall = time.monotonic() - began
-    if done.returncode not in (0, 5):
-        raise SystemExit(done.stderr)
-    with Store(work / "s.assay.db") as st:
-        found = st.find_study("pack-bench")
-        assert found is not None
-        trials = st.trials(found[0])
-    assert len(trials) == len(args.nodes) * 2 * args.reps and all(t.ok for t in trials)
-    first = min(t.started or 0.0 for t in trials)
-    last = max((t.started or 0.0) + (t.duration or 0.0) for t in trials)
-    return last - first, wall
+    trials = len(args.nodes) * 2 * args.reps
+    return sweep_span(work, text, "pack-bench", clients + args.servers, trials)
 
 
 def main() -> None:
