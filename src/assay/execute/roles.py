@@ -666,6 +666,11 @@ class RoleExecutor(DaskExecutor):
                 if fut.done():  # type: ignore[no-untyped-call]
                     try:
                         out[slot] = fut.result()
+                    except OSError as exc:  # Dask's CommClosedError: the host was cut off
+                        out[slot] = _Lost(
+                            f"its Dask worker {addresses[slot]} lost its connection mid-trial "
+                            f"({type(exc).__name__}: {exc})"
+                        )
                     except Exception as exc:  # the task raised, or the worker was killed
                         out[slot] = _Lost(f"its task failed: {type(exc).__name__}: {exc}")
                 elif addresses[slot] not in present:
