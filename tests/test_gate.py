@@ -190,3 +190,31 @@ def test_a_median_study_gates_on_its_hodges_lehmann_shift(tmp_path: Path) -> Non
         row["relative_to_best_high"],
     )
     assert gate["verdict"] == "worse" and res.exit_code == exits.WORSE, res.output
+
+
+def test_an_undecided_verdict_without_an_interval_says_why() -> None:
+    """ "(too few samples)" was said of every verdict without an interval, also of a run
+    whose interval the level check refused; now each caller says which side has none
+    and why."""
+    nan = float("nan")
+    moved = gate_verdict(
+        "this run", "the previous run", relative=nan, low=nan, high=nan, direction="lower",
+        threshold=0.05, why="this run has none: no valid CI: the mean moved",
+    )  # fmt: skip
+    assert moved.text().endswith("(this run has none: no valid CI: the mean moved)")
+    assert moved.as_dict()["why"] == "this run has none: no valid CI: the mean moved"
+    plain = gate_verdict(
+        "a", "b", relative=nan, low=nan, high=nan, direction="lower", threshold=0.05
+    )
+    assert plain.text().endswith("(one side has no interval)")
+
+
+def test_the_plugins_gate_says_why_this_run_has_no_interval() -> None:
+    from assay.designs.run_until_ci import _empty
+    from assay.pytest_plugin import _gate
+
+    result = _empty("time", "s", "lower", "readings", 0.95, "no valid CI: the mean moved")
+    previous = {"mean": 1.0, "half_width": 0.01, "n_samples": 20, "confidence": 0.95}
+    v = _gate(result, previous, 0.05)
+    assert v.verdict == "undecided"
+    assert v.why == "this run has none: no valid CI: the mean moved", v.text()

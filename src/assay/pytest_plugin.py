@@ -278,8 +278,12 @@ def _gate(result: PIResult, previous: dict[str, Any], threshold: float) -> GateV
             int(previous["n_samples"]),
             float(previous.get("confidence", conf)),
         )
-    except (KeyError, TypeError, ValueError):  # too few samples for an interval
+    except (KeyError, TypeError, ValueError):  # a run without an interval
         nan = math.nan
+        if math.isfinite(result.half_width):
+            why = "the previous run has none"
+        else:  # its note says why (too few rounds, a level that moved)
+            why = "this run has none" + (f": {result.note}" if result.note else "")
         return gate_verdict(
             "this run",
             "the previous run",
@@ -288,6 +292,7 @@ def _gate(result: PIResult, previous: dict[str, Any], threshold: float) -> GateV
             high=nan,
             direction="lower",
             threshold=threshold,
+            why=why,
         )
     return regression_gate(
         "this run",

@@ -54,6 +54,7 @@ class GateVerdict:
     direction: str  # "lower" or "higher" is better
     threshold: float
     verdict: Verdict
+    why: str = ""  # why there is no interval, when there is none (said in its text)
 
     @property
     def worseness(self) -> tuple[float, float, float]:
@@ -78,7 +79,10 @@ class GateVerdict:
             return (
                 f"{self.candidate} is not worse than {self.baseline} by more than {limit}: {shown}"
             )
-        why = "the interval straddles the threshold" if "[" in shown else "too few samples"
+        if "[" in shown:
+            why = "the interval straddles the threshold"
+        else:  # (it said "too few samples" also of a run whose interval was refused)
+            why = self.why or "one side has no interval"
         return f"{self.candidate} vs {self.baseline}: undecided at {limit}: {shown} ({why})"
 
     def as_dict(self) -> dict[str, Any]:
@@ -94,8 +98,15 @@ def gate_verdict(
     high: float,
     direction: str,
     threshold: float,
+    why: str = "",
 ) -> GateVerdict:
-    """The verdict on a relative difference and its interval (see the module)."""
+    """The verdict on a relative difference and its interval (see the module); ``why``:
+    why there is no interval, when there is none.
+
+    >>> gate_verdict("new", "old", relative=math.nan, low=math.nan, high=math.nan,
+    ...              direction="lower", threshold=0.05, why="new has none: the mean moved").text()
+    'new vs old: undecided at 5%: no interval (new has none: the mean moved)'
+    """
     v = GateVerdict(candidate, baseline, relative, low, high, direction, threshold, "undecided")
     _, lo, hi = v.worseness
     verdict: Verdict = "undecided"
@@ -103,7 +114,7 @@ def gate_verdict(
         verdict = "worse"
     elif math.isfinite(hi) and hi < threshold:
         verdict = "not worse"
-    return GateVerdict(candidate, baseline, relative, low, high, direction, threshold, verdict)
+    return GateVerdict(candidate, baseline, relative, low, high, direction, threshold, verdict, why)
 
 
 def regression_gate(

@@ -113,6 +113,7 @@ def compare_summaries(
             high=hi,
             direction=direction,
             threshold=threshold,
+            why="this run has none" if new is None else "",
         )
     return BaselineComparison(
         pi=pi,

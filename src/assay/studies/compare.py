@@ -164,6 +164,7 @@ class CompareResult:
                 high=math.nan,
                 direction=comp.direction,
                 threshold=threshold,
+                why=f"{name if name not in stats else base} has no valid samples",
             )
             for name in names
             if name != base
