@@ -582,6 +582,7 @@ class Spec(_Model):
         if not self.pis:
             raise ValueError("pi: at least one [[pi]] is needed")
         roles = self.cluster.roles if self.cluster else None
+        self._check_pack()
         self._check_counts()
         self._check_combine()  # (after the counts: it asks a trial's hosts)
         known = set(self.params) | cluster_placeholders(roles)
@@ -690,18 +691,24 @@ class Spec(_Model):
                 f"{hosts} hosts; read one value per trial, or measure on one host"
             )
 
+    def _check_pack(self) -> None:
+        """``[cluster] pack``: a trial's group of hosts changes with its setting, so the
+        measured hosts' own setup and teardown go with their role, not with the study."""
+        cluster = self.cluster
+        if cluster is None or not cluster.pack:
+            return
+        steps = [w for w in ("setup", "teardown") if getattr(self.benchmark, w)]
+        if steps:
+            raise ValueError(
+                f"benchmark.{steps[0]}: with [cluster] pack = true a trial's group of hosts "
+                "is formed for its setting, set up and torn down with it; put the measured "
+                f"hosts' {steps[0]} in [benchmark.roles.{cluster.measure or 'client'}]"
+            )
+
     def _check_counts(self) -> None:
         """``[cluster] counts``: a role's size from a parameter, each of whose values
         (``[params]``, swept, a variant's) is a whole number of the role's hosts."""
         cluster = self.cluster
-        if cluster is not None and cluster.pack:
-            steps = [w for w in ("setup", "teardown") if getattr(self.benchmark, w)]
-            if steps:
-                raise ValueError(
-                    f"benchmark.{steps[0]}: with [cluster] pack = true a trial's group of hosts "
-                    "is formed for its setting, set up and torn down with it; put the measured "
-                    f"hosts' {steps[0]} in [benchmark.roles.{cluster.measure or 'client'}]"
-                )
         if cluster is None or not cluster.counts:
             return
         if cluster.roles is None:

@@ -25,6 +25,7 @@ study then stops (the default) or goes on to the next trial.
 from __future__ import annotations
 
 import contextlib
+import functools
 import queue
 import threading
 import time
@@ -464,8 +465,9 @@ class _Group:
     # ``pack``: the groups sharing its hosts whose roles it tears down before its trial
     displaces: list[_Group] = field(default_factory=list)
 
-    @property
+    @functools.cached_property
     def members(self) -> set[str]:
+        """Its hosts' names (its plan is fixed for the study)."""
         return {s.host for s in self.plan.slots}
 
     def set_up_as(self, role: str, want: Configuration) -> bool:
@@ -1022,8 +1024,10 @@ class RoleExecutor(DaskExecutor):
         it do not keep it waiting for ever."""
         busy = set().union(*self._claimed.values())
         held: set[str] = set()
-        for pos, block in enumerate(todo):
-            need = self._need(block)
+        # asked once per call: nothing a group is set up with changes while it looks
+        needs = [self._need(b) for b in todo]
+        foot = {g.index: self._footprint(g) for g in self.groups}
+        for pos, (block, need) in enumerate(zip(todo, needs, strict=True)):
             fit = [g for g in self.groups if g.need is None or g.need == need]
             if not fit:  # (the study's needs hold every block's: a bug if not)
                 raise StudyError(f"no group of hosts has what trial {block[0].seq} needs: {need}")
@@ -1031,11 +1035,11 @@ class RoleExecutor(DaskExecutor):
             free = [
                 g
                 for g in live
-                if g.index not in self._claimed and not self._footprint(g) & (busy | held)
+                if g.index not in self._claimed and not foot[g.index] & (busy | held)
             ]
             if not free:
-                waits = min(live, key=lambda g: (len(self._footprint(g) & busy), g.index))
-                held |= self._footprint(waits)
+                waits = min(live, key=lambda g: (len(foot[g.index] & busy), g.index))
+                held |= foot[waits.index]
                 continue
             g = next((g for g in free if self._fits(g, block[0])), None)
             if g is None:
@@ -1043,11 +1047,11 @@ class RoleExecutor(DaskExecutor):
                 later = (
                     p
                     for p in range(pos + 1, len(todo))
-                    if self._need(todo[p]) == need and self._fits(g, todo[p][0])
+                    if needs[p] == need and self._fits(g, todo[p][0])
                 )
                 pos = next(later, pos)
             g.displaces = self._displaced(g)
-            self._claimed[g.index] = self._footprint(g)
+            self._claimed[g.index] = foot[g.index]
             return g, pos
         return None
 

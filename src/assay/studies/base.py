@@ -545,12 +545,9 @@ class Study:
         when ``group`` is given."""
         cluster = self.spec.cluster
         assert cluster is not None and cluster.roles is not None
-        if group is None:
-            roles = cluster.roles
-        elif cluster.pack and values is None:  # a step, not a trial: every host of it
-            return self._host_groups[group].roles
-        else:
-            roles = self._host_groups[group].roles
+        roles = cluster.roles if group is None else self._host_groups[group].roles
+        if cluster.pack and group is not None and values is None:
+            return roles  # a step, not a trial: every host of its group
         return active_roles(roles, cluster.counts, {**self.spec.params, **(values or {})})
 
     @functools.cached_property
