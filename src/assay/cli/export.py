@@ -13,6 +13,7 @@ import click
 
 from assay.cli import exits
 from assay.cli.common import err_console, fail
+from assay.cli.option_values import AssayCommand
 from assay.cli.outputs import unwritable
 from assay.errors import StoreError
 
@@ -117,7 +118,9 @@ def _frame(table: Table) -> Any:
     return df
 
 
-@click.command(epilog=EXPORT_HELP, context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(
+    cls=AssayCommand, epilog=EXPORT_HELP, context_settings={"help_option_names": ["-h", "--help"]}
+)
 @click.argument("store", type=click.Path(dir_okay=False))
 @click.argument("study", required=False)
 @click.option(

@@ -10,6 +10,7 @@ import click
 
 from assay.cli import exits
 from assay.cli.common import err_console, fail, quick_store_path
+from assay.cli.option_values import AssayCommand
 from assay.errors import NotAStoreError, StoreError
 from assay.report.safe import plain
 
@@ -28,7 +29,7 @@ def parse_age(text: str) -> float:
     return float(m.group(1)) * _UNITS[m.group(2)]
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(cls=AssayCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--older-than",
     "age",

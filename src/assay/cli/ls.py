@@ -11,6 +11,7 @@ from rich.text import Text
 
 from assay.cli import exits
 from assay.cli.common import err_console, fail, quick_store_path
+from assay.cli.option_values import AssayCommand
 from assay.cli.outputs import report_console
 from assay.errors import StoreError
 from assay.report.safe import plain
@@ -41,7 +42,9 @@ def _counts(by_status: dict[str, int]) -> str:
     return ", ".join(f"{by_status[s]} {s}" for s in order) or "0"
 
 
-@click.command(epilog=LS_HELP, context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(
+    cls=AssayCommand, epilog=LS_HELP, context_settings={"help_option_names": ["-h", "--help"]}
+)
 @click.argument("store", required=False, type=click.Path(dir_okay=False))
 @click.option("--all", "show_all", is_flag=True, help="List archived studies too (--fresh).")
 @click.option("--json", "json_out", is_flag=True, help="Print a JSON list of objects instead.")

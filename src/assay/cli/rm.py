@@ -8,11 +8,12 @@ import click
 
 from assay.cli import exits
 from assay.cli.common import err_console, fail, quick_store_path
+from assay.cli.option_values import AssayCommand
 from assay.errors import NotAStoreError, StoreError
 from assay.report.safe import plain
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(cls=AssayCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("studies", nargs=-1, required=True)
 @click.option(
     "--store",

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import click
 
+from assay.cli.option_values import AssayCommand
+
 SECTIONS = (
     "Measurement",
     "Parameter scans (hyperfine's -P, -L)",
@@ -101,7 +103,7 @@ SECTION_OF = {
 }
 
 
-class SectionedCommand(click.Command):
+class SectionedCommand(AssayCommand):
     """A command whose ``--help`` lists its options under :data:`SECTIONS`."""
 
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
