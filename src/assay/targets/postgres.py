@@ -21,7 +21,10 @@ wal_buffers), and puts knobs that a run no longer names back to the baseline
 (``ALTER SYSTEM RESET``). Any server parameter works, ``--knob name=value``, but
 those that would open the cluster up (listeners, authentication, files outside the
 cluster, programs and libraries: see ``PROTECTED``) and values that could start
-another line (a control character, a word starting with ``--``) are refused.
+another line (a control character, a word starting with ``--``) or end an SQL statement
+(``;`` followed by ``--``) are refused, as are standard_conforming_strings and
+backslash_quote. Values reach ``ALTER SYSTEM`` as escape strings (``E'...'``), whose
+meaning no server setting changes.
 It then runs pgbench (``--builtin tpcb-like | simple-update | select-only`` or
 ``--script FILE``) for ``--duration`` seconds (or ``--transactions`` per client) and
 parses its report. ``reset`` reloads the tables; ``teardown`` stops the server and
@@ -199,8 +202,43 @@ def parse_pgbench_log(text: str) -> list[float]:
     return out
 
 
-def _quote(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
+def _escaped(value: str) -> str:
+    """``value`` with each backslash and single quote doubled: the body of a quoted
+    string that both PostgreSQL's escape strings and its configuration files read
+    back as ``value``. NUL ends a C string early, so it is refused."""
+    if "\x00" in value:
+        raise TargetError(f"a PostgreSQL string cannot hold the character NUL: {value!r}")
+    return value.replace("\\", "\\\\").replace("'", "''")
+
+
+def _literal(value: str) -> str:
+    r"""``value`` as an SQL escape string ``E'...'``: unlike a plain ``'...'``, its
+    meaning does not depend on standard_conforming_strings (whether ``\`` escapes) or
+    backslash_quote (no ``\'`` is written), so no server setting can end it early.
+
+    >>> print(_literal(r"it's C:\tmp"))
+    E'it''s C:\\tmp'
+    """
+    return "E'" + _escaped(value) + "'"
+
+
+def _conf_value(value: str) -> str:
+    r"""``value`` quoted for postgresql.conf, whose reader takes ``\`` as an escape
+    (``\n`` is a newline there) and ``''`` as a quote. A line break would end the
+    setting's line, so a control character is refused (a knob's value has none)."""
+    bad = next((c for c in value if ord(c) < 32 or ord(c) == 127), None)
+    if bad is not None:
+        raise TargetError(
+            f"{value!r} cannot be written into postgresql.conf: it contains the control "
+            f"character {bad!r}"
+        )
+    return "'" + _escaped(value) + "'"
+
+
+def _ident(name: str) -> str:
+    """A parameter name (``work_mem``, ``ext.name``) as quoted SQL identifiers, so that
+    a name that is also a keyword stays a name."""
+    return ".".join('"' + part.replace('"', '""') + '"' for part in name.split("."))
 
 
 def find_bindir() -> Path:
@@ -260,7 +298,36 @@ _KNOBS = KnobRules(
     prefixes=PROTECTED_PREFIXES,
     allowed="shared_buffers, work_mem, fsync",
 )
-_check_knobs = _KNOBS.check
+#: Parameters that change how the server reads a string literal. Assay's ``E'...'``
+#: literals mean the same under any of their values, but a benchmark's own SQL would
+#: not, and no knob needs them to be tuned.
+_QUOTING = {
+    "standard_conforming_strings": "it decides whether a backslash in a plain '...' "
+    "string is an escape",
+    "backslash_quote": "it decides whether \\' may stand for a quote in a string",
+}
+#: ';' then '--': how a value that leaves its literal ends the statement and comments
+#: out the closing quote.
+_STATEMENT_END = re.compile(r";.*--")
+
+
+def _check_knobs(knobs: Mapping[str, str]) -> None:
+    """Refuse what :data:`_KNOBS` refuses, a parameter of :data:`_QUOTING`, and a value
+    with ``;`` followed by ``--`` (:class:`TargetError`, naming the knob and why)."""
+    _KNOBS.check(knobs)
+    for k, v in knobs.items():
+        why = _QUOTING.get(k)
+        if why is not None:
+            raise TargetError(
+                f"knob {k}: refused, {why}; a benchmark's SQL would change meaning with "
+                f"it. Other parameters are allowed, e.g. {_KNOBS.allowed}"
+            )
+        if _STATEMENT_END.search(v):
+            raise TargetError(
+                f"knob {k}={v!r}: refused, it has ';' followed by '--' (the shape of a "
+                f"value that ends an SQL statement); expected a plain value, e.g. "
+                f"{_KNOBS.value_example}"
+            )
 
 
 def _open_server_file(path: Path, flags: int) -> int:
@@ -400,11 +467,13 @@ class PostgresTarget(Target):
             *self._connection(st), "-d", db,
         ]  # fmt: skip
         for s in sql:
-            argv += ["-c", s]
+            argv += ["-c", s]  # argv, no shell; -c sends it as it is (no psql variables)
+        # The literals are escaped for UTF-8: a knob client_encoding = SJIS must not make
+        # the server read a byte of a character and the backslash after it as one.
+        env = {**self._client_env(), "PGCLIENTENCODING": "UTF8"}
         proc = subprocess.run(
-            argv, capture_output=True, stdin=subprocess.DEVNULL, env=self._client_env(),
-            check=False,
-        )  # fmt: skip
+            argv, capture_output=True, stdin=subprocess.DEVNULL, env=env, check=False
+        )
         if proc.returncode != 0:
             raise _PsqlError(proc.stderr.decode(errors="replace").strip())
         return proc.stdout.decode(errors="replace")
@@ -533,12 +602,12 @@ class PostgresTarget(Target):
         conf = [
             "# written by assay.targets.postgres: private unless setup --tcp",
             f"port = {port}",
-            f"listen_addresses = {_quote(HOST if self.tcp else '')}",
-            f"unix_socket_directories = {_quote(str(cluster))}",
+            f"listen_addresses = {_conf_value(HOST if self.tcp else '')}",
+            f"unix_socket_directories = {_conf_value(str(cluster))}",
             "unix_socket_permissions = 0700",
             "password_encryption = 'scram-sha-256'",
             "# baseline knobs (setup --knob)",
-            *(f"{k} = {_quote(v)}" for k, v in knobs.items()),
+            *(f"{k} = {_conf_value(v)}" for k, v in knobs.items()),
         ]
         fd = _open_server_file(cluster / "data" / "postgresql.conf", os.O_WRONLY | os.O_APPEND)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -600,8 +669,8 @@ class PostgresTarget(Target):
         resets = [k for k in applied if k not in want]
         if not sets and not resets:
             return {**st["baseline"], **applied}
-        stmts = [f"ALTER SYSTEM SET {k} = {_quote(v)}" for k, v in sets.items()]
-        stmts += [f"ALTER SYSTEM RESET {k}" for k in resets]
+        stmts = [f"ALTER SYSTEM SET {_ident(k)} = {_literal(v)}" for k, v in sets.items()]
+        stmts += [f"ALTER SYSTEM RESET {_ident(k)}" for k in resets]
         changed = [*sets, *resets]
         for stmt, k in zip(stmts, changed, strict=True):
             try:
@@ -615,7 +684,7 @@ class PostgresTarget(Target):
                 applied.pop(k, None)
             st["applied"] = applied
             self.state.save(st)
-        names = ",".join(_quote(k) for k in changed)
+        names = ",".join(_literal(k) for k in changed)
         ctx = self._psql(st, f"SELECT name FROM pg_settings WHERE name IN ({names}) "
                              "AND context = 'postmaster'")  # fmt: skip
         if ctx.strip():
@@ -679,7 +748,7 @@ class PostgresTarget(Target):
         rows = self._psql(
             st,
             "SELECT name, setting, unit FROM pg_settings WHERE name IN ("
-            + ",".join(_quote(n) for n in dict.fromkeys(names))
+            + ",".join(_literal(n) for n in dict.fromkeys(names))
             + ")",
         )
         config = {}
