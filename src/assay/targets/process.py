@@ -5,7 +5,9 @@ the pid was reused) or may have been planted. A target therefore records a serve
 :class:`ProcessIdentity` (pid, start time, program, user) and signals a pid only when
 the kernel still reports that identity, with the program the target found itself (an
 absolute path; never one read from the state file). On Linux the signal goes through a
-pidfd, so a pid reused between the check and the signal is not hit.
+pidfd, so a pid reused between the check and the signal is not hit. :func:`kill` and
+:func:`wait_gone` wait until the process has exited with its files closed (its port
+free again), not only until its program can no longer be read: that comes earlier.
 
 A server a trial (re)starts, for a knob that needs a restart, is the study's, not the
 trial's: :func:`hand_over` tells Assay so (``ASSAY_HANDOVER``: see
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import time
 from collections.abc import Mapping
@@ -118,24 +121,87 @@ def send_signal(ident: ProcessIdentity, sig: int) -> bool:
         os.close(fd)
 
 
+def _stat(pid: int) -> tuple[str, int] | None:
+    """The state letter and start time (/proc/PID/stat fields 3 and 22) of ``pid``;
+    None when no process has it. Readable while a process exits, unlike its exe."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return fields[0], int(fields[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _exited(ident: ProcessIdentity) -> bool:
+    """Whether ``ident`` is gone or about to be waited for: no longer under its pid (the
+    pid is free or another process's), or still there but exiting or exited. The full
+    identity cannot tell: the exe link goes early in the exit, while the kernel frees
+    the memory, before it closes the files (a listening socket among them)."""
+    now = ProcessIdentity.of(ident.pid)
+    if now is not None:
+        return now != ident  # another program, user or start: not the recorded process
+    stat = _stat(ident.pid)
+    return stat is None or stat[1] != ident.start
+
+
+def _exited_by_proc(pid: int) -> bool:
+    """Whether the process with ``pid`` (checked to be the recorded one) has exited, by
+    /proc alone: a zombie (Z) or dead (X) thread group leader whose other threads are
+    gone too. A leader can be a zombie while other threads still run and hold its
+    files (its main thread ended early)."""
+    stat = _stat(pid)
+    if stat is None:
+        return True
+    if stat[0] not in ("Z", "X"):
+        return False
+    try:
+        return len(os.listdir(f"/proc/{pid}/task")) <= 1
+    except OSError:
+        return True
+
+
 def wait_gone(ident: ProcessIdentity, timeout: float = 10.0) -> bool:
-    """Wait until ``ident`` has exited (reaping it when it is our child); whether it has."""
+    """Wait until ``ident`` has exited, its files closed, so that its port is free again
+    (reaping it when it is our child); whether it has. A zombie counts as exited."""
     deadline = time.monotonic() + timeout
-    while ident.is_running():
+    try:
+        fd: int | None = os.pidfd_open(ident.pid)
+    except ProcessLookupError:
+        return True  # no process has the pid now: it was reaped
+    except (AttributeError, OSError):
+        fd = None  # no pidfd (not Linux >= 5.3, or refused): read /proc below
+    try:
+        if _exited(ident):  # checked after the pidfd pins the process it names
+            return True
+        if fd is not None:
+            # readable once the whole thread group has exited (zombie or reaped)
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            gone = bool(poller.poll(max(0.0, deadline - time.monotonic()) * 1000))
+            if gone:  # waitid on the pidfd reaps this process, never a later one
+                with contextlib.suppress(ChildProcessError, OSError):
+                    os.waitid(os.P_PIDFD, fd, os.WEXITED | os.WNOHANG)
+            return gone
+        while not _exited_by_proc(ident.pid):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
         with contextlib.suppress(ChildProcessError, OSError):
-            os.waitpid(ident.pid, os.WNOHANG)
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.02)
-    with contextlib.suppress(ChildProcessError, OSError):
-        os.waitpid(ident.pid, os.WNOHANG)
-    return True
+            os.waitpid(ident.pid, os.WNOHANG)  # unreaped, the pid cannot be reused yet
+        return True
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
-def kill(ident: ProcessIdentity, timeout: float = 10.0) -> None:
-    """SIGKILL ``ident`` (when it still runs) and wait for it to go."""
-    if send_signal(ident, signal.SIGKILL):
-        wait_gone(ident, timeout)
+def kill(ident: ProcessIdentity, timeout: float = 10.0) -> bool:
+    """SIGKILL ``ident`` (when it still runs) and wait until it has exited (see
+    :func:`wait_gone`); whether it has (False: it outlived ``timeout``, or it runs and
+    could not be signalled)."""
+    if not send_signal(ident, signal.SIGKILL) and ident.is_running():
+        return False  # not ours to signal
+    # also when the signal was not sent because the process is exiting already
+    return wait_gone(ident, timeout)
 
 
 def server_env() -> dict[str, str]:

@@ -90,6 +90,9 @@ SOCKET = "redis.sock"  # in the private data directory (mode 700)
 PASSWORD = "redis.pass"  # in the state directory, mode 600: the requirepass value
 LOG = "redis.log"  # in the state directory
 BENCH_USER = "assay-bench"  # the ACL user redis-benchmark logs in as, one run at a time
+#: how long a start tries again while its TCP port is taken: the server stopped just
+#: before (a restart, a leftover) may hold it a moment after it is gone
+BIND_RETRY_S = 10.0
 #: Settings no knob may name, by why. A knob reaches the server's command line (setup,
 #: a restart) or CONFIG SET, so each of these would undo what keeps the server private.
 PROTECTED: dict[str, frozenset[str]] = {
@@ -137,6 +140,10 @@ _LAT_HEAD = re.compile(r"latency summary \(msec\):[ \t]*\n[ \t]*([a-z0-9 \t]+)\n
 
 class RedisReplyError(RuntimeError):
     """Redis answered a command with an error reply."""
+
+
+class _PortTaken(TargetError):
+    """redis-server exited at start because its TCP port was taken (its log's tail)."""
 
 
 def slug(test: str) -> str:
@@ -358,7 +365,22 @@ class RedisTarget(Target):
         return Endpoint(str(Path(st["data"]) / SOCKET), self.state.read(PASSWORD) or "")
 
     def _spawn(self, st: Mapping[str, Any], knobs: Mapping[str, str]) -> ProcessIdentity:
-        """Start redis-server for ``st`` (its data directory, port) with ``knobs``."""
+        """Start redis-server for ``st`` (its data directory, port) with ``knobs``; again
+        while its port is taken, for up to :data:`BIND_RETRY_S` s."""
+        deadline = time.monotonic() + BIND_RETRY_S
+        while True:
+            try:
+                return self._spawn_once(st, knobs)
+            except _PortTaken as exc:
+                if time.monotonic() >= deadline:
+                    raise TargetError(
+                        f"redis-server could not listen on {HOST}:{st['port']}: the port is "
+                        f"still taken after {BIND_RETRY_S:g} s (another program listens "
+                        f"there?): {exc}"
+                    ) from None
+            time.sleep(0.1)
+
+    def _spawn_once(self, st: Mapping[str, Any], knobs: Mapping[str, str]) -> ProcessIdentity:
         server = _binary("redis-server")
         data = Path(st["data"])
         # Ownership: the state directory (state.json, the password, the log) belongs
@@ -383,6 +405,7 @@ class RedisTarget(Target):
             argv += [f"--{k}", *(v.split() if k == "save" and v else [v])]
         owner = _server_user()
         endpoint = self._endpoint(st)
+        logged = len(self.state.read(LOG) or "")  # the log is appended to: read only this start's
         logfd = self.state.open_log(LOG)
         try:
             proc = subprocess.Popen(
@@ -406,7 +429,10 @@ class RedisTarget(Target):
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                raise TargetError(self._start_failure(knobs))
+                text = (self.state.read(LOG) or "")[logged:]
+                if "Address already in use" in text:
+                    raise _PortTaken(" ".join(text.strip().splitlines()[-2:])[-300:])
+                raise TargetError(self._start_failure(knobs, text))
             with contextlib.suppress(OSError, RedisReplyError, ConnectionError):
                 if redis_command(endpoint, "PING", timeout=1) == "PONG":
                     ident = ProcessIdentity.of(proc.pid)
@@ -414,19 +440,19 @@ class RedisTarget(Target):
                         return ident
             time.sleep(0.05)
         proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(10)  # gone before a caller starts another on its port
         raise TargetError(
             f"redis-server did not answer PING within 15 s; its log: {self.state.file(LOG)}"
         )
 
-    def _start_failure(self, knobs: Mapping[str, str]) -> str:
-        text = self.state.read(LOG) or ""
+    def _start_failure(self, knobs: Mapping[str, str], text: str) -> str:
+        """Why redis-server exited at start, from what it logged then (``text``)."""
         tail = " ".join(text.strip().splitlines()[-4:])[-400:]
         bad = [k for k in knobs if f"'{k}'" in text or f"{k}" in text.split("FATAL")[-1]]
         if "FATAL CONFIG" in text or "Bad directive" in text or "argument" in text:
             which = f"knob {bad[0]}={knobs[bad[0]]}" if bad else "a knob"
             return f"redis-server rejected {which}: {tail}"
-        if "Address already in use" in text:
-            return f"redis-server could not listen: the port is taken: {tail}"
         return f"redis-server exited at start: {tail or 'no output'} (log: {self.state.file(LOG)})"
 
     def _stop_leftover(self, graceful: bool = False) -> None:
@@ -488,6 +514,7 @@ class RedisTarget(Target):
         endpoint = self._endpoint(st)
         baseline: dict[str, str] = st["baseline"]
         applied: dict[str, str] = st["applied"]
+        previous = dict(applied)  # what the server runs with: for a failed restart
         original: dict[str, str] = st["original"]
         want = {**baseline, **knobs}
         changes: dict[str, str] = {k: v for k, v in want.items() if applied.get(k) != v}
@@ -511,8 +538,16 @@ class RedisTarget(Target):
                 raise TargetError(f"Redis rejected knob {k}={v}: {msg}") from None
             applied[k] = v
         if restart:
-            kill(server)
-            new = self._spawn(st, want)
+            if not kill(server):  # it still runs: starting another would find its port taken
+                raise TargetError(
+                    f"Redis needs a restart for {', '.join(restart)}, but its server (pid "
+                    f"{server.pid}) did not exit after SIGKILL"
+                )
+            try:
+                new = self._spawn(st, want)
+            except TargetError as exc:
+                asked = ", ".join(f"{k}={changes[k]}" for k in restart)
+                raise self._restore(st, previous, restart, f"knob {asked}: {exc}") from None
             st["server"] = new.to_json()
             # the trial running this must not kill it as its leftover
             st["restart"] = restart_note(new, restart, hand_over(new))
@@ -521,6 +556,26 @@ class RedisTarget(Target):
         st.update(applied=applied, original=original)
         self.state.save(st)
         return applied
+
+    def _restore(
+        self, st: dict[str, Any], knobs: dict[str, str], restart: list[str], why: str
+    ) -> TargetError:
+        """Start the server again with ``knobs`` (those it ran with) after a restart for
+        ``restart`` failed (``why``), so that the next trial finds one; the error to
+        raise, saying whether a server runs."""
+        try:
+            new = self._spawn(st, knobs)
+        except TargetError as exc:
+            st.update(server=None, restart=None)
+            self.state.save(st)
+            return TargetError(
+                f"Redis did not restart with {why}; nor with its previous knobs: {exc}. "
+                "No Redis server runs now: run teardown, then setup"
+            )
+        st.update(server=new.to_json(), applied=knobs)
+        st["restart"] = restart_note(new, restart, hand_over(new))  # as for any restart
+        self.state.save(st)
+        return TargetError(f"Redis did not restart with {why} (it runs again without it)")
 
     def reset(self, workload: Mapping[str, Any] | None = None) -> None:
         st, _ = self._running()
