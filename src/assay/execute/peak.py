@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from assay.privatefs import UnsafePathError, check_trusted_dir
+
 #: The spawner's cost kept within this share of the commands' time.
 BUDGET = 0.01
 _SOURCE = "peak_spawner.c"
@@ -188,12 +190,9 @@ def _trusted(path: Path) -> bool:
 
 
 def _trusted_dir(folder: Path) -> bool:
-    from assay.targets.base import TargetError
-    from assay.targets.private import check_trusted_dir
-
     try:
         st = os.lstat(folder)
         check_trusted_dir(folder, "the spawner's directory", "")
-    except (OSError, TargetError):
+    except (OSError, UnsafePathError):
         return False
     return st.st_uid == os.geteuid() and not st.st_mode & 0o077

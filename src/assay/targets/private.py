@@ -32,6 +32,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from assay import privatefs
 from assay.targets.base import TargetError
 
 STATE_FILE = "state.json"
@@ -58,55 +59,21 @@ def default_state_dir(target: str) -> Path:
 _OWN_DIR_HINT = "name a directory of your own (the default lies in your home or runtime directory)"
 
 
-def _check_unchangeable(real: Path, path: Path, what: str, hint: str, itself: bool) -> None:
-    """Raise :class:`TargetError` unless ``real`` (a resolved directory: ``path`` itself
-    or the one above it) and every directory above it belong to root or this user and
-    no other user may rename entries in them (not writable by group or others, unless
-    sticky like /tmp)."""
-    me = os.geteuid()
-    for d in (real, *real.parents):
-        try:
-            st = os.stat(d)
-        except FileNotFoundError:
-            continue  # made later, by this user
-        except OSError as exc:
-            raise TargetError(f"{what} {path}: cannot inspect {d}: {exc.strerror}") from None
-        shared = st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX
-        if st.st_uid not in (0, me) or shared:
-            above = "" if itself and d == real else " above it"
-            raise TargetError(
-                f"{what} {path}: the directory {d}{above} can be changed by other users "
-                f"(owner uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o}); {hint}"
-            )
-
-
 def check_parents(path: Path, what: str, hint: str = _OWN_DIR_HINT) -> None:
-    """Raise :class:`TargetError` unless every directory above ``path`` (links resolved)
-    belongs to root or this user and no other user may rename entries in it (not
-    writable by group or others, unless sticky like /tmp)."""
-    _check_unchangeable(Path(os.path.realpath(path.parent)), path, what, hint, itself=False)
+    """:func:`assay.privatefs.check_parents`, refusing with a :class:`TargetError`."""
+    try:
+        privatefs.check_parents(path, what, hint)
+    except privatefs.UnsafePathError as exc:
+        raise TargetError(str(exc)) from None
 
 
 def check_trusted_dir(path: Path, what: str, hint: str) -> Path:
-    """``path`` resolved, when it is an existing directory that no other user can
-    change: not a symbolic link itself, and it and every directory above it pass the
-    checks of :func:`check_parents`. A server's private directory is made inside it: a
-    user who could rename entries there could swap that directory for a link."""
-    path = Path(path).absolute()
+    """:func:`assay.privatefs.check_trusted_dir`, refusing with a :class:`TargetError`:
+    a server's private directory is made inside it."""
     try:
-        st = os.lstat(path)
-    except OSError as exc:
-        raise TargetError(f"{what} {path}: cannot use it ({exc.strerror}); {hint}") from None
-    if stat.S_ISLNK(st.st_mode):
-        raise TargetError(
-            f"{what} {path} is a symbolic link; Assay does not follow it (another user "
-            f"could point it elsewhere): {hint}"
-        )
-    if not stat.S_ISDIR(st.st_mode):
-        raise TargetError(f"{what} {path} is not a directory; {hint}")
-    real = Path(os.path.realpath(path))
-    _check_unchangeable(real, path, what, hint, itself=True)
-    return real
+        return privatefs.check_trusted_dir(path, what, hint)
+    except privatefs.UnsafePathError as exc:
+        raise TargetError(str(exc)) from None
 
 
 def _check_private(st: os.stat_result, path: Path, what: str) -> None:
