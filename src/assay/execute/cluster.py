@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from assay.errors import StudyError
 from assay.execute.executor import Executor, LocalExecutor
 from assay.extras import require_extra
+from assay.privatefs import private_temp
 
 if TYPE_CHECKING:
     from assay.spec import ClusterSpec
@@ -94,25 +95,34 @@ def _dask_cluster(
                 f"--workers {workers}: the study's [cluster.roles] name {len(roles.hosts)} "
                 f"hosts, one worker each: give --workers {len(roles.hosts)} or more"
             )
-        try:
-            with dask.config.set(NO_HTTP_ROUTES):  # read as the scheduler and nannies start
-                cluster = LocalCluster(
-                    n_workers=workers,
-                    threads_per_worker=1,
-                    processes=True,
-                    resources={RESOURCE: 1},
-                    host="127.0.0.1",  # loopback: nothing outside this machine reaches it
-                    security=temporary_security(),  # ...and no other user of this one
-                    dashboard_address=None,
-                    silence_logs=logging.ERROR,
-                )
-        except (RuntimeError, OSError, TimeoutError) as exc:  # e.g. a worker killed at start
-            raise StudyError(
-                f"--workers {workers}: the local Dask cluster did not start ({exc}); "
-                "nothing was run: run the same command again"
-            ) from None
-        with _closed_quietly(cluster), _closed_quietly(client := Client(cluster)):
-            yield _dask_executor(client, roles, monitor, workers)
+        # the scheduler's and workers' scratch space in a folder of the study's own:
+        # Dask's default, $TMPDIR/dask-scratch-space, is a shared path another user can
+        # make first and fill with links (its lock files are opened for writing) or
+        # modules (its folders go on sys.path)
+        with (
+            private_temp("assay-dask-") as scratch,
+            dask.config.set({"temporary-directory": str(scratch)}),
+        ):
+            try:
+                with dask.config.set(NO_HTTP_ROUTES):  # read as the scheduler and nannies start
+                    cluster = LocalCluster(
+                        n_workers=workers,
+                        threads_per_worker=1,
+                        processes=True,
+                        resources={RESOURCE: 1},
+                        host="127.0.0.1",  # loopback: nothing outside this machine reaches it
+                        security=temporary_security(),  # ...and no other user of this one
+                        dashboard_address=None,
+                        silence_logs=logging.ERROR,
+                        local_directory=str(scratch),
+                    )
+            except (RuntimeError, OSError, TimeoutError) as exc:  # e.g. a worker killed at start
+                raise StudyError(
+                    f"--workers {workers}: the local Dask cluster did not start ({exc}); "
+                    "nothing was run: run the same command again"
+                ) from None
+            with _closed_quietly(cluster), _closed_quietly(client := Client(cluster)):
+                yield _dask_executor(client, roles, monitor, workers)
         return
     assert address is not None
     client = connect_client(address, insecure=insecure)

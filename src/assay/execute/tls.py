@@ -128,14 +128,20 @@ class RemoteCredentials:
 
 def remote_config(folder: str) -> dict[str, Any]:
     """Dask's configuration for a scheduler and workers that read the study's key and
-    certificate from ``folder`` (``cert.pem`` is its own CA: self-signed).
+    certificate from ``folder`` (``cert.pem`` is its own CA: self-signed) and keep their
+    scratch space there too: Dask's default, ``/tmp/dask-scratch-space``, is a shared
+    path whose lock files another user could plant as links (and whose folders go on
+    the workers' ``sys.path``).
 
     >>> remote_config("/tmp/x")["distributed.comm.tls.worker.key"]
     '/tmp/x/key.pem'
+    >>> remote_config("/tmp/x")["temporary-directory"]
+    '/tmp/x'
     """
     cert, key = f"{folder}/cert.pem", f"{folder}/key.pem"
     config: dict[str, Any] = {
         **NO_HTTP_ROUTES,
+        "temporary-directory": folder,
         "distributed.comm.require-encryption": True,
         "distributed.comm.tls.ca-file": cert,
     }
