@@ -59,6 +59,7 @@ import numpy as np
 from assay.errors import NotAStoreError as NotAStoreError  # re-exported
 from assay.errors import StoreError as StoreError  # re-exported
 from assay.journal import Journal, read_lines
+from assay.privatefs import UnsafePathError, check_own_folder, open_private, trusted_owners
 
 SCHEMA_VERSION = 1
 #: Longest time (seconds) a committed trial waits to be flushed to the disk: what a power
@@ -239,7 +240,11 @@ class _StudyLock:
         path = study_file(store, name, ".lock")
         for _ in range(100):
             try:
-                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+                # O_NOFOLLOW and this user's file only: a lock planted as a link would
+                # have root truncate and overwrite what it names
+                fd = open_private(path, os.O_RDWR | os.O_CREAT, 0o600)
+            except UnsafePathError as exc:
+                raise StoreError(f"the lock file of study '{name}': {exc}") from None
             except OSError as exc:
                 # never run unlocked: a second session could add trials to the study
                 raise StoreError(
@@ -441,6 +446,33 @@ def cap_output(data: bytes, cap: int = OUTPUT_CAP) -> bytes:
     return data[:half] + f"\n[... {cut} bytes cut by assay ...]\n".encode() + data[-half:]
 
 
+_STORE_HINT = (
+    "give --store a path in a folder of your own (e.g. ~/assay/NAME.assay.db), or move "
+    "the study file there"
+)
+
+
+def _create_private(path: Path) -> None:
+    """Check the store's folder and the store file before SQLite opens them.
+
+    SQLite opens the store and its own files beside it (``-wal``, ``-shm``,
+    ``-journal``) following links, so a store in a folder others can write (/tmp, a
+    group-writable project folder) is refused: a link planted at any of those names
+    would have Assay, often root, write its pages into the file it names.  A new store
+    is created mode 0600 (it may hold benchmark output and environments); an existing
+    one must be a regular file, not a link, of root, this user or the user who ran sudo.
+    """
+    try:
+        check_own_folder(path.parent, f"results store {path}", _STORE_HINT)
+        real = Path(os.path.realpath(path))
+        if real != path.absolute():  # the user's own link: its target's folder counts
+            check_own_folder(real.parent, f"results store {path} (a link to {real})", _STORE_HINT)
+        fd = open_private(real, os.O_RDONLY | os.O_CREAT, 0o600, owners=trusted_owners())
+    except UnsafePathError as exc:
+        raise StoreError(str(exc)) from None
+    os.close(fd)
+
+
 class Store:
     """A SQLite results store. Use as a context manager."""
 
@@ -460,6 +492,7 @@ class Store:
         try:
             if str(self.path) != ":memory:":
                 self.path.parent.mkdir(parents=True, exist_ok=True)
+                _create_private(self.path)
             self._db = sqlite3.connect(str(self.path), timeout=OPEN_TIMEOUT_S, isolation_level=None)
             _set_wal(self._db)
             # commits are written, not fsynced; _flush_soon fsyncs the log within the

@@ -26,6 +26,7 @@ import psutil
 from assay.errors import StudyError
 from assay.execute.command import exec_argv
 from assay.execute.proctree import kill_marked, new_marker
+from assay.privatefs import read_private, write_private
 from assay.store import os_error_hint
 
 #: Between a session's marker and a trial's part (markers are hex).
@@ -51,14 +52,12 @@ def note_running(path: Path, argv: Sequence[str], shell: bool, marker: str) -> N
 
     Written before the launch (atomically): nothing is added to the measured wall time.
     """
-    tmp = path.with_name(path.name + ".tmp")
     note = {"cmdline": exec_argv(argv, shell), "pid": os.getpid(), "marker": marker}
     try:
-        tmp.write_text(json.dumps(note))
-        os.replace(tmp, path)
+        # a fresh file renamed into place: a link planted at the note's name is replaced,
+        # never written through
+        write_private(path, json.dumps(note).encode())
     except OSError as exc:  # a full disk, a read-only folder: no benchmark unaccounted for
-        with contextlib.suppress(OSError):
-            tmp.unlink()
         raise StudyError(
             f"{path}: cannot note the benchmark about to run: {exc.strerror or exc}"
             f"{os_error_hint(exc, path.parent)}"
@@ -96,9 +95,10 @@ def clear_running(path: Path) -> None:
 
 def stop_leftover(path: Path) -> str | None:
     """Kill the benchmark a killed session left running; a warning saying so, or None."""
+    text = read_private(path)  # this user's own note only: not a link, not another's
     try:
-        info = json.loads(path.read_text())
-    except (OSError, ValueError):
+        info = json.loads(text) if text is not None else None
+    except ValueError:
         return None
     if not isinstance(info, dict) or _alive(info.get("pid")):
         # its session still runs (the study's lock will refuse us): not a leftover
