@@ -45,8 +45,8 @@ def _example(tmp_path: Path, hosts: Hosts, rounds: int) -> Path:
         ('primary = ["127.0.0.2"]', f'primary = ["{primary}"]'),
         ('replica = ["127.0.0.3"]', f'replica = ["{replica}"]'),
         ('client = ["127.0.0.1"]', f'client = ["{client}"]'),
-        ('port = 2222\nkey = "/tmp/assay-ssh/client_key"\n'
-         'known_hosts = "/tmp/assay-ssh/known_hosts"\n', hosts.cluster_toml()),
+        ('port = 2222\nkey = "~/.cache/assay/ssh-loopback/client_key"\n'
+         'known_hosts = "~/.cache/assay/ssh-loopback/known_hosts"\n', hosts.cluster_toml()),
         ("max_rounds = 10", f"max_rounds = {rounds}"),
     ]:  # fmt: skip
         assert old in text, old

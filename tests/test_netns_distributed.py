@@ -47,8 +47,8 @@ def _example(
     shutil.copy(EXAMPLE / "redis_pair.py", work)
     text = (EXAMPLE / name).read_text()
     for old, new in [
-        ('port = 2222\nkey = "/tmp/assay-ssh/client_key"\n'
-         'known_hosts = "/tmp/assay-ssh/known_hosts"\n', hosts.cluster_toml()),
+        ('port = 2222\nkey = "~/.cache/assay/ssh-loopback/client_key"\n'
+         'known_hosts = "~/.cache/assay/ssh-loopback/known_hosts"\n', hosts.cluster_toml()),
         ("requests = 20000", f"requests = {requests}"),
         ("repetitions = 3", "repetitions = 2"),
     ]:  # fmt: skip
@@ -124,8 +124,8 @@ def test_a_knobs_study_ranks_a_server_roles_knobs_set_up_for_every_sample(
     for old, new in [
         ('primary = ["127.0.0.2"]', f'primary = ["{primary}"]'),
         ('client = ["127.0.0.1"]', f'client = ["{client}"]'),
-        ('port = 2222\nkey = "/tmp/assay-ssh/client_key"\n'
-         'known_hosts = "/tmp/assay-ssh/known_hosts"\n', hosts.cluster_toml()),
+        ('port = 2222\nkey = "~/.cache/assay/ssh-loopback/client_key"\n'
+         'known_hosts = "~/.cache/assay/ssh-loopback/known_hosts"\n', hosts.cluster_toml()),
         ("requests = 20000", "requests = 2000"),
         ("samples = 30\nvalidation_samples = 8", "samples = 10\nvalidation_samples = 3"),
     ]:  # fmt: skip

@@ -11,6 +11,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -38,7 +39,11 @@ def loopback_hosts(tmp_path: Path) -> Iterator[dict[str, object]]:
     needed = ("redis-server", "redis-cli", "redis-benchmark", "ssh-keygen")
     if not Path("/usr/sbin/sshd").exists() or any(shutil.which(p) is None for p in needed):
         pytest.skip("needs sshd and redis: run scripts/install-targets.sh")
-    d = tmp_path / "ssh"
+    # sshd (StrictModes) refuses keys under a folder others can write, as /tmp is: the
+    # recipe's folder lies in the home folder, as its default does
+    home_cache = Path(os.path.expanduser("~/.cache/assay"))
+    home_cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+    d = Path(tempfile.mkdtemp(prefix="test-ssh-", dir=home_cache))
     port = _free_port()
     res = subprocess.run(
         ["bash", str(EXAMPLE / "ssh-loopback-hosts.sh"), str(d), str(port)],
@@ -48,9 +53,12 @@ def loopback_hosts(tmp_path: Path) -> Iterator[dict[str, object]]:
         check=False,
     )
     assert res.returncode == 0, res.stderr
-    yield {"dir": d, "port": port}
-    pid = int((d / "sshd.pid").read_text())
-    os.kill(pid, signal.SIGTERM)
+    try:
+        yield {"dir": d, "port": port}
+    finally:
+        pid = int((d / "sshd.pid").read_text())
+        os.kill(pid, signal.SIGTERM)
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def _study(tmp_path: Path, hosts: dict[str, object], rounds: int = 3) -> Path:
@@ -61,7 +69,7 @@ def _study(tmp_path: Path, hosts: dict[str, object], rounds: int = 3) -> Path:
     d = hosts["dir"]
     text = (EXAMPLE / "redis-replica-compare.toml").read_text()
     text = text.replace("port = 2222", f"port = {hosts['port']}")
-    text = text.replace("/tmp/assay-ssh/", f"{d}/")
+    text = text.replace("~/.cache/assay/ssh-loopback/", f"{d}/")
     text = text.replace("port = 6390", f"port = {_free_port()}")
     text = text.replace("max_rounds = 10", f"max_rounds = {rounds}")
     # the servers' private directory (and password) in the test's folder, not in ~/.cache
