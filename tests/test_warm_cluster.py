@@ -50,15 +50,17 @@ def warm(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     port = _free_port()
     address = f"tls://127.0.0.1:{port}"
     logs = open(d / "cluster.log", "wb")  # noqa: SIM115
+    (d / "scratch").mkdir(mode=0o700)  # as docs/clusters.md says: not /tmp/dask-scratch-space
+    env = {**os.environ, "DASK_TEMPORARY_DIRECTORY": str(d / "scratch")}
     scheduler = subprocess.Popen(
         ["dask", "scheduler", "--protocol", "tls", "--host", "127.0.0.1", "--port", str(port),
-         "--dashboard-address", ":0", *tls],
-        cwd=d, stdout=logs, stderr=logs, start_new_session=True,
+         "--no-dashboard", *tls],
+        cwd=d, stdout=logs, stderr=logs, start_new_session=True, env=env,
     )  # fmt: skip
     worker = subprocess.Popen(
         ["dask", "worker", address, "--nthreads", "1", "--resources", "bench=1", "--name", "0",
          "--no-dashboard", *tls],
-        cwd=d, stdout=logs, stderr=logs, start_new_session=True,
+        cwd=d, stdout=logs, stderr=logs, start_new_session=True, env=env,
     )  # fmt: skip
     try:
         yield address, d

@@ -65,3 +65,18 @@ def read_bounded(path: str | Path, cap: int) -> bytes:
         size = f"{cap >> 20} MiB" if cap >= 1 << 20 else f"{cap} bytes"
         raise InputFileError(f"is larger than {size}, the most read from such a file")
     return data
+
+
+_KERNEL_DIRS = ("/proc", "/sys", "/dev")
+
+
+def is_kernel_path(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` (absolute) lies under /proc, /sys or /dev: the kernel's files,
+    never a benchmark's result (a PI read from /proc/self/environ would store Assay's
+    environment).
+
+    >>> is_kernel_path("/proc/self/environ"), is_kernel_path("/tmp/proc/x")
+    (True, False)
+    """
+    text = os.path.normpath(os.fspath(path))
+    return any(text == d or text.startswith(d + "/") for d in _KERNEL_DIRS)

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from assay.errors import SpecError as SpecError  # re-exported: assay.spec.SpecError
+from assay.inputfile import is_kernel_path
 from assay.knob_range import range_problem
 from assay.rolespec import (
     HostGroup,
@@ -122,6 +123,12 @@ def _check_reader_fields(
     elif source == "file":
         if not file:
             raise ValueError("source = 'file' needs a 'file' that the command writes")
+        if is_kernel_path(file):
+            raise ValueError(
+                f"'file' = {file[:80]!r}: a file under /proc, /sys or /dev is the kernel's, not "
+                "one the command writes (/proc/self/environ would copy Assay's environment "
+                "into the store): name the file your benchmark writes"
+            )
         if pattern:
             _check_regex(pattern)
 

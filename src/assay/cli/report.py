@@ -83,10 +83,13 @@ def report(args: tuple[str, ...], **opts: Any) -> None:
     if plots_dir is not None:
         out = Path(plots_dir)
         out.mkdir(exist_ok=True)
-        for p in plots:
-            (out / f"{p.name}.svg").write_text(p.svg, encoding="utf-8")
+        from assay.report.export import replacing, write_text
+
+        for p in plots:  # each a fresh file renamed into place: no planted link followed
+            write_text(str(out / f"{p.name}.svg"), p.svg)
             if p.png is not None:
-                (out / f"{p.name}.png").write_bytes(p.png)
+                with replacing(out / f"{p.name}.png") as tmp:
+                    tmp.write_bytes(p.png)
     if opts["html_out"] != "-":
         err.print(f"wrote {opts['html_out']} ({len(plots)} plots)", soft_wrap=True, markup=False)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +28,7 @@ import numpy.typing as npt
 
 from assay.execute.command import CommandResult
 from assay.execute.output import READ_CAP, Match, iter_matches
-from assay.inputfile import InputFileError, read_bounded
+from assay.inputfile import InputFileError, is_kernel_path, read_bounded
 from assay.spec import PISpec, UnitsSpec
 from assay.stats._arrays import too_large_to_analyse
 
@@ -156,6 +157,11 @@ def _read_file(p: Path, what: str) -> TextIO:
     run-3.txt``, is followed; a FIFO, a device or a folder is refused at once).  A larger
     file is an error rather than its head: a cut list of unit readings would be stored
     as the whole."""
+    if is_kernel_path(os.path.realpath(p)):  # a link to /proc/self/environ, say
+        raise ReadError(
+            f"{what}: {p} leads to {os.path.realpath(p)}, a file of the kernel's, not one the "
+            "command wrote: not read"
+        )
     try:
         data = read_bounded(p, READ_CAP)
     except InputFileError as exc:

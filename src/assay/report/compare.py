@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from assay.report.answer import answer
+from assay.report.export import save_figure
 from assay.report.fit import fitted
 from assay.report.format import format_duration, format_estimate, format_percent
 from assay.report.safe import plain
@@ -374,7 +375,7 @@ def scan_plot(scan: ScanSummary, path: str | Path) -> Path:
     ax.set_title(f"scan: {scan.pi} by {', '.join(scan.parameters)}", **_LITERAL)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, format=out.suffix.lower().lstrip("."), dpi=120)
+    save_figure(fig, out, dpi=120)
     return out
 
 

@@ -130,6 +130,15 @@ def current_umask() -> int:
     return old
 
 
+def save_figure(fig: Any, out: Path, **options: Any) -> None:
+    """Save a Matplotlib figure to ``out`` through :func:`replacing` (a fresh file
+    renamed over it: a link planted at ``out`` is replaced, never written through);
+    its format is ``out``'s suffix unless ``format`` is given."""
+    options.setdefault("format", out.suffix.lower().lstrip(".") or "png")
+    with replacing(out) as tmp:
+        fig.savefig(tmp, **options)
+
+
 def write_text(path: str, text: str) -> None:
     """Write to a file, or to stdout for '-'; the file is replaced atomically."""
     if path == "-":

@@ -17,6 +17,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from assay.report.export import save_figure
 from assay.report.fit import fitted
 from assay.report.format import format_estimate
 from assay.report.grid import Grid
@@ -392,7 +393,7 @@ def plot_importance(analysis: KnobAnalysis, path: str | Path, *, limit: int = 15
         ax.set_title(f"{r.pi} (n={r.n_samples}, OOB R²={_num(r.r2_oob, 2)})", parse_math=False)
         ax.legend(loc="lower right", fontsize="small")
     fig.tight_layout()
-    fig.savefig(out)
+    save_figure(fig, out)
     plt.close(fig)
     return out
 

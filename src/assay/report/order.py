@@ -17,7 +17,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from assay.report.export import rows_to_csv
+from assay.report.export import rows_to_csv, save_figure
 from assay.report.fit import fitted
 from assay.report.format import _decimals, _scale_time, format_duration
 from assay.report.grid import Grid, columns
@@ -284,7 +284,7 @@ def plot_order(res: OrderResult, path: str | Path) -> None:
     title = f"{res.study}: medians with {conf} order-statistic CIs"
     fig.suptitle(title, fontsize=10, parse_math=False)
     fig.tight_layout()
-    fig.savefig(out, format=fmt, dpi=120)
+    save_figure(fig, out, format=fmt, dpi=120)
     plt.close(fig)
 
 

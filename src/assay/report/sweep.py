@@ -10,6 +10,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from assay.report.export import save_figure
 from assay.report.format import format_duration, format_estimate
 from assay.report.grid import Grid, columns
 from assay.report.terminal import LiveLine, footer_lines
@@ -216,7 +217,7 @@ def settings_plot(res: SweepResult, path: str | Path) -> Path:
         fontsize=10,
     )
     fig.tight_layout()
-    fig.savefig(out, format=out.suffix.lstrip("."), dpi=110)
+    save_figure(fig, out, format=out.suffix.lstrip("."), dpi=110)
     return out
 
 

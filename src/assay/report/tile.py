@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from assay.report.export import save_figure
 from assay.values import short as _fmt
 
 __all__ = ["TileLayout", "draw_tiles", "tile_layout", "tile_plot"]
@@ -277,7 +278,7 @@ def draw_tiles(
     if title:
         fig.suptitle(title, **_LITERAL)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, format=fmt, dpi=120)
+    save_figure(fig, out, format=fmt, dpi=120)
     return out
 
 

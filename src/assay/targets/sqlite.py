@@ -297,8 +297,8 @@ class SqliteTarget(Target):
     def describe(self) -> dict[str, Any]:
         db = _connect(self.db) if self.db and self.db.exists() else sqlite3.connect(":memory:")
         try:
-            config = {
-                name: _norm(name, db.execute(f"PRAGMA {name}").fetchone()[0])
+            rows = {
+                name: db.execute(f"PRAGMA {name}").fetchone()
                 for name in (
                     "journal_mode",
                     "synchronous",
@@ -308,6 +308,8 @@ class SqliteTarget(Target):
                     "mmap_size",
                 )
             }
+            # an in-memory database answers no row for mmap_size: not configured there
+            config = {name: _norm(name, row[0]) for name, row in rows.items() if row is not None}
             options = [r[0] for r in db.execute("PRAGMA compile_options")]
         finally:
             db.close()
