@@ -22,7 +22,7 @@ def tiny_disk(tmp_path: Path) -> Iterator[Path]:
     mnt = tmp_path / "tiny"
     mnt.mkdir()
     res = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True
+        ["mount", "-t", "tmpfs", "-o", "size=1m,mode=700", "tmpfs", str(mnt)], capture_output=True
     )
     if res.returncode != 0:
         pytest.skip(f"cannot mount a small tmpfs here: {res.stderr.decode().strip()}")

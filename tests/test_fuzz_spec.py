@@ -22,6 +22,7 @@ import os
 import random
 import re
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -548,15 +549,15 @@ def test_a_running_note_that_cannot_be_written_is_a_study_error(
 ) -> None:
     note = study_file(tmp_path / "s.db", "x", ".running")
 
-    def no_room(self: Path, *args: Any, **kwargs: Any) -> int:
-        raise OSError(code, os.strerror(code), str(self))
+    def no_room(*args: Any, **kwargs: Any) -> int:
+        raise OSError(code, os.strerror(code), str(note.parent))
 
-    monkeypatch.setattr(Path, "write_text", no_room)
+    monkeypatch.setattr(tempfile, "mkstemp", no_room)  # the note's fresh file
     with pytest.raises(StudyError) as err:
         note_running(note, ["true"], False, "m")
     msg = str(err.value)
     assert msg.startswith(f"{note}: cannot note the benchmark about to run") and hint in msg
-    assert not note.exists() and not note.with_name(note.name + ".tmp").exists()
+    assert not note.exists() and not list(note.parent.glob(".assay-*.tmp"))
 
 
 # a filesystem with no inode left for the lock (or the note): a real ENOSPC, end to end
@@ -575,7 +576,7 @@ def _mount_tmpfs(mnt: Path, options: str) -> None:
 def tiny(tmp_path: Path) -> Iterator[Path]:
     """A folder on its own tmpfs; the test remounts it as it needs."""
     mnt = tmp_path / "tiny"
-    _mount_tmpfs(mnt, "size=1m")
+    _mount_tmpfs(mnt, "size=1m,mode=700")
     try:
         yield mnt
     finally:

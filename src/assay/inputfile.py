@@ -67,11 +67,11 @@ def read_bounded(path: str | Path, cap: int) -> bytes:
     return data
 
 
-_KERNEL_DIRS = ("/proc", "/sys", "/dev")
+_KERNEL_DIRS = ("/proc", "/sys")  # not /dev: /dev/shm holds benchmarks' files
 
 
 def is_kernel_path(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` (absolute) lies under /proc, /sys or /dev: the kernel's files,
+    """Whether ``path`` (absolute) lies under /proc or /sys: the kernel's files,
     never a benchmark's result (a PI read from /proc/self/environ would store Assay's
     environment).
 

@@ -125,7 +125,7 @@ def _check_reader_fields(
             raise ValueError("source = 'file' needs a 'file' that the command writes")
         if is_kernel_path(file):
             raise ValueError(
-                f"'file' = {file[:80]!r}: a file under /proc, /sys or /dev is the kernel's, not "
+                f"'file' = {file[:80]!r}: a file under /proc or /sys is the kernel's, not "
                 "one the command writes (/proc/self/environ would copy Assay's environment "
                 "into the store): name the file your benchmark writes"
             )

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.targets.base import RunResult, Target, TargetError, missing_binary
-from assay.targets.private import check_parents
+from assay.targets.private import check_parents, check_trusted_dir
 
 PATTERNS = ("read", "write", "randread", "randwrite", "rw", "randrw", "readwrite")
 FILE_NAME = "assay-fio.dat"
@@ -194,20 +194,7 @@ class FioTarget(Target):
             pass
         except OSError as exc:
             raise TargetError(f"--dir {path}: cannot create it: {exc.strerror}") from None
-        st = os.lstat(path)
-        if stat.S_ISLNK(st.st_mode):
-            raise TargetError(
-                f"--dir {path} is a symbolic link; Assay does not write through one: name "
-                f"the directory it points to ({os.path.realpath(path)}) if that is meant"
-            )
-        if not stat.S_ISDIR(st.st_mode):
-            raise TargetError(f"--dir {path}: not a directory")
-        shared = st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX
-        if st.st_uid not in (0, os.geteuid()) or shared:
-            raise TargetError(
-                f"--dir {path}: other users can change it (owner uid {st.st_uid}, mode "
-                f"{stat.S_IMODE(st.st_mode):o}); name a directory of your own"
-            )
+        check_trusted_dir(path, "--dir", "name a directory of your own")
         if not os.access(path, os.W_OK):
             raise TargetError(f"--dir {path}: not writable by this user")
         return path
