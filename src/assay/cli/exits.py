@@ -24,7 +24,8 @@ INTERRUPTED = 130  # Ctrl-C / SIGTERM: the finished trials are kept
 HELP = """
 \b
 Exit status:
-  0    done: the target was reached (or every planned trial measured)
+  0    done: the target was reached (or every planned trial measured, or
+       run --runs N ran its N runs)
   1    --fail-if-worse (compare; run --baseline): worse than the baseline
   2    usage error or bad study file     3  the store or study cannot go on
   4    no valid result (every trial failed, or too many: the report says why)
@@ -49,6 +50,14 @@ def run_status(result: Any) -> int:
     if not any(math.isfinite(r.mean) for r in result.results):
         return NO_RESULT
     return OK if result.decision.target_met else SHORT
+
+
+def fixed_count_status(result: Any, target_asked: bool) -> int:
+    """``assay run --runs N``: the user asked for N runs, not a CI width, so a run whose
+    interval is not met (or invalid) is still an answer (0); 5 only when a target was
+    asked for as well (``--ci-width``); no valid result (4) as always."""
+    status = run_status(result)
+    return OK if status == SHORT and not target_asked else status
 
 
 def baseline_status(result: Any, comparisons: Any) -> int:

@@ -79,7 +79,9 @@ def hyperfine_options(f: F) -> F:
         click.option(
             "--runs",
             type=click.IntRange(min=2),
-            help="Exactly N rounds (cycles for compare): no earlier stop, no later one.",
+            help="Exactly N rounds (cycles for compare): no earlier stop, no later one; run "
+            "prints mean ± σ, min … max as hyperfine does, and exits 0 unless --ci-width "
+            "was asked for too.",
         ),
         click.option(
             "--setup",

@@ -129,6 +129,7 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
     from assay.report.markdown import run_markdown
     from assay.report.terminal import (
         ProgressView,
+        fixed_count_summaries,
         print_session_line,
         render_baseline,
         render_result,
@@ -197,10 +198,12 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
         if opts["show_output"]:
             runner.on_trial = trial_output_printer(err)
         result = runner.run()
-    render_result(result, console)
+    data = result.as_dict()
+    if opts.get("runs") is not None:  # what a fixed count was asked for: hyperfine's summary
+        data["runs_summary"] = fixed_count_summaries(data["samples"])
+    render_result(result, console, data.get("runs_summary", ()))
     if not opts["quiet"]:
         print_session_line(result, err)
-    data = result.as_dict()
     comparisons = []
     readings: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {}
     if baseline is not None:
@@ -227,4 +230,6 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
     write_study_report(opts, store_path, spec.study.name, err, comparisons, readings)
     if baseline is not None and spec.stop.fail_if_worse is not None:
         sys.exit(exits.baseline_status(result, comparisons))
+    if opts.get("runs") is not None:
+        sys.exit(exits.fixed_count_status(result, target_asked=opts["ci_width"] is not None))
     sys.exit(exits.run_status(result))

@@ -81,6 +81,31 @@ def format_estimate(mean: float, half_width: float, unit: str = "") -> str:
     return f"{m:.{d}f}{sep} ± {h:.{d}f}{sep}"
 
 
+def format_spread(
+    mean: float, sd: float | None, low: float, high: float, n: int, unit: str = ""
+) -> str:
+    """A fixed count's summary as hyperfine prints it: mean ± standard deviation, the
+    range and the count, all in one scale.
+
+    >>> format_spread(0.0124, 0.0018, 0.0101, 0.0150, 20, "s")
+    '12.4 ms ± 1.8 ms (mean ± σ), range 10.1 ms … 15.0 ms, 20 runs'
+    >>> format_spread(3.0, None, 3.0, 3.0, 1, "ops/s")
+    '3.000 ops/s (1 run)'
+    """
+    scale, shown = (1.0, unit)
+    if unit == "s":
+        scale, shown = _scale_time(mean)
+    sep = f" {shown}" if shown else ""
+    if sd is None:
+        return f"{mean / scale:.3f}{sep} ({n} run{'s' if n != 1 else ''})"
+    d = _decimals(sd / scale) if sd > 0 else 3
+    m, s, lo, hi = (v / scale for v in (mean, sd, low, high))
+    return (
+        f"{m:.{d}f}{sep} ± {s:.{d}f}{sep} (mean ± σ), range {lo:.{d}f}{sep} … {hi:.{d}f}{sep}, "
+        f"{n} runs"
+    )
+
+
 def format_percent(fraction: float) -> str:
     """A relative half-width as ±x.x%."""
     if not math.isfinite(fraction):

@@ -18,8 +18,9 @@ from assay.execute.monitor import BUDGET, DISTURBED_CORES, MIN_CPU_WINDOW
 from assay.execute.overhead import LaunchOverhead
 from assay.report.answer import answer
 from assay.report.fit import fitted
-from assay.report.format import format_duration, format_estimate, format_percent
+from assay.report.format import format_duration, format_estimate, format_percent, format_spread
 from assay.report.safe import plain
+from assay.stats.spread import spread
 from assay.studies.run import Progress, StudyResult
 
 if TYPE_CHECKING:
@@ -182,8 +183,30 @@ def without_disturbed_line(w: Mapping[str, Any]) -> str:
     )
 
 
-def render_result(res: StudyResult, console: Console) -> None:
-    """The final summary a reader can trust: every number with its CI, n and method."""
+def fixed_count_summaries(samples: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each PI's readings summarised as hyperfine does (``--runs N``): mean, standard
+    deviation, median, min, max and count, for ``--json``."""
+    out = []
+    for row in samples:
+        s = spread(row.get("values") or [])
+        if s.n:
+            out.append({"pi": row["pi"], "unit": row.get("unit", ""), **s.as_dict()})
+    return out
+
+
+def fixed_count_lines(summaries: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``--runs N``'s lines: what was measured, whatever the interval says."""
+    return [
+        f"{s['pi']}: {format_spread(s['mean'], s['sd'], s['min'], s['max'], s['n'], s['unit'])}"
+        for s in summaries
+    ]
+
+
+def render_result(
+    res: StudyResult, console: Console, fixed_count: Sequence[Mapping[str, Any]] = ()
+) -> None:
+    """The final summary a reader can trust: every number with its CI, n and method;
+    with ``fixed_count`` (``--runs N``), hyperfine's summary of the runs under it."""
     table = Table(title=Text(plain(res.study)), title_justify="left", show_edge=False)
     table.add_column("PI")
     table.add_column("mean ± CI half-width", justify="right")
@@ -212,6 +235,7 @@ def render_result(res: StudyResult, console: Console) -> None:
     said = answer("run", res.as_dict())
     if said:
         lines.append(Text(plain(f"answer: {said}"), style="bold"))
+    lines.extend(Text(plain(line), style="bold") for line in fixed_count_lines(fixed_count))
     if res.without_disturbed:
         lines.append(Text(plain(without_disturbed_line(res.without_disturbed)), style="yellow"))
     ran = (

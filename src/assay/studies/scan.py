@@ -17,6 +17,7 @@ from typing import Any
 from assay.designs.compare import PIComparison
 from assay.spec import Spec
 from assay.stats.scan import TrendFit, fit_trend
+from assay.stats.spread import spread
 from assay.store import Store, TrialRecord
 
 
@@ -159,15 +160,16 @@ def _result(command: str, params: dict[str, str], trials: list[TrialRecord]) -> 
     times = [float(t.duration) for t in ok if t.duration is not None]
     users = [t.cpu_user for t in ok if t.cpu_user is not None]
     systems = [t.cpu_system for t in ok if t.cpu_system is not None]
+    s = spread(times)
     result: dict[str, Any] = {
         "command": command,
-        "mean": statistics.fmean(times) if times else None,
-        "stddev": statistics.stdev(times) if len(times) > 1 else None,
-        "median": statistics.median(times) if times else None,
+        "mean": s.mean,
+        "stddev": s.sd,
+        "median": s.median,
         "user": statistics.fmean(users) if users else None,
         "system": statistics.fmean(systems) if systems else None,
-        "min": min(times) if times else None,
-        "max": max(times) if times else None,
+        "min": s.low,
+        "max": s.high,
         "times": times,
         "exit_codes": [t.exit_code for t in trials],
     }
