@@ -171,6 +171,7 @@ VOLATILE = {
     "wall_s",
     "bookkeeping_s_per_trial",
     "sources",
+    "session",  # this invocation's own time accounting (a resume's is its own)
 }
 
 
@@ -192,6 +193,21 @@ def same(a: Any, b: Any) -> bool:
     if isinstance(a, float) and isinstance(b, float):
         return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
     return bool(a == b)
+
+
+def differences(a: Any, b: Any, where: str = "") -> list[str]:
+    """The paths at which ``a`` and ``b`` differ (as :func:`same` judges), for --verbose."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = [f"{where}.{k}: only in one" for k in a.keys() ^ b.keys()]
+        for k in a.keys() & b.keys():
+            out += differences(a[k], b[k], f"{where}.{k}")
+        return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        out = []
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            out += differences(x, y, f"{where}[{i}]")
+        return out
+    return [] if same(a, b) else [f"{where}: {str(a)[:120]} != {str(b)[:120]}"]
 
 
 def argv(design: str, *extra: str, workers: int = 0) -> list[str]:
@@ -288,6 +304,8 @@ def campaign(
     status, _ = finish(work, design, workers)
     final = normalise(json.loads((work / "result.json").read_text()))
     integrity, trials = stored(work)
+    for diff in differences(final, reference)[:12]:
+        log(f"  {design}: final JSON differs at {diff}")
     return Campaign(
         design=design + (f" --workers {workers}" if workers else ""),
         kills=done,

@@ -48,10 +48,10 @@ def test_a_regression_fails_the_session_and_an_unchanged_run_passes(
 ) -> None:
     pytester.makepyfile(test_bench=PROJECT)
     monkeypatch.setenv("ASSAY_TEST_SLOWDOWN", "1")
-    saved = pytester.runpytest_subprocess(*FAST)
+    saved = pytester.runpytest_subprocess(*FAST, "--assay-save", "base")
     saved.assert_outcomes(passed=2)
     assert saved.ret == 0
-    saved.stdout.fnmatch_lines(["*assay benchmarks*", "test *mean ± CI*n*vs previous*"])
+    saved.stdout.fnmatch_lines(["*assay benchmarks*", "test *mean ± CI*n*vs reference*"])
     saved.stdout.fnmatch_lines(["test_bench.py::test_first *ms ±*"])
     assert _studies(pytester) == {
         "test_bench.py::test_first": 1,
@@ -78,12 +78,27 @@ def test_a_regression_fails_the_session_and_an_unchanged_run_passes(
         pytest.skip("no CI on this loaded machine in 3 tries: the gate stayed undecided")
     assert slowed.ret == 1, slowed.stdout.str()
     slowed.stdout.fnmatch_lines(
-        ["*this run is worse than the previous run*beyond 50%*", "*the session fails*"]
+        ["*this run is worse than the reference run*beyond 50%*", "*the session fails*"]
     )
+    slowed.stdout.fnmatch_lines(["*reference: run * the last that passed its gate*"])
     assert _studies(pytester) == {
         "test_bench.py::test_first": 2 + tries,
         "test_bench.py::test_second": 2 + tries,
     }
+    # the same slow code again is held against the last run that passed, not against
+    # the failed one: never green by being compared with itself
+    again = pytester.runpytest_subprocess(*FAST, *GATE)
+    assert "(not worse)" not in again.stdout.str(), again.stdout.str()
+    if "(worse)" in again.stdout.str():
+        assert again.ret == 1, again.stdout.str()
+    # the fast code again passes; a pinned run is the one named
+    monkeypatch.setenv("ASSAY_TEST_SLOWDOWN", "1")
+    fast = pytester.runpytest_subprocess(*FAST, *GATE)
+    assert fast.ret == 0 and "(worse)" not in fast.stdout.str(), fast.stdout.str()
+    monkeypatch.setenv("ASSAY_TEST_SLOWDOWN", "3")
+    pinned = pytester.runpytest_subprocess(*FAST, *GATE, "--assay-reference", "base")
+    pinned.stdout.fnmatch_lines(["*reference: run * pinned (--assay-reference base)*"])
+    assert "(not worse)" not in pinned.stdout.str(), pinned.stdout.str()
 
 
 def test_without_a_threshold_a_regression_is_reported_not_failed(
@@ -206,7 +221,7 @@ def test_a_marker_sets_one_tests_targets_and_gate(
     assert slowed.ret == 1, slowed.stdout.str()
     out = slowed.stdout.str()
     assert (
-        "assay: test_bench.py::test_gated is slower than its previous run by more than 50%" in out
+        "assay: test_bench.py::test_gated is slower than its reference run by more than 50%" in out
     )
     assert "test_free is slower" not in out  # no threshold of its own: reported, not failed
 

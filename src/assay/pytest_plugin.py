@@ -11,10 +11,14 @@ time per call until the CI's relative half-width is ``--assay-ci-width``, within
 ``--assay-max-time`` seconds) and stores the result in ``--assay-store`` (default
 ``.assay/pytest.db`` under the rootdir), one study per test (named by its node id), one
 session per pytest run.  At the end a table shows each test's mean ± CI, the samples
-and the ratio to the test's previous stored run.  ``--assay-compare`` holds every test
-against its previous run with Assay's regression gate; with ``--assay-fail-if-worse
-5%`` a test slower by more than 5% with the CI's confidence fails the session (exit
-status 1).  ``--assay-disable`` calls each function once, untimed (a plain test).
+and the ratio to the test's reference run.  ``--assay-compare`` holds every test
+against its reference run with Assay's regression gate: the last stored run that passed
+its gate (a run that failed it, or that it could not judge, never becomes the
+reference, so running slow code again fails again), or the run ``--assay-reference
+REF`` pins (a name given with ``--assay-save NAME``, a run's number, a date, a git
+commit or branch); with ``--assay-fail-if-worse 5%`` a test slower by more than 5% with
+the CI's confidence fails the session (exit status 1).  ``--assay-disable`` calls each
+function once, untimed (a plain test).
 A test may set its own targets with a marker, which win over the options::
 
     @pytest.mark.assay(ci_width="2%", max_time=30, fail_if_worse="10%")
@@ -88,13 +92,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--assay-compare",
         action="store_true",
-        help="Hold each benchmark against its previous stored run (Assay's regression gate).",
+        help="Hold each benchmark against a stored run (Assay's regression gate): the last "
+        "that passed its gate (never a failed one), or --assay-reference.",
+    )
+    group.addoption(
+        "--assay-reference",
+        metavar="REF",
+        help="Compare with this stored run instead of the last that passed its gate: a name "
+        "given with --assay-save, a run's number, a date (YYYY-MM-DD: the last run that "
+        "day or before) or a git commit or branch (the last run made at it). Implies "
+        "--assay-compare.",
+    )
+    group.addoption(
+        "--assay-save",
+        metavar="NAME",
+        help="Name this run, to pin it later with --assay-reference NAME.",
     )
     group.addoption(
         "--assay-fail-if-worse",
         metavar="PCT",
         help="With --assay-compare: fail the session (exit 1) when a benchmark is slower "
-        "than its previous run by more than PCT (e.g. 5%%) with the CI's confidence.",
+        "than its reference run by more than PCT (e.g. 5%%) with the CI's confidence.",
     )
     group.addoption(
         "--assay-disable",
@@ -105,13 +123,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @dataclass
 class Measured:
-    """One benchmark of the session: its result, the previous stored run's and the gate."""
+    """One benchmark of the session: its result, its reference run's and the gate."""
 
     nodeid: str
     result: PIResult
-    previous: dict[str, Any] | None
+    previous: dict[str, Any] | None  # the reference run's result
     verdict: GateVerdict | None = None
     threshold: float | None = None  # the gate's, when the session fails on it
+    reference: str = ""  # which stored run was compared with, and why
 
 
 @dataclass(frozen=True)
@@ -138,6 +157,10 @@ class AssayBench:
     threshold: float | None
     disabled: bool
     measured: list[Measured] = field(default_factory=list)
+    pin: str | None = None  # --assay-reference
+    save: str | None = None  # --assay-save
+    commit: str | None = None  # the rootdir's git commit, stored with each run
+    pinned_commit: str | None = None  # --assay-reference read as a git commit or branch
 
 
 _KEY = pytest.StashKey[AssayBench]()
@@ -154,8 +177,9 @@ def pytest_configure(config: pytest.Config) -> None:
     worse = config.getoption("assay_fail_if_worse")
     threshold = None if worse is None else _share(worse)
     compare = bool(config.getoption("assay_compare"))
-    if threshold is not None and not compare:
-        compare = True  # a threshold means nothing without the previous run
+    pin = config.getoption("assay_reference")
+    if (threshold is not None or pin) and not compare:
+        compare = True  # a threshold or a pinned run means nothing without comparing
     max_time = float(config.getoption("assay_max_time"))
     if not max_time > 0:
         raise pytest.UsageError("--assay-max-time: must be more than 0 seconds")
@@ -166,7 +190,32 @@ def pytest_configure(config: pytest.Config) -> None:
         compare=compare,
         threshold=threshold,
         disabled=bool(config.getoption("assay_disable")),
+        pin=pin or None,
+        save=config.getoption("assay_save") or None,
+        commit=_git(config.rootpath, "HEAD"),
+        pinned_commit=_git(config.rootpath, pin) if pin else None,
     )
+
+
+def _git(where: Path, ref: str) -> str | None:
+    """The commit ``ref`` names in the git checkout at ``where``; None outside one (or
+    without git, or for a name git does not know)."""
+    import subprocess
+
+    if ref.startswith("-"):  # never an option of git's
+        return None
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(where), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    out = done.stdout.strip()
+    return out if done.returncode == 0 and out else None
 
 
 class Benchmark:
@@ -250,21 +299,99 @@ def _targets(state: AssayBench, nodeid: str, marker: pytest.Mark | None) -> Targ
 def _record(
     state: AssayBench, nodeid: str, result: PIResult, threshold: float | None = None
 ) -> Measured:
-    """Store ``result`` as a new session of the test's study, read the previous one
-    and, with ``--assay-compare`` (or a threshold), gate it."""
-    from assay.studies.run import in_process_spec, record_in_process
+    """Gate ``result`` against the test's reference run (with ``--assay-compare`` or a
+    threshold), then store it as a new session of the test's study with the verdict
+    (a run that failed its gate is never a reference), its name and git commit."""
+    from assay.studies.run import in_process_runs, in_process_spec, record_in_process
 
     spec = in_process_spec(nodeid, ["pytest", nodeid], f"{STUDY_KIND} {nodeid}")
-    previous = record_in_process(state.store, spec, result, {"pytest": nodeid})
+    runs = in_process_runs(state.store, spec)
+    ref, why = reference_run(runs, state.pin, state.pinned_commit)
+    previous = None if ref is None else ref["result"]
     compared = state.compare and previous is not None
-    measured = Measured(nodeid, result, previous, threshold=threshold if compared else None)
+    measured = Measured(
+        nodeid, result, previous, threshold=threshold if compared else None, reference=why
+    )
     if compared and previous is not None:
         measured.verdict = _gate(result, previous, threshold or 0.0)
+    # a run that failed its gate, or that it could not judge, never becomes a reference:
+    # a re-run of slow code (or slow code that ran while the gate could not tell) would
+    # otherwise compare with itself and pass
+    gate = {"worse": "failed", "undecided": "undecided"}.get(_verdict(measured) or "", "passed")
+    if gate == "failed" and measured.threshold is None:
+        gate = "undecided"  # worse, but no threshold was asked for: reported, not failed
+    environment: dict[str, Any] = {"pytest": nodeid, "gate": gate}
+    if measured.verdict is not None:
+        environment["verdict"] = measured.verdict.verdict
+    if state.save:
+        environment["saved"] = state.save
+    if state.commit:
+        environment["git"] = state.commit
+    record_in_process(state.store, spec, result, environment)
     return measured
 
 
+def _verdict(m: Measured) -> str | None:
+    return None if m.verdict is None else m.verdict.verdict
+
+
+def _when(run: dict[str, Any]) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(float(run["ended"]), UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def reference_run(
+    runs: list[dict[str, Any]], pin: str | None, pinned_commit: str | None = None
+) -> tuple[dict[str, Any] | None, str]:
+    """The stored run (of :func:`assay.studies.run.in_process_runs`, oldest first) a new
+    run is compared with, and a phrase saying which and why: the one ``pin`` names (a
+    name given with ``--assay-save``, a run's number, a date ``YYYY-MM-DD``: the last run
+    that day or before, or a git commit: the last run made at it), else the last run
+    that passed its gate (not one that failed it, nor one it could not judge).
+
+    >>> runs = [{"id": 1, "ended": 0.0, "environment": {}},
+    ...         {"id": 2, "ended": 86400.0, "environment": {"gate": "failed"}}]
+    >>> [r and r["id"] for r in [reference_run(runs, None)[0], reference_run(runs, "2")[0]]]
+    [1, 2]
+    >>> reference_run(runs, None)[1]
+    'run 1 of 1970-01-01 00:00 UTC, the last that passed its gate'
+    >>> reference_run(runs, "1970-01-01")[1]
+    'run 1 of 1970-01-01 00:00 UTC, pinned (--assay-reference 1970-01-01)'
+    >>> reference_run(runs, "x")
+    (None, 'no stored run matches --assay-reference x')
+    """
+    import re
+    from datetime import UTC, datetime
+
+    if pin is None:  # runs stored before gates were recorded count as passed
+        passed = [r for r in runs if r["environment"].get("gate", "passed") == "passed"]
+        if not passed:
+            return None, "no stored run that passed its gate" if runs else "no stored run"
+        return passed[
+            -1
+        ], f"run {passed[-1]['id']} of {_when(passed[-1])}, the last that passed its gate"
+    found: list[dict[str, Any]] = [r for r in runs if r["environment"].get("saved") == pin]
+    if not found and pin.isdigit():
+        found = [r for r in runs if r["id"] == int(pin)]
+    if not found and re.fullmatch(r"\d{4}-\d{2}-\d{2}", pin):
+        try:
+            day = datetime.strptime(pin, "%Y-%m-%d").replace(tzinfo=UTC).timestamp()
+        except ValueError:
+            day = None
+        if day is not None:
+            found = [r for r in runs if float(r["ended"]) < day + 86400]
+    if not found and pinned_commit:
+        found = [r for r in runs if r["environment"].get("git") == pinned_commit]
+    if not found:
+        return None, f"no stored run matches --assay-reference {pin}"
+    return found[
+        -1
+    ], f"run {found[-1]['id']} of {_when(found[-1])}, pinned (--assay-reference {pin})"
+
+
 def _gate(result: PIResult, previous: dict[str, Any], threshold: float) -> GateVerdict:
-    """This run against the previous one with :func:`assay.stats.gate.regression_gate`
+    """This run against the reference run with :func:`assay.stats.gate.regression_gate`
     (Welch's test of the two means, from their intervals)."""
     from assay.stats.compare import analyze_variant, summary_from_ci
     from assay.stats.gate import gate_verdict, regression_gate
@@ -281,12 +408,12 @@ def _gate(result: PIResult, previous: dict[str, Any], threshold: float) -> GateV
     except (KeyError, TypeError, ValueError):  # a run without an interval
         nan = math.nan
         if math.isfinite(result.half_width):
-            why = "the previous run has none"
+            why = "the reference run has none"
         else:  # its note says why (too few rounds, a level that moved)
             why = "this run has none" + (f": {result.note}" if result.note else "")
         return gate_verdict(
             "this run",
-            "the previous run",
+            "the reference run",
             relative=nan,
             low=nan,
             high=nan,
@@ -297,7 +424,7 @@ def _gate(result: PIResult, previous: dict[str, Any], threshold: float) -> GateV
     return regression_gate(
         "this run",
         analyze_variant(now, conf),
-        "the previous run",
+        "the reference run",
         analyze_variant(then, conf),
         direction="lower",
         threshold=threshold,
@@ -315,16 +442,16 @@ def _seconds(x: float) -> str:
 
 
 def table_rows(measured: list[Measured]) -> list[list[str]]:
-    """The summary table: test, mean ± CI, samples, ratio to the previous run (and the
+    """The summary table: test, mean ± CI, samples, ratio to the reference run (and the
     gate's verdict when there is one).
 
     >>> from types import SimpleNamespace as NS
     >>> r = NS(mean=0.002, half_width=0.0001, relative_half_width=0.05, n_samples=30, met=True)
     >>> table_rows([Measured("t.py::test_a", r, {"mean": 0.001})])  # doctest: +NORMALIZE_WHITESPACE
-    [['test', 'mean ± CI', 'n', 'vs previous'],
+    [['test', 'mean ± CI', 'n', 'vs reference'],
      ['t.py::test_a', '2 ms ± 5.0%', '30', '2.00x']]
     """
-    rows = [["test", "mean ± CI", "n", "vs previous"]]
+    rows = [["test", "mean ± CI", "n", "vs reference"]]
     for m in measured:
         r = m.result
         estimate = f"{_seconds(r.mean)} ± {r.relative_half_width:.1%}"
@@ -349,7 +476,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def _regressed(state: AssayBench) -> list[Measured]:
-    """The benchmarks the gate found worse than their previous run beyond a threshold
+    """The benchmarks the gate found worse than their reference run beyond a threshold
     (the session's or their marker's)."""
     return [
         m
@@ -372,11 +499,16 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         if m.verdict is not None and (m.threshold is not None or m.verdict.verdict != "undecided"):
             worse = m.verdict.verdict == "worse" and m.threshold is not None
             tr.write_line(f"{m.nodeid}: {m.verdict.text()}", red=worse, bold=worse)
-    if state.compare and not any(m.previous for m in state.measured):
-        tr.write_line("--assay-compare: no previous run stored to compare with")
+    if state.compare:
+        refs = {m.reference for m in state.measured}
+        if len(refs) == 1:  # one line when every test has the same (a pin, a first run)
+            tr.write_line(f"reference: {refs.pop()}")
+        else:
+            for m in state.measured:
+                tr.write_line(f"{m.nodeid}: reference: {m.reference}")
     for m in _regressed(state):
         tr.write_line(
-            f"assay: {m.nodeid} is slower than its previous run by more than "
+            f"assay: {m.nodeid} is slower than its reference run by more than "
             f"{m.verdict.limit if m.verdict else ''}: the session fails",
             red=True,
             bold=True,

@@ -179,14 +179,31 @@ def record_in_process(
     """Store ``result`` (:func:`assay.api.measure`'s) as a new session of ``spec``'s
     study, read back by :func:`in_process_result`; the previous session's result, or
     None."""
+    done = in_process_runs(store_path, spec)
     with Store(store_path) as store:
         name = spec.study.name
         study_id = store.open_study(name, spec.measurement_hash(), spec.model_dump(mode="json"))
-        done = [s for s in store.study_sessions(study_id) if isinstance(s["result"], dict)]
-        previous = done[-1]["result"] if done else None
         session = store.start_session(study_id, environment)
         store.end_session(session, result.as_dict())
-    return previous
+    return done[-1]["result"] if done else None
+
+
+def in_process_runs(store_path: Path, spec: Spec) -> list[dict[str, Any]]:
+    """The stored runs of ``spec``'s study measured in process, oldest first: each
+    session that ended with a result, as ``id``, ``started``, ``ended``, ``result`` and
+    ``environment`` (what :func:`record_in_process` was given: the pytest plugin's gate
+    verdict, saved name and git commit)."""
+    with Store(store_path) as store:
+        found = store.find_study(spec.study.name)
+        if found is None:
+            return []
+        sessions = store.study_sessions(found[0])
+        environments = store.environments(found[0])
+    return [
+        {**s, "environment": env}
+        for s, env in zip(sessions, environments, strict=True)
+        if s["ended"] is not None and isinstance(s["result"], dict)
+    ]
 
 
 def in_process_result(store: Store, st: OpenStudy) -> tuple[PIResult, Decision] | None:
