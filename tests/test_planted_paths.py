@@ -221,10 +221,10 @@ def test_the_order_examples_setup_writes_only_in_a_folder_of_its_own(
     plant_dir(theirs)
     plant_link(theirs / "f00000", victims.file)
     env["ASSAY_ORDER_CACHE"] = str(theirs)
-    res = subprocess.run(
+    refused = subprocess.run(
         [sys.executable, script, "setup"], env=env, capture_output=True, text=True, check=False
     )
-    assert res.returncode != 0 and "mode 700" in res.stderr
+    assert refused.returncode != 0 and "mode 700" in refused.stderr
     assert victims.unchanged()
     assert sorted(p.name for p in old.iterdir()) == ["f00000", "f00000.tmp"]
 

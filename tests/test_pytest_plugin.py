@@ -252,3 +252,43 @@ def test_x(assay_benchmark):
     assert "test_bad.py::test_x: @pytest.mark.assay: " in res.stdout.str()
     assert said in res.stdout.str(), res.stdout.str()
     assert "Traceback" not in res.stdout.str()
+
+
+def _runs() -> list[dict[str, object]]:
+    day = 86400.0
+    return [
+        {"id": 1, "ended": 0.5 * day, "environment": {"saved": "base", "git": "aaa"}},
+        {"id": 2, "ended": 1.5 * day, "environment": {"gate": "passed", "git": "bbb"}},
+        {"id": 3, "ended": 2.5 * day, "environment": {"gate": "failed", "git": "ccc"}},
+        {"id": 4, "ended": 3.5 * day, "environment": {"gate": "undecided", "git": "ccc"}},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("pin", "commit", "chosen"),
+    [
+        (None, None, 2),  # the last that passed: not the failed one, nor the undecided
+        ("base", None, 1),  # a saved name
+        ("3", None, 3),  # a run's number: pinned, even a failed one
+        ("1970-01-02", None, 2),  # a date: the last run that day or before
+        ("main", "aaa", 1),  # a branch, resolved to its commit
+        ("nosuch", None, None),
+    ],
+)
+def test_the_reference_is_chosen_not_the_last_run(
+    pin: str | None, commit: str | None, chosen: int | None
+) -> None:
+    from assay.pytest_plugin import reference_run
+
+    ref, why = reference_run(_runs(), pin, commit)
+    assert (None if ref is None else ref["id"]) == chosen, why
+    assert ("pinned" in why) == (pin is not None and chosen is not None)
+
+
+def test_a_folder_outside_git_has_no_commit(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from assay.pytest_plugin import _git
+
+    assert _git(Path(str(tmp_path)), "HEAD") is None
+    assert _git(Path(str(tmp_path)), "--output=/tmp/x") is None  # never an option of git's
