@@ -424,7 +424,7 @@ def analyze_samples(
         note="; ".join(
             n
             for n in (
-                _skew_note(skew),
+                _skew_note(skew, sub.means),
                 positive_note,
                 unmet_note(met, rel, stop.ci_width, ci, sub.size, required, rounds_used, samples),
             )
@@ -526,12 +526,22 @@ def positive_interval(ci: MeanCI, means: np.ndarray) -> MeanCI:
     return cox_interval(means, ci.confidence, widen_by=widen_by)
 
 
-def _skew_note(skew: float) -> str:
+def _skew_note(skew: float, means: np.ndarray) -> str:
+    """The note on a skewness correction: the samples' own skewness, and the one the
+    interval was corrected for when that is larger (a right-skewed positive sample is
+    corrected at least as a log-normal one of its spread would be, which can be far
+    larger: :func:`~assay.stats.skewed_mean.tail_skewness`)."""
+    from assay.stats.skewed_mean import sample_skewness
+
     if abs(skew) < SKEW_NOTE:
         return ""
     side = "right" if skew > 0 else "left"
+    own = sample_skewness(means)
+    said = f"skewness {own:.2g}"
+    if math.isfinite(own) and not math.isclose(own, skew, rel_tol=0.01):
+        said += f"; corrected as a log-normal sample of this spread, skewness {skew:.2g}"
     return (
-        f"skewed samples (skewness {skew:.2g}): the interval is corrected for it (Hall's "
+        f"skewed samples ({said}): the interval is corrected for it (Hall's "
         f"transformation) and longer on the {side}; the mean of a heavy tail rests on its "
         "few far readings (statistic = 'median' gives a distribution-free interval of the "
         "median)"

@@ -832,23 +832,29 @@ class Summary:
         }
 
 
-def _p_text(p: float) -> str:
+def _p_text(p: float, f: float) -> str:
     """``p = 0.012``; below 0.001 in two significant digits (``p = 3.1e-12``), so that a
-    p of 1e-3 and one of 1e-15 do not read alike.
+    p of 1e-3 and one of 1e-15 do not read alike; a p of 0 is ``p < 1e-300`` (it
+    underflowed) unless ``f`` is infinite: the residuals have no spread at all (no
+    spread between repetitions, or no repetitions and a model that fits exactly).
 
-    >>> _p_text(0.0123), _p_text(3.14e-12), _p_text(0.0)
-    ('p = 0.012', 'p = 3.1e-12', 'p = 0 (no spread between repetitions)')
+    >>> _p_text(0.0123, 5.0), _p_text(3.14e-12, 70.3), _p_text(0.0, 70.3)
+    ('p = 0.012', 'p = 3.1e-12', 'p < 1e-300')
+    >>> _p_text(0.0, math.inf)
+    'p = 0 (no residual spread: the model fits exactly)'
     """
     if not math.isfinite(p):
         return "p n/a"
+    if p == 0 and math.isinf(f):
+        return "p = 0 (no residual spread: the model fits exactly)"
     if p == 0:
-        return "p = 0 (no spread between repetitions)"
+        return "p < 1e-300"
     return f"p = {p:.2g}" if p < 0.001 else f"p = {p:.3f}"
 
 
 def _f_text(t: FTest) -> str:
     f = "∞" if math.isinf(t.f) else f"{t.f:.3g}"
-    return f"F({t.df}, {t.resid_df}) = {f}, {_p_text(t.p)}"
+    return f"F({t.df}, {t.resid_df}) = {f}, {_p_text(t.p, t.f)}"
 
 
 def _form_text(form: str) -> str:
@@ -966,9 +972,8 @@ def summarise(analysis: Analysis, max_points: int = 5) -> Summary:
         )
         width = max(len(r.name) for r in analysis.significant)
         for r in analysis.significant:
-            lines.append(
-                f"  {r.name.replace(':', ' × '):<{width + 2}} {r.pct_var:5.1f}%   {_p_text(r.p)}"
-            )
+            name = r.name.replace(":", " × ")
+            lines.append(f"  {name:<{width + 2}} {r.pct_var:5.1f}%   {_p_text(r.p, r.f)}")
     else:
         lines.append("No parameter has a significant effect.")
     pts = analysis.points

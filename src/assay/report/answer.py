@@ -47,7 +47,9 @@ def _run(doc: Mapping[str, Any]) -> str:
             parts.append(f"{p.get('name')}: no valid CI")
             continue
         conf = _num(p.get("confidence"))
-        est = format_estimate(mean, half, str(p.get("unit") or ""))
+        est = format_estimate(
+            mean, half, str(p.get("unit") or ""), _num(p.get("low")), _num(p.get("high"))
+        )
         rel = format_percent(_num(p.get("relative_half_width")))
         parts.append(f"{p.get('name')} {est} ({rel}, {conf:.0%} CI, {p.get('rounds_used')} rounds)")
     if not parts:

@@ -27,7 +27,7 @@ def _estimate(p: CommitPoint, unit: str) -> str:
     half = (p.high - p.low) / 2 if math.isfinite(p.high - p.low) else math.inf
     if half <= 1e-9 * abs(p.mean):  # identical readings: rounding, not uncertainty
         half = 0.0
-    return format_estimate(p.mean, half, unit)
+    return format_estimate(p.mean, half, unit, p.low, p.high)
 
 
 def _state(p: CommitPoint) -> str:

@@ -64,7 +64,9 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> s
 
 
 def _estimate(row: Mapping[str, Any]) -> str:
-    return format_estimate(row["mean"], row["half_width"], row.get("unit", ""))
+    return format_estimate(
+        row["mean"], row["half_width"], row.get("unit", ""), row.get("low"), row.get("high")
+    )
 
 
 def run_rows(pis: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[object]]]:

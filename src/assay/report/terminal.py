@@ -175,7 +175,8 @@ def without_disturbed_line(w: Mapping[str, Any]) -> str:
         if mean is None or not math.isfinite(float(mean)):
             parts.append(f"{p.get('name')}: no valid CI")
             continue
-        est = format_estimate(float(mean), math.inf if half is None else float(half), p["unit"])
+        half_width = math.inf if half is None else float(half)
+        est = format_estimate(float(mean), half_width, p["unit"], p.get("low"), p.get("high"))
         parts.append(f"{p.get('name')} {est} ({format_percent(p.get('relative_half_width'))})")
     return (
         f"without the {w['left_out']} disturbed trials (of {w['watched']} watched; other "
@@ -218,7 +219,7 @@ def render_result(
         better = "↓" if r.direction == "lower" else "↑"
         table.add_row(
             Text(plain(f"{r.name} {better}")),
-            Text(plain(format_estimate(r.mean, r.half_width, r.unit))),
+            Text(plain(format_estimate(r.mean, r.half_width, r.unit, r.low, r.high))),
             f"{format_percent(r.relative_half_width)} @ {r.confidence:.0%}",
             (f"{r.n_samples} × {r.subsession_size}" if r.subsession_size else str(r.n_samples))
             + f", {r.rounds_used} rounds",
