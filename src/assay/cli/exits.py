@@ -19,6 +19,7 @@ USAGE = 2  # a usage error or a bad study file: the message names the file and f
 STUDY = 3  # the store or the study cannot go on (locked, changed, disk full, ...)
 NO_RESULT = 4  # nothing valid was measured: every trial failed, or too many did
 SHORT = 5  # the budget (or the data given) ran out before the target was reached
+SETTINGS_FAILED = 6  # a sweep answered, but settings whose every trial failed are left out
 INTERRUPTED = 130  # Ctrl-C / SIGTERM: the finished trials are kept
 
 HELP = """
@@ -31,6 +32,7 @@ Exit status:
   4    no valid result (every trial failed, or too many: the report says why)
   5    the budget ran out before the target (CI width, decision, R²), or
        --fail-if-worse could not tell (the interval straddles the threshold)
+  6    sweep: answered, but settings whose every trial failed are left out
   130  interrupted (Ctrl-C, SIGTERM); run the same command again to resume
 """
 
@@ -108,9 +110,12 @@ def order_status(result: Any) -> int:
 
 def sweep_status(result: Any) -> int:
     """``assay sweep``: the R² target met, or the whole space measured (by the loop, or
-    a small grid measured whole at once and analysed as a designed experiment)."""
+    a small grid measured whole at once and analysed as a designed experiment); 6 when
+    settings whose every trial failed are left out of the answer."""
     if len(result.measured) == 0 or not result.steps:
         return NO_RESULT
+    if result.lost_settings:  # the answer leaves settings out: never a plain success
+        return SETTINGS_FAILED
     return OK if result.steps[-1].reason in ("r2", "exhausted", "grid") else SHORT
 
 

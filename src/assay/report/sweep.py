@@ -13,6 +13,7 @@ from rich.text import Text
 from assay.report.export import save_figure
 from assay.report.format import format_duration, format_estimate
 from assay.report.grid import Grid, columns
+from assay.report.safe import plain
 from assay.report.terminal import LiveLine, footer_lines
 
 if TYPE_CHECKING:
@@ -94,6 +95,31 @@ def material_line(res: SweepResult) -> str | None:
     return text + "."
 
 
+def failed_line(res: SweepResult) -> str:
+    """What failed trials cost the answer, for the top of the report; "" when none did.
+
+    >>> from types import SimpleNamespace as NS
+    >>> f = [{"setting": {"x": 2, "y": 1, "repetition": r}} for r in (0, 1)]
+    >>> line = failed_line(NS(failures=f, trials_total=6, lost_settings=[{"x": 2, "y": 1}]))
+    >>> line.startswith("2 of 6 trials failed: 1 setting has no valid trial"), "(x=2, y=1)" in line
+    (True, True)
+    """
+    if not res.failures:
+        return ""
+    head = f"{len(res.failures)} of {res.trials_total} trials failed"
+    lost = res.lost_settings
+    if not lost:
+        return f"{head} (every setting kept a valid trial); the failures are listed below"
+    shown = "; ".join(", ".join(f"{k}={v}" for k, v in s.items()) for s in lost[:5])
+    more = f"; and {len(lost) - 5} more (see --json: settings_lost)" if len(lost) > 5 else ""
+    has = "has" if len(lost) == 1 else "have"
+    what = "setting" if len(lost) == 1 else "settings"
+    return (
+        f"{head}: {len(lost)} {what} {has} no valid trial and {'is' if len(lost) == 1 else 'are'} "
+        f"left out of the analysis ({shown}{more}); exit status 6; the failures are listed below"
+    )
+
+
 def render_sweep(res: SweepResult, console: Console) -> None:
     """The steps, the summary (significant parameters, important points, the
     recommendation), the stopping reason and the footer."""
@@ -102,6 +128,9 @@ def render_sweep(res: SweepResult, console: Console) -> None:
     if res.steps:
         title = f"{res.study}: {res.pi.name} ({res.pi.unit})"
         parts.append(steps_table(res.steps, title, len(res.params)))
+    failed = failed_line(res)
+    if failed:  # bad news first: the analysis below leaves these settings out
+        parts.append(Text(plain(failed), style="bold red"))
     if res.transform == "log":
         parts.append(
             Text(

@@ -494,6 +494,21 @@ def print_session_line(res: Any, err: Console) -> None:
         err.print(line)
 
 
+def _failed_where(setting: Mapping[str, Any]) -> str:
+    """Which setting a failed trial ran, for its line: the variant and cycle, or the
+    parameters' values (and the repetition).
+
+    >>> _failed_where({"variant": "b", "cycle": 3}), _failed_where({"x": 2, "repetition": 1})
+    (' (b, cycle 3)', ' (x=2, repetition 1)')
+    """
+    if "variant" in setting:
+        return f" ({setting['variant']}, cycle {setting.get('cycle')})"
+    shown = [f"{k}={v}" for k, v in setting.items() if k not in ("repetition", "cycle")]
+    if "repetition" in setting and shown:
+        shown.append(f"repetition {setting['repetition']}")
+    return f" ({', '.join(shown)})" if shown else ""
+
+
 def footer_lines(
     bookkeeping_s_per_trial: float | None,
     launch_overhead: LaunchOverhead | None,
@@ -565,10 +580,7 @@ def footer_lines(
         lines.append(Text(plain(f"warning: {w}"), style="yellow"))
     shown_tails: set[tuple[str, ...]] = set()
     for f in failures[:5]:
-        setting = f.get("setting") or {}
-        where = (
-            f" ({setting['variant']}, cycle {setting.get('cycle')})" if "variant" in setting else ""
-        )
+        where = _failed_where(f.get("setting") or {})
         line = f"trial {f['seq']}{where}: {f['status']}: {f['error']}"
         lines.append(Text(plain(line), style="red"))
         # why it failed: the end of what the command said, once for each different ending

@@ -183,6 +183,33 @@ class SweepProgress:
     failed: int = 0
 
 
+def lost_settings(
+    failures: list[dict[str, Any]], measured: pd.DataFrame, params: list[str], pi: str
+) -> list[dict[str, Any]]:
+    """The settings (their parameters' values) that have failed trials and no valid
+    one (no finite mean of ``pi`` in ``measured``), in the order their first failure
+    came.
+
+    >>> f = [{"setting": {"x": 2, "repetition": r}} for r in (0, 1)]
+    >>> m = pd.DataFrame({"x": [1, 2, 3], "t": [1.0, float("nan"), 3.0]})
+    >>> lost_settings(f + [{"setting": {"x": 3, "repetition": 0}}], m, ["x"], "t")
+    [{'x': 2}]
+    """
+    have: set[tuple[str, ...]] = set()
+    if len(measured) and {*params, pi} <= set(measured.columns):
+        valid = measured[np.isfinite(measured[pi].astype(float))]
+        have = {tuple(str(v) for v in row) for row in valid[params].itertuples(index=False)}
+    lost: dict[tuple[str, ...], dict[str, Any]] = {}
+    for f in failures:
+        setting = f.get("setting") or {}
+        if not all(p in setting for p in params):
+            continue
+        key = tuple(str(setting[p]) for p in params)
+        if key not in have:
+            lost.setdefault(key, {p: setting[p] for p in params})
+    return list(lost.values())
+
+
 @dataclass
 class SweepResult:
     """Everything a report needs about a finished (or stopped) sweep."""
@@ -223,6 +250,11 @@ class SweepResult:
     settings: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
+    def lost_settings(self) -> list[dict[str, Any]]:
+        """The settings whose every trial failed: left out of the analysis."""
+        return lost_settings(self.failures, self.measured, self.params, self.pi.name)
+
+    @property
     def material(self) -> list[str]:
         """The significant terms that explain at least ``min_share`` of the variance."""
         if self.analysis is None:
@@ -243,6 +275,7 @@ class SweepResult:
                 "analysis": None if self.analysis is None else self.analysis.to_dict(),
                 "summary": None if self.summary is None else self.summary.to_dict(),
                 "settings_measured": len(self.measured),
+                "settings_lost": self.lost_settings,
                 "settings": [
                     {str(k): _json_value(v) for k, v in r.items()}
                     for r in self.settings.to_dict("records")
