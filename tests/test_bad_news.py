@@ -54,3 +54,21 @@ def test_a_sweep_whose_settings_all_kept_a_valid_trial_exits_0(tmp_path: Path) -
     res = CliRunner().invoke(main, ["sweep", str(study)])
     assert res.exit_code == 0, res.output
     assert "2 of 12 trials failed (every setting kept a valid trial)" in res.output
+
+
+def test_a_report_whose_baseline_gate_failed_shows_no_green_answer() -> None:
+    from types import SimpleNamespace as NS
+
+    from assay.report.html import _answer
+
+    doc = {
+        "pis": [{"name": "wall_time", "unit": "s", "mean": 0.004, "low": 0.0039,
+                 "high": 0.0041, "half_width": 0.0001, "relative_half_width": 0.025,
+                 "confidence": 0.95, "rounds_used": 30, "met": True}],
+    }  # fmt: skip
+    gate = NS(verdict="worse", text=lambda: "this run is worse than the baseline: +106% slower")
+    bad = _answer("run", doc, [NS(pi="wall_time", gate=gate)])
+    assert 'class="answer bad"' in bad and "the target is met" in bad
+    assert "the baseline gate failed: wall_time: this run is worse" in bad
+    fine = NS(verdict="not worse", text=lambda: "")
+    assert 'class="answer"' in _answer("run", doc, [NS(pi="wall_time", gate=fine)])

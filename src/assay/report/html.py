@@ -46,12 +46,13 @@ pre{background:#f7f7f7;padding:.5em;border:1px solid #eee}
 figure{margin:1em 0 2em}figure svg{max-width:100%;height:auto}
 figcaption{font-weight:600;margin-bottom:.3em}.muted{color:#666}
 .answer{font-size:1.15em;font-weight:600;border-left:4px solid #2a7;padding:.3em .7em;
-background:#f3faf6}
+background:#f3faf6}.answer.bad{border-left-color:#c33;background:#fbf0f0}
 summary h2{display:inline;border:none}summary{cursor:pointer;margin-top:2em;
 border-bottom:1px solid #ccc}
 @media (prefers-color-scheme: dark){body{background:#121212;color:#ddd}
 th{background:#222}th,td{border-color:#444}pre{background:#1c1c1c;border-color:#333}
-.muted{color:#999}.answer{background:#16261d}figure svg{background:#fff}}
+.muted{color:#999}.answer{background:#16261d}.answer.bad{background:#2a1616}
+figure svg{background:#fff}}
 @media print{details{display:block}table{display:table;width:100%;font-size:.7rem}
 th,td{overflow-wrap:break-word;padding:.2em .3em}figure,tr{break-inside:avoid}
 h2,h3{break-after:avoid}}
@@ -93,7 +94,7 @@ def html_report(
         f"<h1>{_e(stored.name)}</h1>",
         f'<p class="muted">{_e(stored.kind)} study, reported by Assay {_e(__version__)} '
         "from its store (nothing was run for this report)</p>",
-        _answer(stored.kind, doc),
+        _answer(stored.kind, doc, baseline),
         # the answer and its evidence first; the details after, collapsed
         _section("Results", _results(stored.kind, doc, result)),
         _section("Change vs baseline", baseline_html(baseline, readings)) if baseline else "",
@@ -235,14 +236,22 @@ def _section(title: str, body: str, *, collapsed: bool = False) -> str:
     return f'<section id="{anchor}"><h2>{_e(title)}</h2>\n{body}\n</section>'
 
 
-def _answer(kind: str, doc: Mapping[str, Any]) -> str:
-    """The study's answer in one sentence (:mod:`assay.report.answer`), first."""
+def _answer(kind: str, doc: Mapping[str, Any], baseline: Sequence[Any] = ()) -> str:
+    """The study's answer in one sentence (:mod:`assay.report.answer`), first; a
+    baseline gate that found a PI worse is part of it, and turns its mark red: a green
+    "the target is met" above a failed gate would tell a reader the opposite."""
     from assay.report.answer import answer
 
     text = answer(kind, doc)
+    worse = [c for c in baseline if c.gate is not None and c.gate.verdict == "worse"]
+    if text and worse:
+        text += "; the baseline gate failed: " + "; ".join(
+            f"{c.pi}: {c.gate.text()}" for c in worse
+        )
     # `name` marks a name as written (as the Markdown shows it): code, after escaping
     shown = re.sub(r"`([^`<>]*)`", r"<code>\1</code>", _e(text))
-    return f'<p class="answer" id="answer">{shown}</p>' if text else ""
+    mark = "answer bad" if worse else "answer"
+    return f'<p class="{mark}" id="answer">{shown}</p>' if text else ""
 
 
 def _dl(rows: Iterable[tuple[str, Any]]) -> str:
