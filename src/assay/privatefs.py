@@ -139,7 +139,12 @@ def check_own_folder(folder: Path, what: str, hint: str) -> None:
         return  # made by this user (a caller's mkdir): nobody else's
     except OSError as exc:
         raise UnsafePathError(f"{what}: cannot inspect {real}: {exc.strerror}") from None
-    if st.st_uid not in trusted_owners() or others_can_write(st):
+    if st.st_uid not in trusted_owners():
+        raise UnsafePathError(
+            f"{what}: the folder {real} belongs to another user ({_describe(st)}): a file "
+            f"there could be a link that user planted; {hint}"
+        )
+    if others_can_write(st):
         raise UnsafePathError(
             f"{what}: the folder {real} can be written by other users ({_describe(st)}): "
             f"a file there could be a link one of them planted; {hint}"
