@@ -169,3 +169,19 @@ def test_a_numeric_option_keeps_its_own_rule() -> None:
     assert res.exit_code == exits.USAGE
     assert "Invalid value for '--alpha'" in res.stderr
     assert "looks like the next option" not in res.stderr
+
+
+def test_hyperfines_shell_spellings_are_taken(tmp_path: Path) -> None:
+    """#60: hyperfine's --shell=none (no shell) and --shell=sh; another shell refused."""
+    store = str(tmp_path / "s.db")
+    runner = CliRunner()
+    none = runner.invoke(
+        main, ["run", "--shell=none", "--runs", "3", "--store", store, "--", "true"]
+    )
+    assert none.exit_code == 0, none.output
+    sh = runner.invoke(
+        main, ["run", "--shell=sh", "--runs", "3", "--store", store + "2", "true && true"]
+    )
+    assert sh.exit_code == 0, sh.output
+    bash = runner.invoke(main, ["run", "--shell=bash", "--store", store, "--", "true"])
+    assert bash.exit_code == 2 and "--shell=bash" in bash.output

@@ -21,9 +21,45 @@ class AssayCommand(click.Command):
     """Every subcommand's class: :func:`refuse_options_as_values` before click parses."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if any(p.name == "shell" for p in self.get_params(ctx)):
+            args = hyperfine_shell(ctx, args)
         if not ctx.resilient_parsing:  # shell completion parses partial lines
             refuse_options_as_values(ctx, self.get_params(ctx), args)
         return super().parse_args(ctx, args)
+
+
+#: ``--shell=VALUE`` as hyperfine spells it: the shells Assay's quick mode can use.
+_SHELLS = {"none": [], "sh": ["--shell"], "/bin/sh": ["--shell"], "default": ["--shell"]}
+
+
+def hyperfine_shell(ctx: click.Context, args: list[str]) -> list[str]:
+    """hyperfine's ``--shell=none`` (no shell, as ``-N``) and ``--shell=sh`` (Assay's
+    ``--shell`` flag) in Assay's words; another shell is refused, saying what works.
+
+    >>> ctx = click.Context(click.Command("run"))
+    >>> hyperfine_shell(ctx, ["--shell=none", "--", "x", "--shell=sh"])
+    ['--', 'x', '--shell=sh']
+    >>> hyperfine_shell(ctx, ["--shell=sh", "true"])
+    ['--shell', 'true']
+    """
+    out: list[str] = []
+    for i, word in enumerate(args):
+        if word == "--":
+            return out + args[i:]  # the benchmark's own words
+        if word.startswith("--shell="):
+            value = word.split("=", 1)[1]
+            if value not in _SHELLS:
+                raise click.BadOptionUsage(
+                    "--shell",
+                    f"--shell={value}: Assay's quick mode runs a command with /bin/sh "
+                    "(--shell, or hyperfine's --shell=sh) or without a shell (the default; "
+                    "hyperfine's --shell=none and -N)",
+                    ctx,
+                )
+            out += _SHELLS[value]
+            continue
+        out.append(word)
+    return out
 
 
 def refuse_options_as_values(
