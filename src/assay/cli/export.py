@@ -4,7 +4,6 @@ spreadsheet (the tables: :mod:`assay.studies.export`)."""
 from __future__ import annotations
 
 import csv
-import importlib
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -16,6 +15,7 @@ from assay.cli.common import err_console, fail
 from assay.cli.option_values import AssayCommand
 from assay.cli.outputs import unwritable
 from assay.errors import StoreError
+from assay.extras import require_extra
 
 if TYPE_CHECKING:
     from assay.studies.export import Table
@@ -40,7 +40,7 @@ Where they go:
 \b
 Read back: pandas.read_csv("trials.csv"); from JSON, pandas.DataFrame(data["trials"]).
 \b
-Exit status: 0 written   2 usage error, no such store or study, pyarrow missing
+Exit status: 0 written   2 usage error, no such store or study   3 pyarrow missing
 """
 
 
@@ -66,27 +66,15 @@ def _format(fmt: str | None, output: str) -> str:
     return suffix if output != "-" and suffix in FORMATS else "csv"
 
 
-def _need_pyarrow() -> str | None:
-    """Why Parquet cannot be written here, or None."""
-    try:
-        importlib.import_module("pyarrow")  # pandas writes Parquet through it
-    except ImportError:
-        return (
-            "--format parquet needs pyarrow, which is not installed: pip install pyarrow "
-            "(in Assay's folder: pip install -e '.[export]'), or use --format csv"
-        )
-    return None
-
-
 def _refusal(fmt: str, path: Path | None) -> str | None:
     """Why the export cannot be written as asked, checked before the store is read (a
     large export would be wasted); None when it can."""
     if fmt == "parquet":
         if path is None:
             return "--format parquet writes two files: give -o PATH, not '-'"
-        missing = _need_pyarrow()
-        if missing:
-            return missing
+        # pandas writes Parquet through pyarrow: a missing extra, exit status 3 as for
+        # every other (assay.extras.MissingExtra, caught by the command group)
+        require_extra("pyarrow", "export", "--format parquet (or use --format csv)")
     if path is None:
         return None
     files = [(path, "-o")]
