@@ -384,3 +384,17 @@ def test_the_notebook_example_runs(tmp_path: Path) -> None:
     assert (tmp_path / "out" / "compare.html").is_file()
     assert (tmp_path / "out" / "notebook.assay.db").is_file()
     assert "report written to" in done.stdout and "setting.variant" in done.stdout
+
+
+def test_a_run_results_first_figures_are_attributes_and_others_say_where() -> None:
+    """#60: ``r.mean`` is the first thing a notebook user types."""
+    from types import SimpleNamespace as NS
+
+    from assay.public import Result
+
+    pi = NS(mean=0.5, low=0.4, high=0.6, unit="s")
+    r = Result(kind="run", study="s", store=Path("s.db"), raw=NS(results=[pi]))
+    assert (r.mean, r.low, r.high, r.unit) == (0.5, 0.4, 0.6, "s")
+    c = Result(kind="compare", study="c", store=Path("c.db"), raw=NS())
+    with pytest.raises(AttributeError, match="a compare result has no single mean"):
+        _ = c.mean

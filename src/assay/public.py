@@ -65,6 +65,35 @@ class Result:
     raw: Any
     spec: Spec | None = None
 
+    def _first_pi(self, what: str) -> Any:
+        """The first PI's result of a run study (what a notebook reads first)."""
+        results = getattr(self.raw, "results", None) if self.kind == "run" else None
+        if not results:
+            raise AttributeError(
+                f"a {self.kind} result has no single {what}: see .to_dict() (or .summary())"
+            )
+        return results[0]
+
+    @property
+    def mean(self) -> float:
+        """The first PI's mean (a run study; its interval: :attr:`low`, :attr:`high`)."""
+        return float(self._first_pi("mean").mean)
+
+    @property
+    def low(self) -> float:
+        """The lower end of the first PI's confidence interval (a run study)."""
+        return float(self._first_pi("interval").low)
+
+    @property
+    def high(self) -> float:
+        """The upper end of the first PI's confidence interval (a run study)."""
+        return float(self._first_pi("interval").high)
+
+    @property
+    def unit(self) -> str:
+        """The first PI's unit (a run study)."""
+        return str(self._first_pi("unit").unit)
+
     def to_dict(self) -> dict[str, Any]:
         """The result as ``--json`` writes it."""
         data: dict[str, Any] = self.raw.as_dict()
@@ -143,6 +172,8 @@ def run(
     >>> r = run("sleep 0.001", max_rounds=3, store=store, measure_overhead=False)
     >>> r.raw.results[0].rounds_used, r.study.startswith("quick sleep-0-001")
     (3, True)
+    >>> r.unit, r.mean > 0.001, r.low <= r.mean <= r.high  # the first PI's figures
+    ('s', True, True)
     """
     stop = _stop(ci_width, confidence, max_time, max_rounds)
     if callable(command_or_spec) and not isinstance(command_or_spec, str | os.PathLike):
