@@ -86,9 +86,12 @@ def test_live_knobs_rank_validate_tune_and_resume(tmp_path: Path) -> None:
     assert "tuning the top-k: trial 6/6" in res.stderr
     # headlines stay on one line (as table titles they wrapped to the narrow table's width)
     lines = res.stdout.splitlines()
+    # how the trials ended, as run and sweep say (#60: a knob study never said)
+    assert any(ln.endswith(" ok)") and " trials (" in ln for ln in lines), res.stdout
     assert any(ln.startswith("best configuration (trial ") and ln.endswith(")") for ln in lines)
     assert any(ln.startswith("tuning cost: trials to within") and "per run" in ln for ln in lines)
     doc = json.loads(out.read_text())
+    assert doc["trials"]["by_status"]["ok"] == doc["trials"]["total"] and doc["failures"] == []
     ranking = doc["rankings"][0] if "rankings" in doc else doc["pis"][0]
     top = set(ranking["top"])
     assert top == {"a", "c"}, ranking["top"]  # the two knobs that matter

@@ -79,6 +79,13 @@ def render_knobs_result(result: Any, console: Console) -> None:
             "measure the best configuration before trusting it",
             style="dim",
         )
+    by_status = getattr(result, "trials_by_status", None) or {}
+    if by_status:  # a measured study: how its trials ended, as run and sweep say
+        by = ", ".join(f"{n} {s}" for s, n in by_status.items())
+        failed = sum(n for s, n in by_status.items() if s != "ok")
+        console.print(
+            f"{sum(by_status.values())} trials ({by})", style="bold red" if failed else None
+        )
     environment = getattr(result, "environment", None)
     resources = getattr(result, "resources", None)
     if environment or resources:  # a measured study: where it ran, what the watch saw
@@ -88,7 +95,7 @@ def render_knobs_result(result: Any, console: Console) -> None:
             None,
             None,
             list(result.warnings),  # a measured study's (--from prints its own first)
-            [],
+            list(getattr(result, "failures", None) or []),
             "",
             resources={"": resources} if resources else None,
             environment=environment,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -51,6 +52,7 @@ from assay.studies.base import (
     failure_summary,
     open_stored,
     result_header,
+    trial_failures,
     watch_report,
 )
 from assay.studies.settings import (
@@ -103,6 +105,9 @@ class KnobsResult:
     # the bottleneck watch saw (per host on a cluster); none with --from
     environment: dict[str, Any] = field(default_factory=dict)
     resources: dict[str, Any] | None = None
+    # a measured study's trials: how many ended how, and the failed ones (as run's)
+    trials_by_status: dict[str, int] = field(default_factory=dict)
+    failures: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         """Everything, as plain data for ``--json``."""
@@ -117,6 +122,12 @@ class KnobsResult:
         if self.environment or self.resources:
             data["environment"] = self.environment
             data["resources"] = self.resources
+        if self.trials_by_status:
+            data["trials"] = {
+                "total": sum(self.trials_by_status.values()),
+                "by_status": self.trials_by_status,
+            }
+            data["failures"] = self.failures
         data["warnings"] = list(self.warnings)
         data["tune"] = None if self.tune is None else self.tune.as_dict()
         data["tuning_cost"] = None if self.cost is None else self.cost.as_dict()
@@ -478,6 +489,8 @@ class KnobsRunner:
         watch, result.resources = watch_report(self.spec, trials)
         result.warnings.extend(watch)
         result.environment = environment
+        result.trials_by_status = dict(sorted(Counter(t.status for t in trials).items()))
+        result.failures = trial_failures(trials)
 
     def stored(self) -> KnobsResult:
         """The ranking and validation of the stored samples, as at the end of :meth:`run`
