@@ -65,3 +65,22 @@ def test_runs_prints_hyperfines_summary_and_exits_0(tmp_path: Path) -> None:
     summary = json.loads(out.read_text())["runs_summary"]
     assert [s["pi"] for s in summary] == ["wall_time"] and summary[0]["n"] == 6
     assert summary[0]["min"] <= summary[0]["mean"] <= summary[0]["max"]
+
+
+def test_warmups_come_before_the_runs_as_in_hyperfine(tmp_path: Path) -> None:
+    """#60: --warmup 2 --runs 5 measures 2 warm-ups, then 5 runs: the analysis, the
+    summary and --export-json all rest on those 5 (it analysed 3 and exported 5)."""
+    out, hf = tmp_path / "r.json", tmp_path / "h.json"
+    res = CliRunner().invoke(
+        main,
+        ["run", "--warmup", "2", "--runs", "5", "--store", str(tmp_path / "s.db"),
+         "--json", str(out), "--export-json", str(hf), "--", "true"],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    doc, exported = json.loads(out.read_text()), json.loads(hf.read_text())["results"][0]
+    pi = doc["pis"][0]
+    assert pi["rounds_used"] == 5 and pi["warmup_removed"] == 2
+    assert doc["runs_summary"][0]["n"] == 5 and len(exported["times"]) == 5
+    assert math.isclose(exported["mean"], pi["mean"]) and math.isclose(
+        doc["runs_summary"][0]["mean"], pi["mean"]
+    )

@@ -79,7 +79,8 @@ def hyperfine_options(f: F) -> F:
         click.option(
             "--runs",
             type=click.IntRange(min=2),
-            help="Exactly N rounds (cycles for compare): no earlier stop, no later one; run "
+            help="Exactly N rounds (cycles for compare), after --warmup W's W rounds: no "
+            "earlier stop, no later one; run "
             "prints mean ± σ, min … max as hyperfine does, and exits 0 unless --ci-width "
             "was asked for too.",
         ),
@@ -152,14 +153,18 @@ def scan_variant_dicts(command: list[str], axes: list[Any]) -> list[dict[str, An
 
 
 def apply_runs(opts: dict[str, Any]) -> None:
-    """``--runs N``: exactly N rounds, as ``--min-rounds N --max-rounds N``."""
+    """``--runs N``: exactly N measured rounds, as ``--min-rounds N --max-rounds N``;
+    with ``--warmup W`` (a number) W rounds more, discarded first, as hyperfine runs W
+    warm-ups and then N."""
     runs = opts.get("runs")
     if runs is None:
         return
+    warmup = opts.get("warmup")
+    total = runs + warmup if isinstance(warmup, int) and warmup > 0 else runs
     for key, flag in (("max_rounds", "--max-rounds"), ("min_rounds", "--min-rounds")):
-        if opts.get(key) is not None and opts[key] != runs:
+        if opts.get(key) is not None and opts[key] != total:
             raise SpecError(f"--runs {runs} and {flag} {opts[key]}: give one of them")
-        opts[key] = runs
+        opts[key] = total
 
 
 def quick_steps(bench: dict[str, Any], opts: dict[str, Any]) -> None:

@@ -200,7 +200,9 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
         result = runner.run()
     data = result.as_dict()
     if opts.get("runs") is not None:  # what a fixed count was asked for: hyperfine's summary
-        data["runs_summary"] = fixed_count_summaries(data["samples"])
+        warmup = spec.stop.warmup_rounds  # hyperfine's summary is of the measured runs
+        skip = warmup if isinstance(warmup, int) else 0
+        data["runs_summary"] = fixed_count_summaries(data["samples"], skip)
     render_result(result, console, data.get("runs_summary", ()))
     if not opts["quiet"]:
         print_session_line(result, err)

@@ -184,12 +184,15 @@ def without_disturbed_line(w: Mapping[str, Any]) -> str:
     )
 
 
-def fixed_count_summaries(samples: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def fixed_count_summaries(
+    samples: Sequence[Mapping[str, Any]], skip: int = 0
+) -> list[dict[str, Any]]:
     """Each PI's readings summarised as hyperfine does (``--runs N``): mean, standard
-    deviation, median, min, max and count, for ``--json``."""
+    deviation, median, min, max and count, for ``--json``; the first ``skip`` readings
+    (``--warmup``'s rounds) left out, as hyperfine leaves its warm-ups out."""
     out = []
     for row in samples:
-        s = spread(row.get("values") or [])
+        s = spread(list(row.get("values") or [])[skip:])
         if s.n:
             out.append({"pi": row["pi"], "unit": row.get("unit", ""), **s.as_dict()})
     return out

@@ -148,7 +148,15 @@ def hyperfine_results(path: Path, spec: Spec) -> list[dict[str, Any]]:
     else:
         command = spec.benchmark.command
         groups = [(command[0] if len(command) == 1 else shlex.join(command), {}, trials)]
-    return [_result(name, params, mine) for name, params, mine in groups]
+    # hyperfine's times are the measured runs: not the warm-ups (--warmup N discards
+    # each command's first N rounds from the analysis too)
+    skip = spec.stop.warmup_rounds if isinstance(spec.stop.warmup_rounds, int) else 0
+    return [_result(name, params, _measured(mine, skip)) for name, params, mine in groups]
+
+
+def _measured(trials: list[TrialRecord], skip: int) -> list[TrialRecord]:
+    """``trials`` without the first ``skip`` rounds (warm-ups), in the order run."""
+    return sorted(trials, key=lambda t: (t.run, t.seq))[skip:] if skip else trials
 
 
 def _of_variant(trials: list[TrialRecord], name: str) -> list[TrialRecord]:
