@@ -72,3 +72,16 @@ def test_a_report_whose_baseline_gate_failed_shows_no_green_answer() -> None:
     assert "the baseline gate failed: wall_time: this run is worse" in bad
     fine = NS(verdict="not worse", text=lambda: "")
     assert 'class="answer"' in _answer("run", doc, [NS(pi="wall_time", gate=fine)])
+
+
+def test_a_command_that_cannot_start_says_so_in_one_line_first(tmp_path: Path) -> None:
+    """#60: one error line on stderr before the report (it was only under a table of
+    n/a), exit 4 (no valid result)."""
+    res = CliRunner().invoke(
+        main,
+        ["run", "-q", "--store", str(tmp_path / "s.db"), "--", str(tmp_path / "no-such-bin")],
+    )
+    assert res.exit_code == 4, res.output
+    first = res.stderr.splitlines()[0]
+    assert first.startswith("error: cannot start") and "No such file or directory" in first
+    assert "nothing was measured" in first

@@ -6,6 +6,7 @@ import sys
 from typing import Any
 
 import click
+from rich.text import Text
 
 from assay.cli import exits
 from assay.cli.common import (
@@ -198,6 +199,9 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
         if opts["show_output"]:
             runner.on_trial = trial_output_printer(err)
         result = runner.run()
+    cannot_start = _cannot_start(result)
+    if cannot_start:  # one line first, on stderr: what a shell would have said
+        err.print(Text.assemble(("error:", "red"), f" {cannot_start}"), soft_wrap=True)
     data = result.as_dict()
     if opts.get("runs") is not None:  # what a fixed count was asked for: hyperfine's summary
         warmup = spec.stop.warmup_rounds  # hyperfine's summary is of the measured runs
@@ -235,3 +239,13 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
     if opts.get("runs") is not None:
         sys.exit(exits.fixed_count_status(result, target_asked=opts["ci_width"] is not None))
     sys.exit(exits.run_status(result))
+
+
+def _cannot_start(result: Any) -> str:
+    """Why the command never started, when no trial did (every one a launch error),
+    for one line above the report; "" otherwise."""
+    by = result.trials_by_status
+    if not by or set(by) != {"launch_error"} or not result.failures:
+        return ""
+    why = str(result.failures[0].get("error") or "the command cannot start")
+    return f"{why} (in all {sum(by.values())} trials: nothing was measured)"
