@@ -279,6 +279,12 @@ def test_results_fit_a_phone_as_cards(
     dark.goto(html.resolve().as_uri())
     background = dark.evaluate("getComputedStyle(document.body).backgroundColor")
     assert background == "rgb(18, 18, 18)"
+    # #60: links readable on near-black (the default blue was not)
+    link = dark.evaluate(
+        "(() => { const a = document.createElement('a'); a.href = '#answer'; "
+        "document.body.appendChild(a); return getComputedStyle(a).color; })()"
+    )
+    assert link == "rgb(138, 180, 248)"
     dark.close()
     page.close()
 

@@ -50,6 +50,7 @@ background:#f3faf6}.answer.bad{border-left-color:#c33;background:#fbf0f0}
 summary h2{display:inline;border:none}summary{cursor:pointer;margin-top:2em;
 border-bottom:1px solid #ccc}
 @media (prefers-color-scheme: dark){body{background:#121212;color:#ddd}
+a{color:#8ab4f8}a:visited{color:#c58af9}
 th{background:#222}th,td{border-color:#444}pre{background:#1c1c1c;border-color:#333}
 .muted{color:#999}.answer{background:#16261d}.answer.bad{background:#2a1616}
 figure svg{background:#fff}}
