@@ -84,3 +84,30 @@ def test_a_folder_others_can_write_is_refused_even_when_sticky(tmp_path: Path) -
     os.chmod(shared, 0o755)
     check_own_folder(shared, "results store x", HINT)
     check_own_folder(tmp_path / "missing", "results store x", HINT)  # made later, ours
+
+
+def test_the_folders_of_killed_processes_are_removed_by_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A driver killed with SIGKILL leaves its private scratch folder; the next one
+    with the same prefix removes it (never a live process's, never through a link)."""
+    import subprocess
+    import tempfile
+
+    from assay.privatefs import remove_stale
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = tmp_path / f"assay-t-{dead.pid}-abc"
+    (stale / "w").mkdir(parents=True)
+    live = tmp_path / f"assay-t-{os.getpid()}-def"
+    live.mkdir()
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep").write_text("x")
+    (tmp_path / f"assay-t-{dead.pid}-link").symlink_to(victim)
+    assert remove_stale("assay-t-") == [stale]
+    assert live.is_dir() and (victim / "keep").exists()
+    with private_temp("assay-t-") as d:
+        assert d.name.startswith(f"assay-t-{os.getpid()}-")

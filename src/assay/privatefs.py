@@ -161,12 +161,42 @@ def private_temp_dir(prefix: str = "assay-") -> Path:
 @contextlib.contextmanager
 def private_temp(prefix: str = "assay-") -> Iterator[Path]:
     """A :func:`private_temp_dir` for the length of the block, removed at its end
-    (``rmtree`` does not follow links inside it)."""
-    path = private_temp_dir(prefix)
+    (``rmtree`` does not follow links inside it).  Its name carries this process's pid:
+    the folders of processes killed before their end (SIGKILL) are removed by the next
+    one with the same prefix."""
+    remove_stale(prefix)
+    path = private_temp_dir(f"{prefix}{os.getpid()}-")
     try:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def remove_stale(prefix: str) -> list[Path]:
+    """Remove the temporary folders ``prefix<pid>-…`` of this user whose process is
+    gone (real folders only, never a link); the ones removed."""
+    gone: list[Path] = []
+    with contextlib.suppress(OSError), os.scandir(tempfile.gettempdir()) as entries:
+        for entry in entries:
+            pid = entry.name[len(prefix) :].split("-", 1)[0]
+            if not entry.name.startswith(prefix) or not pid.isdigit() or _alive(int(pid)):
+                continue
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid():
+                shutil.rmtree(entry.path, ignore_errors=True)
+                gone.append(Path(entry.path))
+    return gone
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (of any user: then its folder is left alone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def private_dir(path: Path, what: str, hint: str) -> Path:
