@@ -35,6 +35,7 @@ so NumPy and the store are imported only when a benchmark runs.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import warnings
@@ -159,8 +160,19 @@ class AssayBench:
     measured: list[Measured] = field(default_factory=list)
     pin: str | None = None  # --assay-reference
     save: str | None = None  # --assay-save
-    commit: str | None = None  # the rootdir's git commit, stored with each run
-    pinned_commit: str | None = None  # --assay-reference read as a git commit or branch
+    root: Path | None = None  # the rootdir: where git is asked
+
+    # asked of git only once a benchmark is stored: the plugin loads in every pytest
+    # session of a project where Assay is installed, most of which time nothing
+    @functools.cached_property
+    def commit(self) -> str | None:
+        """The rootdir's git commit, stored with each run."""
+        return None if self.root is None else _git(self.root, "HEAD")
+
+    @functools.cached_property
+    def pinned_commit(self) -> str | None:
+        """``--assay-reference`` read as a git commit or branch."""
+        return None if self.root is None or not self.pin else _git(self.root, self.pin)
 
 
 _KEY = pytest.StashKey[AssayBench]()
@@ -192,8 +204,7 @@ def pytest_configure(config: pytest.Config) -> None:
         disabled=bool(config.getoption("assay_disable")),
         pin=pin or None,
         save=config.getoption("assay_save") or None,
-        commit=_git(config.rootpath, "HEAD"),
-        pinned_commit=_git(config.rootpath, pin) if pin else None,
+        root=config.rootpath,
     )
 
 

@@ -21,10 +21,11 @@ class AssayCommand(click.Command):
     """Every subcommand's class: :func:`refuse_options_as_values` before click parses."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if any(p.name == "shell" for p in self.get_params(ctx)):
+        params = self.get_params(ctx)
+        if any(p.name == "shell" for p in params):
             args = hyperfine_shell(ctx, args)
         if not ctx.resilient_parsing:  # shell completion parses partial lines
-            refuse_options_as_values(ctx, self.get_params(ctx), args)
+            refuse_options_as_values(ctx, params, args)
         return super().parse_args(ctx, args)
 
 

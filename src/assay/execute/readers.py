@@ -157,10 +157,11 @@ def _read_file(p: Path, what: str) -> TextIO:
     run-3.txt``, is followed; a FIFO, a device or a folder is refused at once).  A larger
     file is an error rather than its head: a cut list of unit readings would be stored
     as the whole."""
-    if is_kernel_path(os.path.realpath(p)):  # a link to /proc/self/environ, say
+    real = os.path.realpath(p)
+    if is_kernel_path(real):  # a link to /proc/self/environ, say
         raise ReadError(
-            f"{what}: {p} leads to {os.path.realpath(p)}, a file of the kernel's, not one the "
-            "command wrote: not read"
+            f"{what}: {p} leads to {real}, a file of the kernel's, not one the command "
+            "wrote: not read"
         )
     try:
         data = read_bounded(p, READ_CAP)

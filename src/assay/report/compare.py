@@ -21,7 +21,7 @@ from rich.text import Text
 from assay.report.answer import answer
 from assay.report.export import save_figure
 from assay.report.fit import fitted
-from assay.report.format import format_duration, format_estimate, format_percent
+from assay.report.format import format_duration, format_estimate, format_percent, trial_counts
 from assay.report.safe import plain
 from assay.report.terminal import LiveLine, TimeLeft, footer_lines
 from assay.studies.compare import variant_rows
@@ -274,7 +274,7 @@ def render_comparison(res: CompareResult, console: Console) -> None:
     said = answer("compare", res.as_dict())
     if said:
         lines.append(Text(plain(f"answer: {said}"), style="bold"))
-    by = ", ".join(f"{n} {s}" for s, n in sorted(res.trials_by_status.items()))
+    by = trial_counts(res.trials_by_status)
     if res.sources:
         lines.append(Text(f"{res.decision.reason} · from {', '.join(res.sources)}"))
     else:

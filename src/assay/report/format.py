@@ -12,6 +12,7 @@ the uncertainty supports.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from contextvars import ContextVar
 
 _TIME_SCALES = [(1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")]
@@ -138,6 +139,15 @@ def format_spread(
         f"{m:.{d}f}{sep} ± {s:.{d}f}{sep} (mean ± σ), range {lo:.{d}f}{sep} … {hi:.{d}f}{sep}, "
         f"{n} runs"
     )
+
+
+def trial_counts(by_status: Mapping[str, int]) -> str:
+    """How a study's trials ended, for its closing line, by status name in order.
+
+    >>> trial_counts({"ok": 12, "failed": 2})
+    '2 failed, 12 ok'
+    """
+    return ", ".join(f"{n} {s}" for s, n in sorted(by_status.items()))
 
 
 def format_percent(fraction: float) -> str:

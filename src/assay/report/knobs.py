@@ -19,7 +19,7 @@ from rich.text import Text
 
 from assay.report.export import save_figure
 from assay.report.fit import fitted
-from assay.report.format import format_estimate
+from assay.report.format import format_estimate, trial_counts
 from assay.report.grid import Grid
 from assay.report.safe import plain
 from assay.report.terminal import LiveLine
@@ -81,7 +81,7 @@ def render_knobs_result(result: Any, console: Console) -> None:
         )
     by_status = getattr(result, "trials_by_status", None) or {}
     if by_status:  # a measured study: how its trials ended, as run and sweep say
-        by = ", ".join(f"{n} {s}" for s, n in by_status.items())
+        by = trial_counts(by_status)
         failed = sum(n for s, n in by_status.items() if s != "ok")
         console.print(
             f"{sum(by_status.values())} trials ({by})", style="bold red" if failed else None

@@ -19,7 +19,7 @@ from rich.text import Text
 
 from assay.report.export import rows_to_csv, save_figure
 from assay.report.fit import fitted
-from assay.report.format import _decimals, _scale_time, format_duration
+from assay.report.format import _decimals, _scale_time, format_duration, trial_counts
 from assay.report.grid import Grid, columns
 from assay.report.safe import plain
 from assay.report.terminal import LiveLine, footer_lines
@@ -176,7 +176,7 @@ def order_grid(res: OrderResult) -> Grid:
 
 def schedule_text(res: OrderResult) -> str:
     """How the trials were run: the runs, the seed, the reset and the trial counts."""
-    by = ", ".join(f"{n} {s}" for s, n in sorted(res.trials_by_status.items()))
+    by = trial_counts(res.trials_by_status)
     if res.plan is None:
         failed = res.trials_by_status.get("failed", 0)
         return (

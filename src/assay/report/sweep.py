@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from assay.report.export import save_figure
-from assay.report.format import format_duration, format_estimate
+from assay.report.format import format_duration, format_estimate, trial_counts
 from assay.report.grid import Grid, columns
 from assay.report.safe import plain
 from assay.report.terminal import LiveLine, footer_lines
@@ -150,7 +150,7 @@ def render_sweep(res: SweepResult, console: Console) -> None:
         parts.extend(Text(line) for line in mismatch_lines(mismatch, res.mismatch_material))
     if comparison is not None:
         parts.append(Text(comparison.text))
-    by = ", ".join(f"{n} {s}" for s, n in sorted(res.trials_by_status.items()))
+    by = trial_counts(res.trials_by_status)
     tail = f"{res.reason}"
     if res.sources:
         tail += f" · from {', '.join(res.sources)}"

@@ -18,7 +18,13 @@ from assay.execute.monitor import BUDGET, DISTURBED_CORES, MIN_CPU_WINDOW
 from assay.execute.overhead import LaunchOverhead
 from assay.report.answer import answer
 from assay.report.fit import fitted
-from assay.report.format import format_duration, format_estimate, format_percent, format_spread
+from assay.report.format import (
+    format_duration,
+    format_estimate,
+    format_percent,
+    format_spread,
+    trial_counts,
+)
 from assay.report.safe import plain
 from assay.stats.spread import spread
 from assay.studies.run import Progress, StudyResult
@@ -235,7 +241,7 @@ def render_result(
     lines.append(Text("method: " + "; ".join(methods), style="dim"))
     # why a CI rests on round means, moved, or is not met yet: the reader must see it
     lines.extend(Text(plain(f"{r.name}: {r.note}"), "yellow") for r in res.results if r.note)
-    by = ", ".join(f"{n} {s}" for s, n in sorted(res.trials_by_status.items()))
+    by = trial_counts(res.trials_by_status)
     said = answer("run", res.as_dict())
     if said:
         lines.append(Text(plain(f"answer: {said}"), style="bold"))

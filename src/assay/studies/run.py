@@ -175,17 +175,15 @@ def in_process_spec(name: str, command: list[str], source: str) -> Spec:
 
 def record_in_process(
     store_path: Path, spec: Spec, result: PIResult, environment: dict[str, Any]
-) -> dict[str, Any] | None:
+) -> None:
     """Store ``result`` (:func:`assay.api.measure`'s) as a new session of ``spec``'s
-    study, read back by :func:`in_process_result`; the previous session's result, or
-    None."""
-    done = in_process_runs(store_path, spec)
+    study, read back by :func:`in_process_result` (the earlier ones:
+    :func:`in_process_runs`)."""
     with Store(store_path) as store:
         name = spec.study.name
         study_id = store.open_study(name, spec.measurement_hash(), spec.model_dump(mode="json"))
         session = store.start_session(study_id, environment)
         store.end_session(session, result.as_dict())
-    return done[-1]["result"] if done else None
 
 
 def in_process_runs(store_path: Path, spec: Spec) -> list[dict[str, Any]]:
