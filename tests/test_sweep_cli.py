@@ -419,3 +419,37 @@ def test_a_killed_sweep_ends_with_the_trials_and_analysis_of_an_uninterrupted_on
     assert got["steps"] == want["steps"]
     assert got["analysis"] == want["analysis"]
     assert got["reason"] == want["reason"]
+
+
+@pytest.mark.parametrize("layout", ["rows", "round columns"])
+def test_from_csv_uses_the_rounds_as_repetitions(tmp_path: Path, layout: str) -> None:
+    """#58: 3 rounds per setting, as rows or as tput_1..tput_3 columns, are the
+    setting's repetitions: the ANOVA tests against their pure error (it said "one
+    repetition per setting: no pure error" and tested nothing)."""
+    rng = np.random.default_rng(3)
+    grid = list(itertools.product([1, 2, 4, 8], ["wal", "delete"]))
+    rounds = [
+        [w * 10 * (1.2 if j == "wal" else 1) + rng.normal(0, 1) for _ in range(3)]
+        for w, j in grid
+    ]
+    path = tmp_path / "rounds.csv"
+    if layout == "rows":
+        rows = [(w, j, y) for (w, j), ys in zip(grid, rounds, strict=True) for y in ys]
+        pd.DataFrame(rows, columns=["workers", "journal", "tput"]).to_csv(path, index=False)
+        extra: list[str] = []
+    else:
+        frame = pd.DataFrame(grid, columns=["workers", "journal"])
+        for k in range(3):
+            frame[f"tput_{k + 1}"] = [ys[k] for ys in rounds]
+        frame.to_csv(path, index=False)
+        extra = ["--repetitions", "tput_*"]
+    out = tmp_path / "r.json"
+    res = CliRunner().invoke(
+        main, ["sweep", "--from", str(path), "--metric", "tput", *extra, "--json", str(out)]
+    )
+    assert res.exit_code == 0, res.output
+    assert "no pure error" not in res.output
+    assert "24 trials" in res.output and "tested against the pure error" in res.output
+    analysis = json.loads(out.read_text())["analysis"]
+    assert analysis["replicates"] and analysis["trials"] == 24
+    assert {t["term"] for t in analysis["significant"]} >= {"workers", "journal"}

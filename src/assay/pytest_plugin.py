@@ -48,6 +48,7 @@ import pytest
 
 if TYPE_CHECKING:
     from assay.designs.run_until_ci import PIResult
+    from assay.stats.drift_bound import RatioBound
     from assay.stats.gate import GateVerdict
 
 #: where the stored studies come from (the source named in their errors)
@@ -403,9 +404,10 @@ def reference_run(
 
 def _gate(result: PIResult, previous: dict[str, Any], threshold: float) -> GateVerdict:
     """This run against the reference run with :func:`assay.stats.gate.regression_gate`
-    (Welch's test of the two means, from their intervals)."""
+    (Welch's test of the two means, from their intervals), and where that is undecided
+    the two runs' block ranges (:func:`assay.stats.gate.with_drift_bound`)."""
     from assay.stats.compare import analyze_variant, summary_from_ci
-    from assay.stats.gate import gate_verdict, regression_gate
+    from assay.stats.gate import gate_verdict, regression_gate, with_drift_bound
 
     conf = result.confidence
     try:
@@ -422,7 +424,7 @@ def _gate(result: PIResult, previous: dict[str, Any], threshold: float) -> GateV
             why = "the reference run has none"
         else:  # its note says why (too few rounds, a level that moved)
             why = "this run has none" + (f": {result.note}" if result.note else "")
-        return gate_verdict(
+        ordinary = gate_verdict(
             "this run",
             "the reference run",
             relative=nan,
@@ -432,15 +434,29 @@ def _gate(result: PIResult, previous: dict[str, Any], threshold: float) -> GateV
             threshold=threshold,
             why=why,
         )
-    return regression_gate(
-        "this run",
-        analyze_variant(now, conf),
-        "the reference run",
-        analyze_variant(then, conf),
-        direction="lower",
-        threshold=threshold,
-        confidence=conf,
-    )
+    else:
+        ordinary = regression_gate(
+            "this run",
+            analyze_variant(now, conf),
+            "the reference run",
+            analyze_variant(then, conf),
+            direction="lower",
+            threshold=threshold,
+            confidence=conf,
+        )
+    # a gross change decides even where the interval is invalid or a drift widened it
+    return with_drift_bound(ordinary, _blocks_bound(result, previous))
+
+
+def _blocks_bound(result: PIResult, previous: dict[str, Any]) -> RatioBound | None:
+    """The two runs' block ranges (:mod:`assay.stats.drift_bound`), when both stored
+    them (a run stored before #58 has none)."""
+    from assay.stats.drift_bound import block_ratio_bound
+
+    then = previous.get("blocks")
+    if not isinstance(then, list | tuple) or not all(isinstance(x, int | float) for x in then):
+        return None
+    return block_ratio_bound(result.blocks, [float(x) for x in then])
 
 
 def _seconds(x: float) -> str:

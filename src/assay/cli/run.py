@@ -216,7 +216,10 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
         from assay.studies.baseline import compare_with_baseline
 
         comparisons = compare_with_baseline(
-            result.results, baseline, threshold=spec.stop.fail_if_worse
+            result.results,
+            baseline,
+            threshold=spec.stop.fail_if_worse,
+            harmonic={p.name for p in spec.pis if p.mean == "harmonic"},
         )
         render_baseline(comparisons, console)
         data["baseline"] = [c.as_dict() for c in comparisons]

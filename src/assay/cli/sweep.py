@@ -41,8 +41,9 @@ Study file (TOML): [study], [benchmark] and [[pi]] as for 'assay run', plus
 Each parameter's value fills its {name} placeholder in the benchmark command.
 
 From results measured elsewhere (--from CSV --metric NAME): one row per trial (rows
-  repeating a setting are its repetitions, averaged), or one column per round
-  (tput_1, tput_2, ...: --repetitions 'tput_*', detected when NAME is not a column).
+  repeating a setting are its repetitions: the sampling uses their mean, the ANOVA
+  their spread as its pure error), or one column per round (tput_1, tput_2, ...:
+  --repetitions 'tput_*', detected when NAME is not a column).
   Parameters: --params, or every column but the metric, columns that look like PIs
   (latency, p99, ...) or row ids (Unnamed: 0, 0..n-1), and constant ones; 0/1 columns
   of which one is 1 per row are one categorical parameter (--one-hot off: not).  Rows

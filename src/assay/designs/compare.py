@@ -416,6 +416,21 @@ def compare_decision(
     )
 
 
+def bounded_words(ranking: Ranking) -> str:
+    """What a decision adds when a pair was decided by its block ranges (#58), else "".
+
+    >>> bounded_words(rank_variants({"a": [1.0, 1.1, 0.9], "b": [5.0, 5.2, 4.9]}))
+    ''
+    """
+    bounded = [f"{p.worse} vs {p.better}" for p in ranking.pairs if p.status == "bounded"]
+    if not bounded:
+        return ""
+    return (
+        f"; {', '.join(bounded)}: bounded (no valid CI, or CIs a drift widened; even the "
+        "ranges of their block means are apart, which holds whatever the drift)"
+    )
+
+
 def _verdict(
     judged: Ranking,
     ci_targets_met: bool | None,
@@ -438,7 +453,7 @@ def _verdict(
         return CompareDecision(done, reason, rounds, decided=decided, undecided=pairs)
 
     if decided and ci_targets_met is not False:
-        return make(True, decided_reason, 0)
+        return make(True, decided_reason + bounded_words(judged), 0)
     if budget is None:
         if decided:
             return make(False, "ranking decided; waiting for the CI width targets", None)
@@ -640,6 +655,7 @@ def compare_pi(
     independence_alpha: float | None = None,
     statistic: Statistic = "mean",
     plan: bool = True,
+    sequential: bool = False,
 ) -> PIComparison:
     """Rank the variants on one PI and compare each with the best (pure).
 
@@ -652,7 +668,8 @@ def compare_pi(
     samples (:func:`assay.stats.compare.analyze_variant`), as ``assay run`` does;
     ``independence_alpha`` is its merging rule at small n (no merging while the lag-1
     autocorrelation is not significant at that level); ``plan=False`` leaves out the
-    extra samples undecided pairs need (:func:`~assay.stats.compare.rank_variants`).
+    extra samples undecided pairs need, and ``sequential`` says the samples are asked
+    after every cycle (both: :func:`~assay.stats.compare.rank_variants`).
 
     Examples
     --------
@@ -671,6 +688,7 @@ def compare_pi(
         correct_residual=correct_residual,
         independence_alpha=independence_alpha,
         plan=plan,
+        sequential=sequential,
     )
     if statistic not in STATISTICS:
         raise ValueError(f"statistic must be one of {', '.join(STATISTICS)}, got {statistic!r}")

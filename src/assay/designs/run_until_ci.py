@@ -52,6 +52,7 @@ from assay.stats.autocorr import (
     subsession_interval,
 )
 from assay.stats.changepoint import dominant_segment
+from assay.stats.drift_bound import block_means
 from assay.stats.intervals import MeanCI, _t_quantile, required_sample_size, t_interval
 from assay.stats.validity import LevelShift
 from assay.stats.warmup import head_differs, mser_truncation
@@ -162,6 +163,10 @@ class PIResult:
     met: bool
     note: str = ""
     extra: dict[str, float] = field(default_factory=dict)
+    # the means of DRIFT_BLOCKS consecutive blocks of the samples, in order (none with
+    # fewer than MIN_PER_BLOCK a block): a gate's bound that holds under drift
+    # (assay.stats.drift_bound), for this run and for a later one compared with it
+    blocks: tuple[float, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -751,7 +756,17 @@ def analyze_pi(
         res = locate_change(pi, got, res)
     if res.met:  # last: the fewer looks it gets, the fewer false alarms
         res = check_level(pi, got, res, stop)
-    return res
+    return with_blocks(pi, got.samples, res)
+
+
+def with_blocks(pi: PISpec, samples: np.ndarray, res: PIResult) -> PIResult:
+    """``res`` with its samples' block means (:attr:`PIResult.blocks`; a mean PI only)."""
+    if pi.statistic != "mean":
+        return res
+    means = block_means(samples, harmonic=pi.mean == "harmonic")
+    if means is None or not bool(np.all(np.isfinite(means))):
+        return res
+    return replace(res, blocks=tuple(float(m) for m in means))
 
 
 def _require_rounds(res: PIResult, stop: StopSpec) -> PIResult:

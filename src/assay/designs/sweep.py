@@ -1171,6 +1171,7 @@ def simulate(
     max_rate: float = 1.0,
     reference: Analysis | Literal["full"] | None = "full",
     min_share: float = 0.01,
+    replicates: bool = False,
 ) -> Simulation:
     """Run Algorithm 1 by sampling from ``full_data`` instead of measuring (Figures 1–2).
 
@@ -1180,6 +1181,9 @@ def simulate(
     is the analysis to compare with: ``"full"`` (default) analyses all of ``full_data``
     (Figure 1), ``None`` skips the comparison; the mismatch is computed for the paper's
     significant terms and for those that explain at least ``min_share`` of the variance.
+``replicates``: the final analyses (of the sampled settings and of all) fit the rows
+    of ``full_data`` that repeat a setting as its repetitions, the pure error
+    (:func:`analyse`); the sampling itself rests on the setting means either way.
 
     The result does not depend on the order of the rows: the settings are put in a
     canonical order (sorted by parameter values) before anything is sampled.
@@ -1236,6 +1240,9 @@ def simulate(
         )
     levels = {c: list(space[c].unique()) for c in params}
     form = last.form if last.form in ("main", "main+2way") else "auto"
+    rows = full_data[[*params, metric]]
+    if replicates:  # every row of the sampled settings: their repetitions
+        measured = rows.merge(measured[list(params)], on=list(params), how="inner")
     result = analyse(
         measured,
         params,
@@ -1246,10 +1253,19 @@ def simulate(
         seed=seed,
         levels=levels,
         step=last,
+        replicates=replicates,
     )
     ref: Analysis | None
     if isinstance(reference, str):
-        ref = analyse(data, params, metric, threshold=threshold, splits=splits, seed=seed)
+        ref = analyse(
+            rows if replicates else data,
+            params,
+            metric,
+            threshold=threshold,
+            splits=splits,
+            seed=seed,
+            replicates=replicates,
+        )
     else:
         ref = reference
     mm = None if ref is None else mismatch(ref, result)

@@ -99,6 +99,7 @@ _VERDICT_STYLE = {
     "best": "bold green",
     "separated": "green",
     "significant": "green",
+    "bounded": "green",
     "undecided": "yellow",
 }
 
@@ -226,8 +227,14 @@ def _method_line(c: PIComparison) -> str:
     return (
         f"method: {c.method}; CIs at {conf}; Welch p and Mann-Whitney p and Hedges g "
         "against the variant ranked just above; verdict: separated (CIs do not "
-        f"overlap) or significant (Welch p < {c.ranking.alpha:g}), as one test; the "
-        "study stops by its sequential rule (see the decision: by default every "
+        f"overlap) or significant (Welch p < {c.ranking.alpha:g}), as one test"
+        + (
+            ", or bounded (no valid CI, or CIs a drift widened: even the ranges of the "
+            "two variants' block means are apart; vs best is then that range)"
+            if any(p.status == "bounded" for p in c.ranking.pairs)
+            else ""
+        )
+        + "; the study stops by its sequential rule (see the decision: by default every "
         f"pair's always-valid e-value at least {1.0 / c.ranking.alpha:g})"
     )
 

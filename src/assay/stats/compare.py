@@ -38,6 +38,7 @@ from numpy.typing import ArrayLike
 
 from assay.stats._arrays import finite_1d as _finite_1d
 from assay.stats.autocorr import subsession_interval
+from assay.stats.drift_bound import RatioBound, block_means, block_ratio_bound, look_prefix
 from assay.stats.intervals import MeanCI, _check_confidence, _t_quantile, t_interval
 from assay.stats.mann_whitney import mann_whitney_p
 from assay.stats.rank_shift import RankShift
@@ -78,7 +79,7 @@ __all__ = [
 
 FloatArray = npt.NDArray[np.float64]
 Direction = Literal["lower", "higher"]
-PairStatus = Literal["separated", "significant", "undecided"]
+PairStatus = Literal["separated", "significant", "bounded", "undecided"]
 
 #: Largest per-group sample size :func:`welch_required_n` will return.
 MAX_REQUIRED_N = 10**12
@@ -812,9 +813,11 @@ class PairDecision:
     ----------
     better, worse : str
         Names, ``better`` ranked first.
-    status : {"separated", "significant", "undecided"}
+    status : {"separated", "significant", "bounded", "undecided"}
         ``separated``: the CIs do not overlap; ``significant``: they overlap
-        but Welch's p < alpha; ``undecided``: neither.
+        but Welch's p < alpha; ``bounded``: a side has no valid interval, but even
+        the ranges of the two sides' block means are apart (``bound``; the decision
+        that survives drift, :mod:`assay.stats.drift_bound`); ``undecided``: none.
     comparison : Comparison or None
         ``better`` as A and ``worse`` as B; ``None`` when a side could not be
         analysed.
@@ -823,7 +826,9 @@ class PairDecision:
         :func:`welch_required_n` (merged samples times subsession size);
         0 for a decided pair; ``None`` when no estimate exists.
     note : str
-        Why a pair is undecided without an estimate.
+        Why a pair is undecided without an estimate, or how a bounded one was decided.
+    bound : RatioBound or None
+        ``worse / better - 1`` from the block ranges, for a ``bounded`` pair.
     """
 
     better: str
@@ -833,6 +838,8 @@ class PairDecision:
     extra_better: int | None = 0
     extra_worse: int | None = 0
     note: str = ""
+    # the conservative bound of worse / better - 1 a "bounded" pair rests on
+    bound: RatioBound | None = None
 
     @property
     def decided(self) -> bool:
@@ -954,6 +961,10 @@ class Ranking:
     raw : dict
         ``name -> RawComparison`` of each variant that could not be analysed against
         the first-ranked variant, on the raw samples (medians, Mann–Whitney).
+    blocks : dict
+        ``name -> block means`` of each variant given raw samples, enough of them
+        (:func:`assay.stats.drift_bound.block_means`): the ranges a ``bounded`` pair
+        and a gate rest on where intervals cannot decide.
     """
 
     order: tuple[str, ...]
@@ -964,6 +975,9 @@ class Ranking:
     confidence: float
     problems: dict[str, str]
     raw: dict[str, RawComparison] = field(default_factory=dict)
+    # each variant's block means (raw samples; a sequential study's up to its last
+    # look): the ranges that decide where intervals cannot (#58, drift_bound)
+    blocks: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
     @property
     def decided(self) -> bool:
@@ -999,6 +1013,7 @@ def rank_variants(
     correct_residual: bool = True,
     independence_alpha: float | None = None,
     plan: bool = True,
+    sequential: bool = False,
 ) -> Ranking:
     """Rank variants by mean and decide each adjacent pair (Pilot §III-F).
 
@@ -1012,7 +1027,10 @@ def rank_variants(
     with a valid interval -- and its pairs are undecided without an estimate; its raw
     samples are compared with the first-ranked variant's (medians, Mann–Whitney:
     :attr:`Ranking.raw`), and its problem says what they suggest, since ranking it
-    last says nothing about which is better (issue #40).
+    last says nothing about which is better (issue #40).  Where a side has no valid
+    interval, or the intervals overlap, a pair is still ``bounded`` when even the
+    ranges of the two sides' block means are apart (raw samples only; issue #58,
+    :mod:`assay.stats.drift_bound`), and such a variant moves up past one it beats so.
 
     Parameters
     ----------
@@ -1036,6 +1054,9 @@ def rank_variants(
         Estimate the extra samples of undecided pairs; ``False`` leaves them ``None``
         (a caller that judges the pairs again by their e-values: a comparison's loop
         ranks after every cycle, and the estimate's noncentral t costs ~0.5 ms a pair).
+    sequential : bool, default False, keyword-only
+        The samples are asked again after every cycle: the block ranges rest on each
+        side's samples up to its last look (:func:`~assay.stats.drift_bound.look_prefix`).
 
     Returns
     -------
@@ -1072,11 +1093,32 @@ def rank_variants(
     sign = 1.0 if direction == "lower" else -1.0
     ranked = sorted(variants, key=lambda k: sign * variants[k].mean)
     order = (*ranked, *(k for k in samples if k in problems))
+    blocks = variant_blocks(samples, sequential)
+    order, bounds = _bounded_order(blocks, order, problems, direction, a)
     raw = _raw_against_first(samples, order, problems, direction)
     for name, rc in raw.items():
         problems[name] = f"{problems[name]}; {rc.text(a)}"
     pairs: list[PairDecision] = []
     for better, worse in itertools.pairwise(order):
+        bound = bounds.get((better, worse))
+        if bound is not None:
+            bad = worse if worse in problems else better
+            why = problems[bad].split("; ")[0]
+            pairs.append(
+                PairDecision(
+                    better,
+                    worse,
+                    "bounded",
+                    None,
+                    note=(
+                        f"{bad} has no valid interval ({why}); even the ranges of "
+                        f"{bound.blocks} block means of each, which hold whatever the "
+                        "drift, are apart"
+                    ),
+                    bound=bound,
+                )
+            )
+            continue
         if better in problems or worse in problems:
             bad = better if better in problems else worse
             if worse in raw:  # the side whose raw samples were compared says more
@@ -1093,6 +1135,14 @@ def rank_variants(
             pairs.append(PairDecision(better, worse, "separated", comp))
         elif comp.welch.p_value < a:
             pairs.append(PairDecision(better, worse, "significant", comp))
+        elif (bound := _block_bound(blocks, better, worse, a)) is not None and _apart(
+            bound, direction
+        ):  # intervals as wide as a drift makes them: its range still decides (#58)
+            note = (
+                f"the intervals overlap, but even the ranges of {bound.blocks} block means "
+                "of each, which hold whatever the drift, are apart"
+            )
+            pairs.append(PairDecision(better, worse, "bounded", comp, note=note, bound=bound))
         elif not plan:
             pairs.append(PairDecision(better, worse, "undecided", comp, None, None))
         else:
@@ -1123,7 +1173,69 @@ def rank_variants(
         confidence=c,
         problems=problems,
         raw=raw,
+        blocks=blocks,
     )
+
+
+def variant_blocks(
+    samples: Mapping[str, ArrayLike | SummaryStats], sequential: bool
+) -> dict[str, tuple[float, ...]]:
+    """Each variant's block means (raw samples only, enough of them); ``sequential``:
+    its samples up to its last look (:func:`~assay.stats.drift_bound.look_prefix`)."""
+    out: dict[str, tuple[float, ...]] = {}
+    for name, data in samples.items():
+        if isinstance(data, SummaryStats):
+            continue
+        x = np.asarray(data, dtype=np.float64)
+        if x.ndim != 1 or not bool(np.all(np.isfinite(x))):
+            continue
+        means = block_means(x[: look_prefix(x.size)] if sequential else x)
+        if means is not None:
+            out[name] = tuple(float(m) for m in means)
+    return out
+
+
+def _block_bound(
+    blocks: Mapping[str, tuple[float, ...]], better: str, worse: str, alpha: float
+) -> RatioBound | None:
+    """``worse / better - 1`` from the two sides' block ranges, None without them."""
+    if worse not in blocks or better not in blocks:
+        return None
+    b = block_ratio_bound(blocks[worse], blocks[better])
+    return None if b is None or b.error_rate > alpha else b
+
+
+def _apart(b: RatioBound, direction: Direction) -> bool:
+    """Is the worse side worse whatever the drift (its block range beyond the other's)?"""
+    return b.low > 0 if direction == "lower" else b.high < 0
+
+
+def _bounded_order(
+    blocks: Mapping[str, tuple[float, ...]],
+    order: Sequence[str],
+    problems: Mapping[str, str],
+    direction: Direction,
+    alpha: float,
+) -> tuple[tuple[str, ...], dict[tuple[str, str], RatioBound]]:
+    """The ranking's order, with each adjacent pair where a side has no valid interval
+    decided by the two sides' block ranges when they are apart, and put the right way
+    round when the ranges say the ranking (which puts variants without an interval
+    last) had them the wrong way."""
+    out = list(order)
+    bounds: dict[tuple[str, str], RatioBound] = {}
+    for i in range(len(out) - 1):
+        better, worse = out[i], out[i + 1]
+        if better not in problems and worse not in problems:
+            continue
+        b = _block_bound(blocks, better, worse, alpha)
+        if b is not None and _apart(b, direction):
+            bounds[(better, worse)] = b
+            continue
+        flipped = _block_bound(blocks, worse, better, alpha)
+        if flipped is not None and _apart(flipped, direction):
+            out[i], out[i + 1] = worse, better
+            bounds[(worse, better)] = flipped
+    return tuple(out), bounds
 
 
 def _raw_against_first(
@@ -1214,7 +1326,10 @@ def rejudged(
 ) -> Ranking:
     """The same ranking at level ``alpha`` with every compared adjacent pair replaced by
     ``judge(pair, comparison)`` (a pair with no comparison is kept as it is)."""
-    pairs = tuple(p if p.comparison is None else judge(p, p.comparison) for p in ranking.pairs)
+    pairs = tuple(
+        p if p.comparison is None or p.status == "bounded" else judge(p, p.comparison)
+        for p in ranking.pairs
+    )
     return Ranking(
         order=ranking.order,
         variants=ranking.variants,
@@ -1224,6 +1339,7 @@ def rejudged(
         confidence=ranking.confidence,
         problems=ranking.problems,
         raw=ranking.raw,
+        blocks=ranking.blocks,
     )
 
 

@@ -21,10 +21,11 @@ The verdict rests on the whole interval, never on the point estimate:
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from assay.stats.compare import VariantStats, welch_test
+from assay.stats.drift_bound import RatioBound
 
 Verdict = Literal["worse", "not worse", "undecided"]
 
@@ -55,6 +56,9 @@ class GateVerdict:
     threshold: float
     verdict: Verdict
     why: str = ""  # why there is no interval, when there is none (said in its text)
+    # how the interval was made when it is not the ordinary one: the conservative bound
+    # that holds under drift (assay.stats.drift_bound), said in the text
+    bound: str = ""
 
     @property
     def worseness(self) -> tuple[float, float, float]:
@@ -73,11 +77,18 @@ class GateVerdict:
         change = change_text(*self.worseness)
         shown = "no interval" if change is None else f"{change} {word}"
         limit = self.limit
+        how = f" ({self.why}; the interval shown is {self.bound})" if self.bound else ""
         if self.verdict == "worse":
-            return f"{self.candidate} is worse than {self.baseline}: {shown}, beyond {limit}"
+            return f"{self.candidate} is worse than {self.baseline}: {shown}, beyond {limit}{how}"
         if self.verdict == "not worse":
             return (
-                f"{self.candidate} is not worse than {self.baseline} by more than {limit}: {shown}"
+                f"{self.candidate} is not worse than {self.baseline} by more than {limit}: "
+                f"{shown}{how}"
+            )
+        if self.bound:
+            return (
+                f"{self.candidate} vs {self.baseline}: undecided at {limit}: {shown} "
+                f"({self.why}; even {self.bound}, straddles the threshold)"
             )
         if "[" in shown:
             why = "the interval straddles the threshold"
@@ -115,6 +126,64 @@ def gate_verdict(
     elif math.isfinite(hi) and hi < threshold:
         verdict = "not worse"
     return GateVerdict(candidate, baseline, relative, low, high, direction, threshold, verdict, why)
+
+
+def drift_gate(
+    candidate: str,
+    baseline: str,
+    bound: RatioBound,
+    *,
+    direction: str,
+    threshold: float,
+    why: str,
+) -> GateVerdict:
+    """The verdict on the conservative interval of two runs' block ranges
+    (:func:`assay.stats.drift_bound.block_ratio_bound`), where ``why`` says why the
+    ordinary one is invalid: a 4x slow-down beyond any drift the runs showed is worse.
+
+    >>> from assay.stats.drift_bound import block_ratio_bound
+    >>> b = block_ratio_bound([4.0, 4.4, 3.6, 4.2], [1.0, 1.6, 1.2, 1.1])
+    >>> v = drift_gate("this run", "the reference", b, direction="lower", threshold=0.05,
+    ...                why="no valid interval: the level moved")
+    >>> v.verdict, v.text()[:71]
+    ('worse', 'this run is worse than the reference: +230.6% [+125.0%, +340.0%] slower')
+    """
+    v = gate_verdict(
+        candidate,
+        baseline,
+        relative=bound.relative,
+        low=bound.low,
+        high=bound.high,
+        direction=direction,
+        threshold=threshold,
+        why=why,
+    )
+    return replace(v, bound=bound.words())
+
+
+def with_drift_bound(v: GateVerdict, bound: RatioBound | None) -> GateVerdict:
+    """``v``, or where it is undecided, the verdict of the two runs' block ranges
+    (:func:`drift_gate`) when they decide, or when ``v`` has no interval to show.  The
+    ranges hold on their own, so a gross change decides even where the ordinary
+    interval is invalid or as wide as a drift made it (#58).
+
+    >>> from assay.stats.drift_bound import block_ratio_bound
+    >>> nan = math.nan
+    >>> v = gate_verdict("new", "old", relative=nan, low=nan, high=nan, direction="lower",
+    ...                  threshold=0.05, why="new has none: the level moved")
+    >>> with_drift_bound(v, block_ratio_bound([4.0, 4.4, 3.6], [1.0, 1.6, 1.2])).verdict
+    'worse'
+    """
+    if v.verdict != "undecided" or bound is None:
+        return v
+    shown = change_text(*v.worseness) is not None
+    why = v.why or ("its interval straddles the threshold" if shown else "no valid interval")
+    if not why.startswith("no valid interval") and not shown:
+        why = f"no valid interval: {why}"
+    d = drift_gate(
+        v.candidate, v.baseline, bound, direction=v.direction, threshold=v.threshold, why=why
+    )
+    return d if d.verdict != "undecided" or not shown else v
 
 
 def regression_gate(

@@ -43,6 +43,7 @@ import numpy as np
 import numpy.typing as npt
 
 from assay.stats._arrays import finite_1d
+from assay.stats.drift_bound import block_means
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -317,18 +318,12 @@ def block_range(
     >>> block_range([1.0, 2.0], blocks=2) is None
     True
     """
-    z = finite_1d(samples)
-    if blocks < 1 or z.size < 2 * blocks:
+    means = block_means(samples, blocks, harmonic=harmonic, min_per_block=2)
+    if means is None:
         return None
-    if harmonic:
-        if not bool(np.all(z > 0)):
-            return None
-        z = 1.0 / z
-    with np.errstate(over="ignore", invalid="ignore"):  # near float's limits: inf, said
-        means = np.array([float(b.mean()) for b in np.array_split(z, blocks)])
-        mean = float(z.mean())
-    if harmonic:
-        means, mean = 1.0 / means, 1.0 / mean
+    z = finite_1d(samples)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        mean = float(1.0 / np.mean(1.0 / z)) if harmonic else float(z.mean())
     return float(means.min()), mean, float(means.max())
 
 

@@ -18,7 +18,7 @@ threshold, the regression gate of :mod:`assay.stats.gate` gives the verdict.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,8 @@ from assay.designs.run_until_ci import PIResult
 from assay.importers.results import ImportedResult, ResultFileError, read_result_file
 from assay.spec import PISpec
 from assay.stats.compare import SummaryStats, analyze_variant, summary_from_ci, welch_test
-from assay.stats.gate import GateVerdict, change_text, gate_verdict
+from assay.stats.drift_bound import RatioBound
+from assay.stats.gate import GateVerdict, change_text, gate_verdict, with_drift_bound
 
 
 @dataclass(frozen=True)
@@ -58,14 +59,17 @@ class BaselineComparison:
     source: str  # the baseline file
     gate: GateVerdict | None  # with a threshold (--fail-if-worse)
 
+    bound: str = ""  # how the interval was made when it is not Welch's (drift_bound)
+
     def text(self) -> str:
         """One line: the change with its interval and Welch's p, and the verdict."""
         change = change_text(self.relative, self.rel_low, self.rel_high)
-        shown = (
-            "no interval (too few samples on one side)"
-            if change is None
-            else f"{change} (Welch p = {self.p_value:.2g})"
-        )
+        if change is None:
+            shown = "no interval (too few samples on one side)"
+        elif self.bound:
+            shown = f"{change} (the interval is {self.bound})"
+        else:
+            shown = f"{change} (Welch p = {self.p_value:.2g})"
         line = f"{self.pi} vs baseline {self.source}: {shown}"
         if self.gate is not None:
             line += f"; {_verdict_words(self.gate)}"
@@ -85,6 +89,17 @@ def _verdict_words(g: GateVerdict) -> str:
     }[g.verdict]
 
 
+def _bound(new_blocks: Sequence[float], old: Baseline, harmonic: bool) -> RatioBound | None:
+    """The drift-surviving bound (:mod:`assay.stats.drift_bound`) of a new result with
+    no interval against a baseline whose readings the file kept."""
+    from assay.stats.drift_bound import block_means, block_ratio_bound
+
+    then = block_means(old.readings, harmonic=harmonic) if old.readings else None
+    if then is None or not new_blocks:
+        return None
+    return block_ratio_bound(new_blocks, then)
+
+
 def compare_summaries(
     pi: str,
     unit: str,
@@ -95,39 +110,49 @@ def compare_summaries(
     source: str,
     confidence: float = 0.95,
     threshold: float | None = None,
+    bound: RatioBound | None = None,
+    why: str = "",
 ) -> BaselineComparison:
     """Welch's test and Fieller's interval of ``(new - old) / old``; ``new`` None: the
-    new result has no interval (reported, and undecided under a gate)."""
+    new result has no interval (``why``).  Where the gate is undecided, the two runs'
+    block ranges (``bound``) decide when they are apart
+    (:func:`assay.stats.gate.with_drift_bound`); with no interval they are what is shown."""
     nan = math.nan
     rel, lo, hi, p = nan, nan, nan, nan
     if new is not None:
         w = welch_test(new.mean, new.var, new.n, old.mean, old.var, old.n, confidence)
         rel, lo, hi, p = w.relative, w.rel_low, w.rel_high, w.p_value
+    elif bound is not None:
+        rel, lo, hi = bound.relative, bound.low, bound.high
     gate = None
     if threshold is not None:
+        none = "this run has no valid interval" + (f": {why}" if why else "")
         gate = gate_verdict(
             "this run",
             source,
-            relative=rel,
-            low=lo,
-            high=hi,
+            relative=nan if new is None else rel,
+            low=nan if new is None else lo,
+            high=nan if new is None else hi,
             direction=direction,
             threshold=threshold,
-            why="this run has none" if new is None else "",
+            why=none if new is None else "",
         )
+        gate = with_drift_bound(gate, bound)
+    used = (new is None or (gate is not None and gate.bound != "")) and bound is not None
     return BaselineComparison(
         pi=pi,
         unit=unit,
         direction=direction,
         new_mean=new.mean if new is not None else nan,
         old_mean=old.mean,
-        relative=rel,
-        rel_low=lo,
-        rel_high=hi,
+        relative=bound.relative if used and bound is not None else rel,
+        rel_low=bound.low if used and bound is not None else lo,
+        rel_high=bound.high if used and bound is not None else hi,
         p_value=p,
         confidence=confidence,
         source=source,
         gate=gate,
+        bound=bound.words() if used and bound is not None else "",
     )
 
 
@@ -221,23 +246,28 @@ def compare_with_baseline(
     baseline: Mapping[str, Baseline],
     *,
     threshold: float | None = None,
+    harmonic: Collection[str] = (),
 ) -> list[BaselineComparison]:
-    """Each new PI result that the baseline has, compared with it (see the module)."""
+    """Each new PI result that the baseline has, compared with it (see the module);
+    ``harmonic``: the PIs whose means are harmonic (rates)."""
     out = []
     for r in results:
         old = baseline.get(r.name)
         if old is None:
             continue
+        new = _new_summary(r)
         out.append(
             compare_summaries(
                 r.name,
                 r.unit,
                 r.direction,
-                _new_summary(r),
+                new,
                 old.summary,
                 source=old.source,
                 confidence=r.confidence,
                 threshold=threshold,
+                bound=_bound(r.blocks, old, r.name in harmonic),
+                why=r.note,
             )
         )
     return out

@@ -32,6 +32,7 @@ from assay.designs.compare import (
     CompareDecision,
     PIComparison,
     Statistic,
+    bounded_words,
     compare_decision,
     compare_pi,
     cycle_order,
@@ -41,7 +42,8 @@ from assay.designs.run_until_ci import INDEPENDENCE_ALPHA, Decision, pi_samples
 from assay.execute.overhead import LaunchOverhead
 from assay.spec import PISpec, Spec, SpecError
 from assay.stats.compare import PairDecision, pair_e_value
-from assay.stats.gate import GateVerdict, gate_verdict, regression_gate
+from assay.stats.drift_bound import block_ratio_bound
+from assay.stats.gate import GateVerdict, gate_verdict, regression_gate, with_drift_bound
 from assay.store import Store, TrialRecord
 from assay.studies.base import (
     AnalysisPace,
@@ -144,7 +146,8 @@ class CompareResult:
         if base not in names:
             raise ValueError(f"--baseline {base!r}: no such variant; the variants: {names}")
         stats = comp.ranking.variants
-        self.gates = [
+        blocks = comp.ranking.blocks
+        verdicts = [
             regression_gate(
                 name,
                 stats[name],
@@ -168,6 +171,16 @@ class CompareResult:
             )
             for name in names
             if name != base
+        ]
+        # a gross change decides where an interval is invalid or a drift widened it (#58)
+        self.gates = [
+            with_drift_bound(
+                v,
+                block_ratio_bound(blocks[v.candidate], blocks[base])
+                if v.candidate in blocks and base in blocks
+                else None,
+            )
+            for v in verdicts
         ]
         return self.gates
 
@@ -232,10 +245,18 @@ def variant_rows(c: PIComparison) -> list[dict[str, Any]]:
         if i == 0:
             # "best" only against every variant: one without an interval ranks last but
             # is not shown worse (issue #40: the slower of two was called best)
-            row["verdict"] = "best" if v is not None and not r.problems else "undecided"
+            best = r.decided or (v is not None and not r.problems)
+            row["verdict"] = "best" if best else "undecided"
         else:
             pair = r.pairs[i - 1]
             row["verdict"] = pair.status
+            if pair.bound is not None and i == 1 and "relative_to_best" not in row:
+                row.update(  # no interval: the range of block means that decided (#58)
+                    effect="range of block means (holds under drift)",
+                    relative_to_best=pair.bound.relative,
+                    relative_to_best_low=pair.bound.low,
+                    relative_to_best_high=pair.bound.high,
+                )
             if pair.comparison is not None:
                 comp = pair.comparison
                 row.update(
@@ -285,6 +306,14 @@ def pair_dict(p: PairDecision, statistic: str = "mean") -> dict[str, Any]:
         "extra_samples_worse": p.extra_worse,
         "note": p.note,
     }
+    if p.bound is not None:  # worse / better - 1 from the block ranges (#58)
+        out["bound"] = {
+            "relative": p.bound.relative,
+            "low": p.bound.low,
+            "high": p.bound.high,
+            "blocks": p.bound.blocks,
+            "exchangeable_error_rate": p.bound.error_rate,
+        }
     if comp is not None and comp.shift is not None:
         hl = comp.shift
         out["hodges_lehmann"] = {  # better minus worse, relative to worse's median
@@ -344,6 +373,7 @@ def compare_trials(
         statistic=pi.statistic,
         independence_alpha=small_n_rule(spec, pi),
         plan=plan,
+        sequential=True,
     )
 
 
@@ -748,6 +778,7 @@ def compare_files(
     summaries = any(r.samples is None for r in results)
     method = (
         f"imported ({', '.join(formats)}): samples subsession-merged"
+        + (" where their autocorrelation is significant" if statistic == "mean" else "")
         + (
             "; summaries where no samples were given (mean and variance: Welch's test only)"
             if summaries
@@ -769,12 +800,16 @@ def compare_files(
         confidence=confidence,
         method=method,
         statistic=statistic,
+        # the live comparison's rule for small samples (small_n_rule): raw samples must
+        # never decide less than a summary of them (#58: Pilot's merging decided 98 of
+        # 300 2x pairs of 10 samples, this rule 270)
+        independence_alpha=INDEPENDENCE_ALPHA if statistic == "mean" else None,
     )
     r = comp.ranking
     median = statistic == "median"
     if r.decided:
         rule = "Mann-Whitney p" if median else "CI-separated or Welch p"
-        reason = f"decided: every adjacent pair is {rule} < {r.alpha:g}"
+        reason = f"decided: every adjacent pair is {rule} < {r.alpha:g}{bounded_words(r)}"
     else:
         reason = (
             f"not decided from these results; {undecided_text(r, 'Noether' if median else 'Welch')}"

@@ -622,6 +622,9 @@ def sweep_from_csv(
         budget=max_settings,
         seed=seed,
         min_share=min_share,
+        # rows (or round columns) that repeat a setting are its repetitions: the
+        # analysis tests against their pure error, as a measured sweep's does (#58)
+        replicates=bool(data.duplicated(subset=list(names)).any()),
     )
     last = sim.steps[-1] if sim.steps else None
     direction: Literal["lower", "higher"] = "lower" if lower_is_better else "higher"
