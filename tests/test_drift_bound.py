@@ -215,7 +215,7 @@ def _hyperfine(path: Path, name: str, times: np.ndarray) -> Path:
 
 def test_compare_from_small_files_uses_the_live_small_sample_rule(tmp_path: Path) -> None:
     """#58: ten i.i.d. samples a side with a 2x gap; Pilot's merging decided a third of
-    such pairs, the live comparison's rule nearly all (bench: 270 of 300)."""
+    such pairs, the live comparison's rule nearly all (bench: 273 of 300, was 85)."""
     from assay.studies.compare import compare_files
 
     decided = 0

@@ -14,7 +14,7 @@ exchangeable, every arrangement of the ``2k`` block means is equally likely, and
 complete separation (all ``k`` of one run above all ``k`` of the other) has
 probability ``2 / C(2k, k)``, 1.1e-5 for 10 blocks each.  Readings correlated within a
 run make the blocks of one run cluster, so that rate grows (at AR(1) 0.8 and 3 readings
-a block, to about 1%; bench/bench_drift_decision.py); the margin from 1e-5 up to the
+a block, to 0.15-0.45%; at 0.9, 3.4%; bench/RESULTS.md, #58); the margin from 1e-5 up to the
 5% of a 95% gate is what the 10 blocks buy.  A drift that is the same in both runs
 only widens the ranges (more conservative).  What no within-run rule can see is a
 level that moved *between* the runs and not within them; a gate run on a machine that
@@ -95,7 +95,7 @@ def block_means(
 #: A study that asks after every cycle (``assay compare``) looks at the bound only
 #: when a variant's samples reach FIRST_LOOK, then each LOOK_GROWTH times more: asked
 #: at every cycle from 30 to 300 samples, A/A pairs of AR(1) 0.8 readings fell apart
-#: in 1.8% (alpha is 1%); at these looks in 0.2% (bench/bench_drift_decision.py).
+#: in 2.1% (alpha is 1%); at these looks in 0.1% (bench/RESULTS.md, #58).
 FIRST_LOOK = 60
 LOOK_GROWTH = 1.5
 

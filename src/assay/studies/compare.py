@@ -801,8 +801,8 @@ def compare_files(
         method=method,
         statistic=statistic,
         # the live comparison's rule for small samples (small_n_rule): raw samples must
-        # never decide less than a summary of them (#58: Pilot's merging decided 98 of
-        # 300 2x pairs of 10 samples, this rule 270)
+        # never decide less than a summary of them (#58: Pilot's merging decided 85 of
+        # 300 2x pairs of 10 samples, this rule 273; bench/bench_drift_decision.py)
         independence_alpha=INDEPENDENCE_ALPHA if statistic == "mean" else None,
     )
     r = comp.ranking
