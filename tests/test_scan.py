@@ -363,3 +363,23 @@ def test_a_scan_is_plotted_and_a_plot_without_a_scan_is_refused(
     assert refused.exit_code == 2 and "--plot: a scan's plot" in refused.output
     odd = _invoke("run", "-P", "t", "1", "2", "--plot", str(tmp_path / "p.jpg"), "--", "e", "{t}")
     assert odd.exit_code == 2 and ".png or .svg" in odd.output
+
+
+def test_hyperfines_one_word_form_with_a_placeholder_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#60: ``assay run -P t 1 2 'sleep 0.0{t}'``, hyperfine's own form: the {t} is
+    Assay's placeholder, not shell syntax; the string is split into words and each
+    value fills its word (no shell runs)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    doc = tmp_path / "a.json"
+    res = _invoke(
+        "run", "-P", "t", "1", "2", "--runs", "3", "--no-overhead", "--no-monitor", "-q",
+        "--json", str(doc), f"{Path(sys.executable).as_posix()} -c pass {{t}}",
+    )  # fmt: skip
+    assert res.exit_code in (0, 5), res.output
+    rows = json.loads(doc.read_text())["scan"]["rows"]
+    assert [r["parameters"] for r in rows] == [{"t": 1}, {"t": 2}]
+    # shell syntax beside the placeholder still asks for --shell
+    bad = _invoke("run", "-P", "t", "1", "2", "echo {t} | cat")
+    assert bad.exit_code == 2 and "--shell" in bad.output, bad.output

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +28,8 @@ from assay.errors import SpecError
 
 # characters that mean something to /bin/sh but not to Assay's word splitting
 SHELL_SYNTAX = set("|&;<>()$`*?[]{}~!")
+# a placeholder of Assay's template (not ${VAR}, nor brace expansion {a,b})
+PLACEHOLDER = re.compile(r"(?<!\$)\{[A-Za-z_][A-Za-z0-9_]*\}")
 
 
 def command_words(args: list[str], *, shell: bool) -> list[str]:
@@ -38,6 +41,8 @@ def command_words(args: list[str], *, shell: bool) -> list[str]:
 
     >>> command_words(["sleep 0.01"], shell=False)
     ['sleep', '0.01']
+    >>> command_words(["sleep 0.0{t}"], shell=False)  # hyperfine's -P form
+    ['sleep', '0.0{t}']
     """
     if args and args[0] == "--":
         args = args[1:]
@@ -52,7 +57,9 @@ def command_words(args: list[str], *, shell: bool) -> list[str]:
             "argument of your command, add --shell and quote the command)"
         )
     if len(args) == 1 and any(c.isspace() for c in args[0]):
-        if SHELL_SYNTAX & set(args[0]):
+        # a {name} placeholder (-P/-L, [params]) is Assay's, not the shell's: filled
+        # into its word after splitting, as hyperfine's 'sleep 0.0{t}' form expects
+        if SHELL_SYNTAX & set(PLACEHOLDER.sub("", args[0])):
             raise SpecError(
                 f"{args[0]!r} is one string with shell syntax: add --shell to run it with "
                 "/bin/sh -c, or give the words after '--' (assay run -- CMD ARGS...)"

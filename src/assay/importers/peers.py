@@ -273,6 +273,25 @@ def looks_like_go_bench(text: str) -> bool:
     return _GO_LINE.search(text) is not None
 
 
+#: Lines ``go test`` prints around its results (``goos: linux``, ``pkg: …``, ``PASS``).
+_GO_HEADER = re.compile(
+    r"^(goos|goarch|pkg|cpu): |^testing: warning: no tests to run|^ok  \t?\S+\s+[0-9.]+s$", re.M
+)
+
+
+def looks_like_go_test(text: str) -> bool:
+    """Whether ``text`` is ``go test`` output, with or without a benchmark result line.
+
+    >>> looks_like_go_test("goos: linux\\ntesting: warning: no tests to run\\nPASS\\n")
+    True
+    >>> looks_like_go_test("PASS\\nok  \\texample.com/x\\t0.002s\\n")
+    True
+    >>> looks_like_go_test('{"goos": 1}')
+    False
+    """
+    return text.lstrip()[:1] not in ("{", "[") and _GO_HEADER.search(text) is not None
+
+
 def _go_metric(unit: str) -> tuple[str, str, float, Literal["lower", "higher"]]:
     """(PI name, unit, divisor, direction) of a Go metric."""
     if unit == "ns/op":

@@ -542,6 +542,7 @@ def parse_assay(
     out: list[ImportedResult] = []
     skipped: list[str] = []
     seen: list[str] = []
+    readings = _assay_readings(doc)
     for i, entry in enumerate(doc["pis"]):
         where = f"pis[{i}]"
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
@@ -551,6 +552,23 @@ def parse_assay(
         if pi is not None and pi_name != pi:
             continue
         got = _ci_entry(entry, f"{where} ({pi_name!r})", source)
+        x = readings.get(pi_name)
+        if x is not None:  # the run's own readings: ranked as any tool's samples are
+            direction = entry.get("direction", "lower")
+            unit = entry.get("unit", "")
+            got = ImportedResult(
+                name="",
+                source=str(source),
+                format="assay",
+                unit=unit if isinstance(unit, str) else "",
+                direction=direction if direction in ("lower", "higher") else "lower",
+                samples=x,
+                # the stored interval's summary where it has one (a baseline falls
+                # back on it), else the readings' own
+                summary=got.summary
+                if not isinstance(got, str)
+                else _summary_of(x, source, f"samples ({pi_name!r})"),
+            )
         if isinstance(got, str):
             skipped.append(f"{_name(pi_name)} {got}")
             continue
@@ -563,6 +581,28 @@ def parse_assay(
         raise ResultFileError(source, f"expected at least one PI with a usable interval: {why}")
     if len(out) > 1:
         out = [_renamed(r, f"{r.name}/{r.pi}") for r in out]
+    return out
+
+
+def _assay_readings(doc: dict[str, Any]) -> dict[str, FloatArray]:
+    """An ``assay run --json`` document's readings by PI (its ``samples`` rows of the
+    study itself, 3 or more finite values in order); none from an older document.
+
+    >>> _assay_readings({"samples": [{"pi": "t", "variant": None, "values": [1, 2, 3]}]})
+    {'t': array([1., 2., 3.])}
+    """
+    rows = doc.get("samples")
+    out: dict[str, FloatArray] = {}
+    for row in rows if isinstance(rows, list) else []:
+        if not isinstance(row, dict) or row.get("variant") is not None:
+            continue
+        values = row.get("values")
+        if not isinstance(row.get("pi"), str) or not isinstance(values, list):
+            continue
+        x = np.array([v for v in values if isinstance(v, int | float)], dtype=np.float64)
+        x = x[np.isfinite(x)]
+        if x.size >= 3:
+            out[row["pi"]] = x
     return out
 
 
@@ -797,6 +837,12 @@ def read_result_file(
         except peers.PeerFormatError as exc:
             raise ResultFileError(p, f"{PEER_LABELS['go']}: {exc}") from None
         return _peer_results(variants, "go", p)
+    if forced is None and peers.looks_like_go_test(text):
+        raise ResultFileError(
+            p,
+            f"{PEER_LABELS['go']}: go test output without a benchmark result line "
+            "('BenchmarkName-8  N  1234 ns/op'): did -bench's pattern match no benchmark?",
+        )
     try:
         doc = _parse_json(text, p)
     except ResultFileError as exc:
@@ -852,7 +898,16 @@ def read_result_files(
     ['old.json:./app', 'new.json:./app']
     """
     results: list[ImportedResult] = []
+    seen: dict[Path, str] = {}
     for path in paths:
+        where = Path(path).resolve()
+        if where in seen:
+            raise ResultFileError(
+                path,
+                f"given twice (also as {seen[where]}): each file is read once; to compare a "
+                "result with itself, copy the file",
+            )
+        seen[where] = str(path)
         results.extend(read_result_file(path, pi, fmt))
     counts = Counter(r.name for r in results)
     out = [

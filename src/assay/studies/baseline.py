@@ -192,7 +192,6 @@ def read_baseline(
                 path, f"has no PI of this study (it has {have}; the study: {', '.join(wanted)})"
             )
     out: dict[str, Baseline] = {}
-    kept = _assay_readings(path) if results[0].format == "assay" else {}
     for name, r in matched.items():
         unit = wanted[name].unit
         if r.unit and unit and r.unit != unit:
@@ -200,31 +199,12 @@ def read_baseline(
                 path, f"PI {name!r} is in {r.unit!r} there but in {unit!r} in this study"
             )
         try:
-            readings = kept.get(name) or (() if r.samples is None else tuple(map(float, r.samples)))
+            readings = () if r.samples is None else tuple(map(float, r.samples))
             out[name] = Baseline(Path(r.source).name, _old_summary(r, confidence), readings)
         except ValueError as exc:
             raise ResultFileError(
                 path, f"PI {name!r}: its samples give no interval ({exc})"
             ) from None
-    return out
-
-
-def _assay_readings(path: str | Path) -> dict[str, tuple[float, ...]]:
-    """An Assay run document's readings by PI (its ``samples``, schema 1); none from an
-    older document or another file (the summary alone is then compared)."""
-    import json
-
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    rows = doc.get("samples") if isinstance(doc, dict) else None
-    out: dict[str, tuple[float, ...]] = {}
-    for row in rows if isinstance(rows, list) else []:
-        if isinstance(row, dict) and row.get("variant") is None and isinstance(row.get("pi"), str):
-            values = row.get("values")
-            if isinstance(values, list):
-                out[row["pi"]] = tuple(float(v) for v in values if isinstance(v, int | float))
     return out
 
 
@@ -236,7 +216,7 @@ def _new_summary(r: PIResult) -> SummaryStats | None:
 
 
 def _old_summary(r: ImportedResult, confidence: float) -> SummaryStats:
-    if r.samples is None:
+    if r.samples is None or r.format == "assay":  # an Assay run's own interval
         return r.summary
     return analyze_variant(r.samples, confidence).summary  # merged like a new result
 
