@@ -429,8 +429,7 @@ def test_from_csv_uses_the_rounds_as_repetitions(tmp_path: Path, layout: str) ->
     rng = np.random.default_rng(3)
     grid = list(itertools.product([1, 2, 4, 8], ["wal", "delete"]))
     rounds = [
-        [w * 10 * (1.2 if j == "wal" else 1) + rng.normal(0, 1) for _ in range(3)]
-        for w, j in grid
+        [w * 10 * (1.2 if j == "wal" else 1) + rng.normal(0, 1) for _ in range(3)] for w, j in grid
     ]
     path = tmp_path / "rounds.csv"
     if layout == "rows":
