@@ -1175,26 +1175,26 @@ def simulate(
 ) -> Simulation:
     """Run Algorithm 1 by sampling from ``full_data`` instead of measuring (Figures 1–2).
 
-        The space is the distinct settings in ``full_data`` (a full or partial data set;
-        repetitions are averaged).  With ``stop_at_threshold=False`` the loop goes on up to
-        ``max_rate`` of the settings, recording R² at every step (Figure 2).  ``reference``
-        is the analysis to compare with: ``"full"`` (default) analyses all of ``full_data``
-        (Figure 1), ``None`` skips the comparison; the mismatch is computed for the paper's
-        significant terms and for those that explain at least ``min_share`` of the variance.
+    The space is the distinct settings in ``full_data`` (a full or partial data set;
+    repetitions are averaged).  With ``stop_at_threshold=False`` the loop goes on up to
+    ``max_rate`` of the settings, recording R² at every step (Figure 2).  ``reference``
+    is the analysis to compare with: ``"full"`` (default) analyses all of ``full_data``
+    (Figure 1), ``None`` skips the comparison; the mismatch is computed for the paper's
+    significant terms and for those that explain at least ``min_share`` of the variance.
     ``replicates``: the final analyses (of the sampled settings and of all) fit the rows
-        of ``full_data`` that repeat a setting as its repetitions, the pure error
-        (:func:`analyse`); the sampling itself rests on the setting means either way.
+    of ``full_data`` that repeat a setting as its repetitions, the pure error
+    (:func:`analyse`); the sampling itself rests on the setting means either way.
 
-        The result does not depend on the order of the rows: the settings are put in a
-        canonical order (sorted by parameter values) before anything is sampled.
+    The result does not depend on the order of the rows: the settings are put in a
+    canonical order (sorted by parameter values) before anything is sampled.
 
-        >>> import itertools
-        >>> d = pd.DataFrame(list(itertools.product([1, 2, 4, 8, 16, 32], range(5), range(4))),
-        ...                  columns=["w", "b", "c"])
-        >>> d["t"] = d["w"].clip(upper=8) * 10.0 + d["b"] + 0.1 * np.sin(d.index.to_numpy())
-        >>> sim = simulate(d, ["w", "b", "c"], "t", start=0.2, step=0.1, seed=0)
-        >>> sim.steps[-1].reason, sim.mismatch.params_rate
-        ('r2', 0.0)
+    >>> import itertools
+    >>> d = pd.DataFrame(list(itertools.product([1, 2, 4, 8, 16, 32], range(5), range(4))),
+    ...                  columns=["w", "b", "c"])
+    >>> d["t"] = d["w"].clip(upper=8) * 10.0 + d["b"] + 0.1 * np.sin(d.index.to_numpy())
+    >>> sim = simulate(d, ["w", "b", "c"], "t", start=0.2, step=0.1, seed=0)
+    >>> sim.steps[-1].reason, sim.mismatch.params_rate
+    ('r2', 0.0)
     """
     data = _prepare(_canonical(full_data, [*params, metric]), params, metric)
     space = data[list(params)].reset_index(drop=True)
