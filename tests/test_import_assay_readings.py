@@ -79,3 +79,31 @@ def test_the_same_file_twice_is_named_as_such(tmp_path: Path) -> None:
     path = _run_doc(tmp_path / "a.json", "fast", [1.0, 1.1, 0.9], None)
     res = CliRunner().invoke(main, ["compare", "--from", str(path), str(path)])
     assert res.exit_code == 2 and "given twice" in res.output, res.output
+
+
+def _google_benchmark(path: Path) -> Path:
+    rows = [
+        {"name": n, "run_name": n, "run_type": "iteration", "real_time": r, "cpu_time": c}
+        | {"time_unit": "us"}
+        for n, rc in (("BM_a", [(10, 5), (11, 5.5), (12, 6)]), ("BM_b", [(20, 15), (21, 16)]))
+        for r, c in rc
+    ]
+    path.write_text(json.dumps({"context": {}, "benchmarks": rows}))
+    return path
+
+
+def test_pi_selects_google_benchmarks_field_or_is_refused(tmp_path: Path) -> None:
+    """#60: --pi on another tool's file was only a label (cpu_time showed real_time's
+    numbers; --pi nonsense answered 'best on nonsense')."""
+    gb = _google_benchmark(tmp_path / "gb.json")
+    cpu = read_result_file(gb, pi="cpu_time")
+    first = cpu[0].samples
+    assert first is not None and first.tolist() == [5e-6, 5.5e-6, 6e-6]
+    assert {r.pi for r in cpu} == {"cpu_time"}
+    res = CliRunner().invoke(main, ["compare", "--from", str(gb), "--pi", "nonsense"])
+    assert res.exit_code == 2 and "real_time, cpu_time" in res.output, res.output
+    run = _run_doc(tmp_path / "a.json", "fast", [1.0, 1.1, 0.9], None)
+    hf = tmp_path / "h.json"
+    hf.write_text(json.dumps({"results": [{"command": "x", "times": [1.0, 1.1, 1.2]}]}))
+    res = CliRunner().invoke(main, ["compare", "--from", str(hf), str(run), "--pi", "cpu_time"])
+    assert res.exit_code == 2 and "one measurement per benchmark" in res.output, res.output

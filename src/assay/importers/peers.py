@@ -160,13 +160,18 @@ def _gb_per_second(entry: dict[str, Any], where: str) -> float:
     return TIME_UNITS[unit]
 
 
-def parse_google_benchmark(doc: Any) -> list[PeerVariant]:
+#: The per-iteration times a Google Benchmark file holds, selectable with ``--pi``.
+GB_FIELDS = ("real_time", "cpu_time")
+
+
+def parse_google_benchmark(doc: Any, field: str = "real_time") -> list[PeerVariant]:
     """Variants from a parsed Google Benchmark JSON document.
 
     Entries are grouped by ``run_name`` (files from before Google Benchmark 1.5 have
     none: ``name``), in order of first appearance.  The samples of a benchmark are
     the ``real_time`` of its ``iteration`` entries (wall-clock time per iteration,
-    converted from ``time_unit`` to seconds).  A benchmark with only aggregates
+    converted from ``time_unit`` to seconds), or with ``field="cpu_time"`` their CPU
+    time.  A benchmark with only aggregates
     (``--benchmark_report_aggregates_only``) is read as a summary: the ``mean`` and
     ``stddev`` aggregates over the aggregate's ``repetitions``; its note says so.
     ``median``, ``cv``, ``BigO`` and ``RMS`` aggregates are not used.
@@ -212,24 +217,27 @@ def parse_google_benchmark(doc: Any) -> list[PeerVariant]:
             )
     if not groups:
         raise PeerFormatError("expected at least one entry in 'benchmarks', got none")
-    return [_gb_variant(name, g["iteration"], g["aggregate"]) for name, g in groups.items()]
+    if field not in GB_FIELDS:
+        raise PeerFormatError(f"no field {field!r}; its times are {', '.join(GB_FIELDS)}")
+    return [
+        _gb_variant(name, g["iteration"], g["aggregate"], field) for name, g in groups.items()
+    ]
 
 
 def _gb_variant(
     name: str,
     iterations: list[tuple[str, dict[str, Any]]],
     aggregates: list[tuple[str, dict[str, Any]]],
+    field: str = "real_time",
 ) -> PeerVariant:
     if iterations:
-        values = [
-            _num(e.get("real_time"), f"{w}.real_time") / _gb_per_second(e, w) for w, e in iterations
-        ]
+        values = [_num(e.get(field), f"{w}.{field}") / _gb_per_second(e, w) for w, e in iterations]
         if len(values) < 2:
             raise PeerFormatError(
                 f"{iterations[0][0]}: one repetition only; a comparison needs its spread: "
                 "run with --benchmark_repetitions=N (N >= 2)"
             )
-        return PeerVariant(name, "s", f"benchmarks ({name!r}) real_time", samples=values)
+        return PeerVariant(name, "s", f"benchmarks ({name!r}) {field}", samples=values)
     by_kind = {e.get("aggregate_name"): (w, e) for w, e in aggregates}
     if "mean" not in by_kind or "stddev" not in by_kind:
         have = ", ".join(sorted(str(k) for k in by_kind)) or "none"
@@ -239,13 +247,13 @@ def _gb_variant(
         )
     w_mean, mean = by_kind["mean"]
     w_sd, sd = by_kind["stddev"]
-    m = _num(mean.get("real_time"), f"{w_mean}.real_time") / _gb_per_second(mean, w_mean)
-    s = _num(sd.get("real_time"), f"{w_sd}.real_time") / _gb_per_second(sd, w_sd)
+    m = _num(mean.get(field), f"{w_mean}.{field}") / _gb_per_second(mean, w_mean)
+    s = _num(sd.get(field), f"{w_sd}.{field}") / _gb_per_second(sd, w_sd)
     n = _count(mean.get("repetitions"), f"{w_mean}.repetitions")
     return PeerVariant(
         name,
         "s",
-        f"{w_mean} real_time",
+        f"{w_mean} {field}",
         summary=(m, s * s, n),
         note=f"summary only: the mean and stddev aggregates of {n} repetitions (the file "
         "has no per-repetition entries; they are left out by "

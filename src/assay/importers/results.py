@@ -829,6 +829,12 @@ def read_result_file(
     p = Path(path)
     forced = _check_format(fmt)
     if forced == "criterion" or (forced is None and _is_folder(p)):
+        if pi is not None and pi != "wall_time":
+            raise ResultFileError(
+                p,
+                f"{PEER_LABELS['criterion']}: --pi {pi!r}: criterion's samples are times "
+                "(Assay's wall_time); there is no other measurement to select",
+            )
         return _read_criterion(p)
     text = _read_text(p)
     if forced == "go" or (forced is None and peers.looks_like_go_bench(text)):
@@ -859,12 +865,33 @@ def read_result_file(
         )
     if found == "assay":
         return parse_assay(doc, p, pi)
+    if found == "google-benchmark":
+        field = pi or "real_time"
+        if field not in peers.GB_FIELDS:
+            raise ResultFileError(
+                p,
+                f"{PEER_LABELS[found]}: --pi {pi!r}: no such field; its per-iteration "
+                f"times are {', '.join(peers.GB_FIELDS)}",
+            )
+        try:
+            variants = peers.parse_google_benchmark(doc, field)
+        except peers.PeerFormatError as exc:
+            raise ResultFileError(p, f"{PEER_LABELS[found]}: {exc}") from None
+        got = _peer_results(variants, found, p)
+        return got if pi is None else [dataclasses.replace(r, pi=pi) for r in got]
+    if pi is not None and pi != "wall_time":
+        label = PEER_LABELS.get(found, found)
+        raise ResultFileError(
+            p,
+            f"{label}: --pi {pi!r}: this file holds one measurement per benchmark (its "
+            "times, Assay's wall_time); --pi selects among the PIs of an Assay file, "
+            "Google Benchmark's real_time or cpu_time, or a go test metric",
+        )
     if found in _PARSERS:
         return _PARSERS[found](doc, p)
     if found == "criterion":
         return _read_criterion(p, doc)
     parse = {
-        "google-benchmark": peers.parse_google_benchmark,
         "pytest-benchmark": peers.parse_pytest_benchmark,
         "asv": peers.parse_asv,
     }[found]
