@@ -31,7 +31,7 @@ under ``tests/data`` and ``bench/data``), with ``HOME`` and ``XDG_CACHE_HOME`` i
 wide depends on the numbers measured; at 200 the README's tables keep all theirs) and
 a few fixtures standing for what the README assumes exists: ``study.assay.db``
 holding one study named ``my study``, the quick-mode store holding ``assay run "sleep
-0.01"``'s study, ``big.txt``, and the result files ``compare --from`` reads. Each run
+0.01"``'s study, and the result files ``compare --from`` reads. Each run
 checks the exit status the README states (0 unless the entry says otherwise), the
 files the command writes, and, for a ``jq`` pipeline, that the printed value is not
 ``null`` (skipped when ``jq`` is not installed: ``apt-get install jq``).
@@ -278,10 +278,14 @@ BUSY = (
 RUN: dict[str, Run] = {
     'assay run "sleep 0.01"': Run(),
     "assay run -P t 1 4 -- sleep 0.0{t}": Run(),
-    "assay run --shell -- 'sort big.txt | uniq'": Run(status=frozenset({0, 4, 5}), why=MOVED),
+    "assay run --shell -- 'seq 100000 | sort | uniq | wc -l'": Run(
+        status=frozenset({0, 4, 5}), why=MOVED
+    ),
     "assay run --json - -- true | jq '.pis[0].mean'": Run(status=frozenset({0, 4, 5}), why=MOVED),
     "assay compare -- 'sleep 0.01' -- 'sleep 0.012' --report r.html": Run(creates=("r.html",)),
     "assay show study.assay.db": Run(),
+    "assay show examples/sqlite-sweep.assay.db": Run(),
+    "assay report examples/sqlite-sweep.assay.db -o report.html": Run(creates=("report.html",)),
     'assay show ~/.cache/assay/quick.assay.db "quick sleep-0-01 039fcda1" --json - | jq .pis': (
         Run()
     ),
@@ -351,10 +355,10 @@ SLOW: dict[str, Run] = {
     "assay run examples/run-sqlite-insert.toml": Run(
         status=frozenset({0, 5}), why=BUSY, volatile=RUN_VOLATILE
     ),
-    'assay run -- python3 -c "sum(range(10**6))"': Run(
+    'assay run --max-time 10 -- python3 -c "sum(range(10**6))"': Run(
         status=frozenset({0, 5}),
-        why="a CPU-bound loop on a shared 2-core machine can drift until its 1,000 rounds "
-        "are spent (exit 5, 'no valid CI')",
+        why="a CPU-bound loop on a shared 2-core machine can drift until its 10 s are "
+        "spent (exit 5, 'no valid CI')",
     ),
     "assay order examples/order-file-cache.toml --plot order.png --trials-csv trials.csv": Run(
         creates=("order.png", "trials.csv"),
@@ -660,6 +664,8 @@ FIXTURES = (
     # the quick-mode store holds `assay run "sleep 0.01"`'s study (show, rm); this one
     # also keeps the launch-overhead probe in the sandbox's cache for the runs to come
     f'assay run {_FAST} "sleep 0.01"',
+    # the main command's store (its sweep takes minutes: a short study stands for it)
+    f"assay run {_FAST} --no-overhead --store examples/sqlite-sweep.assay.db -- sleep 0.01",
     # study.assay.db with one study, "my study" (show, report, export, ls)
     f'assay run {_FAST} --no-overhead --store study.assay.db --name "my study" -- sleep 0.01',
     # results for compare --from: hyperfine's, pyperf's (wall time in s) and Assay's
@@ -669,8 +675,6 @@ FIXTURES = (
     # the gate's base and head: head (sleep 0.01) is not worse than base (sleep 0.02)
     f"assay run {_FAST} --no-overhead --store fx.assay.db --json base.json -- sleep 0.02",
     f"assay run {_FAST} --no-overhead --store fx.assay.db --json head.json -- sleep 0.01",
-    # big.txt for `sort big.txt | uniq`
-    "seq 2000 | sed 's/$/ line/' > big.txt",
 )
 
 
