@@ -525,6 +525,11 @@ def _results(kind: str, doc: Mapping[str, Any], result: Any = None) -> str:
     if kind == "run":
         pis = doc.get("pis", [])
         out.append(_human(*run_rows(pis), "each PI: mean with its CI, n and method"))
+        from assay.report.terminal import max_rss_line
+
+        rss = max_rss_line(doc.get("max_rss"))
+        if rss:
+            out.append(f"<p>{_e(rss)}</p>")
         out.append(_raw(pis, "each PI"))
     elif kind == "compare":
         for c in doc.get("comparisons", []):

@@ -259,6 +259,8 @@ def render_result(
             + (f" · {res.resumed_trials} resumed from the store" if res.resumed_trials else "")
         )
     )
+    if res.max_rss:
+        lines.append(Text(max_rss_line(res.max_rss)))
     lines.extend(
         footer_lines(
             res.bookkeeping_s_per_trial,
@@ -286,6 +288,22 @@ def _bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} GiB"
+
+
+def max_rss_line(m: Mapping[str, Any] | None) -> str:
+    """The command's peak memory, as ``time -v``'s "Maximum resident set size" reads;
+    "" when not measured.
+
+    >>> max_rss_line({"median_kib": 12595.0, "max_kib": 13312, "trials": 20})
+    "max RSS: 12.3 MiB (the command's peak memory, median of 20 trials; highest 13.0 MiB)"
+    """
+    if not m or not m.get("trials"):
+        return ""
+    n = int(m["trials"])
+    med, top = _bytes(float(m["median_kib"]) * 1024), _bytes(float(m["max_kib"]) * 1024)
+    if n == 1:
+        return f"max RSS: {med} (the command's peak memory, 1 trial)"
+    return f"max RSS: {med} (the command's peak memory, median of {n} trials; highest {top})"
 
 
 def resources_line(r: Mapping[str, Any], label: str = "") -> str:

@@ -268,6 +268,24 @@ def bookkeeping_median(trials: list[TrialRecord]) -> float | None:
     return statistics.median(books) if books else None
 
 
+def peak_memory(trials: Sequence[TrialRecord]) -> dict[str, Any] | None:
+    """The command's peak memory over the successful trials that measured it (its own
+    max RSS, :attr:`~assay.store.TrialRecord.max_rss_kib`): median, highest and how
+    many trials; None when none did.
+
+    >>> from assay.store import TrialRecord
+    >>> peak_memory([TrialRecord(seq=i, status="ok", max_rss_kib=k) for i, k in
+    ...              enumerate((1000, 1200, 1100))])
+    {'median_kib': 1100.0, 'max_kib': 1200, 'trials': 3}
+    """
+    got = sorted(t.max_rss_kib for t in trials if t.ok and t.max_rss_kib)
+    if not got:
+        return None
+    n = len(got)
+    median = got[n // 2] if n % 2 else (got[n // 2 - 1] + got[n // 2]) / 2
+    return {"median_kib": float(median), "max_kib": got[-1], "trials": n}
+
+
 def execution_fields(st: OpenStudy) -> dict[str, Any]:
     """The :class:`Executed` fields of a result, from the study's trials and session."""
     trials = st.trials

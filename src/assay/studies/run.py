@@ -45,6 +45,7 @@ from assay.studies.base import (
     execution_fields,
     host_warnings,
     open_stored,
+    peak_memory,
     result_header,
     samples_dict,
     stderr_warning,
@@ -103,6 +104,8 @@ class StudyResult:
     # each PI again without the trials other processes disturbed (None: none seen)
     without_disturbed: dict[str, Any] | None = None
     samples: list[dict[str, Any]] = field(default_factory=list)  # every reading, by PI
+    # the command's peak memory over its trials (base.peak_memory; None: not measured)
+    max_rss: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -114,6 +117,7 @@ class StudyResult:
             "pis": [r.as_dict() for r in self.results],
             "without_disturbed": self.without_disturbed,
             "samples": self.samples,
+            "max_rss": self.max_rss,
             **execution_dict(self),
         }
 
@@ -477,6 +481,7 @@ class Runner(Study):
             resources=resources,
             without_disturbed=without_disturbed(self.spec, st.trials),
             samples=samples_dict(_pis_to_analyse(self.spec), st.trials),
+            max_rss=peak_memory(st.trials),
             **execution_fields(st),
         )
 
