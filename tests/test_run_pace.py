@@ -225,3 +225,23 @@ def test_the_live_line_keeps_the_last_known_width_and_ends_with_the_verdict() ->
                     decision=undecided, mean_cycle_s=0.1))  # fmt: skip
     assert "budget spent: 1 pair undecided" in out.getvalue()
     assert "decided" not in out.getvalue().replace("undecided", "")
+
+
+def test_the_live_lines_rounds_and_time_left_are_one_estimate() -> None:
+    """#60: '~583 rounds left (~44.3 s)' then '~1580 rounds left (~39.8 s)' read as
+    broken: the rounds shown are those the time left holds, and a target beyond the
+    budget is said as such."""
+    from assay.report.terminal import TimeLeft, rounds_left_text
+
+    left = TimeLeft(max_time=60.0)
+    shown = []
+    for elapsed, need in ((10.0, 583), (20.2, 1580), (25.0, 900)):
+        per_round = 0.1
+        eta = left.update(need * per_round, elapsed=elapsed)
+        text = rounds_left_text(need, eta, per_round, left.budget_s(elapsed))
+        shown.append((int(text.split("~")[1].split()[0]), eta))
+        if need * per_round > left.budget_s(elapsed):
+            assert f"the target needs ~{need}" in text
+    # the rounds shown follow the time shown: both fall, or both rise
+    for (r0, t0), (r1, t1) in zip(shown, shown[1:], strict=False):
+        assert (r1 - r0) * (t1 - t0) >= 0

@@ -98,10 +98,14 @@ class TimeLeft:
         self.max_time = max_time
         self._log: float | None = None
 
-    def update(self, raw_s: float, *, elapsed: float, cap_s: float | None = None) -> float:
+    def budget_s(self, elapsed: float, cap_s: float | None = None) -> float:
+        """The seconds the budget leaves (``cap_s``: what its rounds leave), inf without."""
         caps = [c for c in (cap_s, None if self.max_time is None else self.max_time - elapsed)
                 if c is not None]  # fmt: skip
-        cap = max(0.0, min(caps)) if caps else math.inf
+        return max(0.0, min(caps)) if caps else math.inf
+
+    def update(self, raw_s: float, *, elapsed: float, cap_s: float | None = None) -> float:
+        cap = self.budget_s(elapsed, cap_s)
         raw = min(max(raw_s, 0.0), cap) if math.isfinite(raw_s) else cap
         if not math.isfinite(raw):
             return raw
@@ -110,6 +114,28 @@ class TimeLeft:
             x if self._log is None else (1 - self.SMOOTHING) * self._log + self.SMOOTHING * x
         )
         return min(math.expm1(self._log), cap)
+
+
+def rounds_left_text(need: int, eta_s: float, per_round_s: float, budget_s: float) -> str:
+    """The live line's one estimate of what is left: the rounds that the (smoothed)
+    time left holds, so that the two never disagree (a raw count of 583 then 1580
+    beside a time falling from 44 s to 40 s read as broken); when the target needs more
+    than the budget leaves, both figures, said so.
+
+    >>> rounds_left_text(40, 4.0, 0.1, 60.0)
+    ' · ~40 rounds left (~4.0 s)'
+    >>> rounds_left_text(1580, 39.8, 0.1, 39.8)
+    ' · ~398 rounds left in the budget (~39.8 s); the target needs ~1580'
+    """
+    if per_round_s <= 0 or not math.isfinite(eta_s):
+        return f" · ~{need} rounds left (~{format_duration(eta_s)})"
+    fits = max(1, round(eta_s / per_round_s))
+    if need * per_round_s > budget_s:
+        return (
+            f" · ~{min(fits, need)} rounds left in the budget (~{format_duration(eta_s)}); "
+            f"the target needs ~{need}"
+        )
+    return f" · ~{min(fits, need)} rounds left (~{format_duration(eta_s)})"
 
 
 class ProgressView(LiveLine):
@@ -145,8 +171,9 @@ class ProgressView(LiveLine):
             cap = None
             if self.stop is not None:  # the rounds the budget leaves
                 cap = max(0, self.stop.max_rounds - p.rounds) * per_round
-            eta = self.left.update(p.decision.rounds_left * per_round, elapsed=p.elapsed, cap_s=cap)
-            left = f" · ~{p.decision.rounds_left} rounds left (~{format_duration(eta)})"
+            need = p.decision.rounds_left
+            eta = self.left.update(need * per_round, elapsed=p.elapsed, cap_s=cap)
+            left = rounds_left_text(need, eta, per_round, self.left.budget_s(p.elapsed, cap))
         failed = f" · {p.failed} failed" if p.failed else ""
         line = (
             f"round {p.rounds}{failed} · CI {widths} (target {format_percent(self.target)}){left}"
