@@ -3,6 +3,7 @@ decisions (issue #17)."""
 
 from __future__ import annotations
 
+import itertools
 import time
 from pathlib import Path
 
@@ -243,5 +244,5 @@ def test_the_live_lines_rounds_and_time_left_are_one_estimate() -> None:
         if need * per_round > left.budget_s(elapsed):
             assert f"the target needs ~{need}" in text
     # the rounds shown follow the time shown: both fall, or both rise
-    for (r0, t0), (r1, t1) in zip(shown, shown[1:], strict=False):
+    for (r0, t0), (r1, t1) in itertools.pairwise(shown):
         assert (r1 - r0) * (t1 - t0) >= 0
