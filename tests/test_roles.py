@@ -399,3 +399,31 @@ def test_a_teardown_waits_for_a_host_whose_worker_is_restarting(
     monkeypatch.setattr(ex, "_wait", lambda futures, *a: {s: roles._Lost("stub") for s in futures})
     ex._phase(TrialJob(pis=(), timeout=10), "teardown", None, keep_going=True)
     assert sorted(submitted) == ["s0", "s1"]
+
+
+def test_a_role_steps_python3_is_the_studys_not_the_first_on_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#61: the examples' role steps are ``["python3", "redis_pair.py", ...]``; on a
+    host whose first ``python3`` has no Assay (an SSH session's default PATH, a venv
+    install) they failed with ModuleNotFoundError.  The Python the workers run (the
+    study's) comes first on the steps' PATH."""
+    import shutil
+    import subprocess
+
+    system = shutil.which("python3", path="/usr/bin:/bin")
+    if system is None or subprocess.run([system, "-c", "import assay"]).returncode == 0:
+        pytest.skip("needs a system python3 without Assay (as the hosts' is)")
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "python3").symlink_to(system)
+    monkeypatch.setenv("PATH", f"{fake}:{'/usr/bin:/bin'}")
+    study = _live(tmp_path, setup="import assay, sys, pathlib; " + SETUP_OK.split("; ", 1)[1])
+    text = study.read_text().replace(f'setup = ["{PY}"', 'setup = ["python3"', 1)
+    assert 'setup = ["python3"' in text
+    study.write_text(text)
+    code, output, _ = _run(study)
+    assert code in (0, 5), output
+    trials, steps = _stored(study)
+    assert len(trials) == 3 and all(t.ok for t in trials), output
+    assert {(s.host, s.status) for s in steps if s.what == "setup"} == {("s0", "ok"), ("s1", "ok")}

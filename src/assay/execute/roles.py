@@ -278,6 +278,33 @@ def host_info() -> dict[str, Any]:
     }
 
 
+def study_python_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` with the folder of the Python this worker runs first on ``PATH``, where it
+    is a virtual environment or not on ``PATH`` at all: a role step's ``python3`` is
+    then the study's, the one Assay is installed in (#61: an SSH session's default
+    ``python3`` had no Assay, and every example's role step failed).  A system Python
+    already on ``PATH`` (``/usr/bin``) changes nothing, so the order of the other
+    tools' folders stays the user's.
+
+    >>> import os, sys
+    >>> path = study_python_env({"PATH": "/nowhere"})["PATH"]
+    >>> path.split(os.pathsep)[0] == os.path.dirname(sys.executable) or path == "/nowhere"
+    True
+    """
+    import os
+    import sys
+
+    if not sys.executable:
+        return dict(env)
+    folder = os.path.dirname(sys.executable)
+    path = env.get("PATH", os.environ.get("PATH", ""))
+    parts = [p for p in path.split(os.pathsep) if p]
+    in_venv = sys.prefix != sys.base_prefix
+    if parts[:1] == [folder] or (folder in parts and not in_venv):
+        return dict(env)
+    return {**env, "PATH": os.pathsep.join([folder, *(p for p in parts if p != folder)])}
+
+
 def _host_steps(job: TrialJob, slot: HostSlot, what: str, steps: list[Step]) -> HostRun:
     """Run a host's steps in order, stopping at the first that fails."""
     started = time.time()
@@ -286,7 +313,7 @@ def _host_steps(job: TrialJob, slot: HostSlot, what: str, steps: list[Step]) -> 
         res = run_command(
             list(step.argv),
             timeout=job.timeout,
-            env=step.env,
+            env=study_python_env(step.env),
             cwd=job.cwd,
             shell=job.shell,
             keep_descendants=True,  # a setup step may start a server that must outlive it
@@ -326,7 +353,11 @@ def _host_part(
         Event(f"{tag}-ready-{slot.worker}").set()  # type: ignore[no-untyped-call]
         if step is not None:
             res = run_command(
-                list(step.argv), timeout=job.timeout, env=step.env, cwd=job.cwd, shell=job.shell
+                list(step.argv),
+                timeout=job.timeout,
+                env=study_python_env(step.env),
+                cwd=job.cwd,
+                shell=job.shell,
             )
             res.close()
         Event(tag).wait(wait_s)  # type: ignore[no-untyped-call]
@@ -371,7 +402,7 @@ def _measured_part(
             why = "it did not start: another host of the trial was not ready"
             return _failed_record(request, slot, [_lost_run("trial", slot, why)], why)
     started = time.time()
-    rec = run_trial(job, request, watch)
+    rec = run_trial(job, replace(request, env=study_python_env(request.env)), watch)
     # the host as the study file names it, as a failed trial records it: hostnames of
     # cloned machines are often one and the same (#41)
     rec.host = slot.host
