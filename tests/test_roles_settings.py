@@ -140,8 +140,22 @@ def test_a_swept_server_setting_reaches_the_servers_set_up_again_per_setting(
     assert reconf["count"] == 2 and reconf["roles"] == {"server": 2}
 
 
-def test_a_variants_server_setting_reaches_its_trials(tmp_path: Path) -> None:
-    study = _study(tmp_path, COMPARE)
+@pytest.mark.parametrize(
+    "design",
+    [
+        COMPARE,
+        # #61: a value only the variants give and only role steps use (it was refused
+        # unless [params] had it too)
+        COMPARE.replace(
+            'fsync = "no"\n[[variant]]\nname = "no"\n',
+            '[[variant]]\nname = "no"\nparams = { fsync = "no" }\n',
+        ),
+    ],
+    ids=["in-params", "variants-only"],
+)
+def test_a_variants_server_setting_reaches_its_trials(tmp_path: Path, design: str) -> None:
+    assert ('[params]\nfsync = "no"' in design) == (design == COMPARE)
+    study = _study(tmp_path, design)
     res = CliRunner().invoke(main, ["compare", str(study), "--workers", "3", "-q", "--no-monitor"])
     assert res.exit_code in (0, 5), res.output
     trials = _trials(study)

@@ -862,11 +862,12 @@ class Spec(_Model):
             env = {**self.benchmark.env, **v.env}
             templated = list(argv) + list(env.values())
             used = {n for part in templated for n in placeholders(part)}
+            used |= set(self._role_step_names())  # a variant's value reaches role steps
             for key in v.params:
                 if key not in self.params and key not in used:
                     raise ValueError(
                         f"{where}.params.{key}: not a parameter of [params] and not used by "
-                        "the variant's command or env (check the spelling)"
+                        "the variant's command, env or role steps (check the spelling)"
                     )
             _check_placeholders(where, templated, known | set(v.params))
             for name, step in self._role_step_names().items():
