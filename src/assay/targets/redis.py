@@ -630,7 +630,7 @@ class RedisTarget(Target):
         proc = self._benchmark(endpoint, argv)
         out = proc.stdout.decode(errors="replace")
         if proc.returncode != 0:
-            err = (_errors(proc.stderr.decode(errors="replace")) or out).strip()[-400:]
+            err = (bench_errors(proc.stderr.decode(errors="replace")) or out).strip()[-400:]
             raise TargetError(f"redis-benchmark exited with status {proc.returncode}: {err}")
         tests = parse_redis_benchmark(out)
         pi: dict[str, float] = {}
@@ -683,8 +683,13 @@ class RedisTarget(Target):
 _EXPECTED_WARNINGS = ("WARNING: Could not fetch server CONFIG", "Warning: Using a password")
 
 
-def _errors(stderr: str) -> str:
-    """redis-benchmark's stderr without the warnings every run prints."""
+def bench_errors(stderr: str) -> str:
+    """redis-benchmark's stderr without the warnings every run as the benchmark user
+    prints (its CONFIG GET refused, ``-a`` on its argv).
+
+    >>> bench_errors("WARNING: Could not fetch server CONFIG\\nERR wrong\\n")
+    'ERR wrong'
+    """
     keep = [ln for ln in stderr.splitlines() if not ln.startswith(_EXPECTED_WARNINGS)]
     return "\n".join(keep)
 
