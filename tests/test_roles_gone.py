@@ -101,3 +101,24 @@ def test_the_live_line_has_one_trial_in_flight_as_every_host_runs_it() -> None:
     assert s.left_s is not None and s.left_s > 0
     ex._batch = (18, 18, time.monotonic())
     assert ex.status().in_flight == 0 and ex.status().busy == 0
+
+
+def test_a_lost_scheduler_says_what_was_left_set_up_and_where() -> None:
+    """#61: a killed scheduler left redis-servers running on 4 hosts, unsaid."""
+    from assay.execute.roles import RolePlan, _Group
+
+    slot = _slot("s0")
+    client = FakeClient([{"tcp://a"}], [FakeFuture(done_after=10**6, value="never")])
+    client.status = "connecting"
+    client.scheduler = type("S", (), {"address": "tcp://10.0.0.1:8786"})()  # type: ignore[attr-defined]
+    ex = _executor(client)
+    plan = RolePlan({"server": ["s0", "s1"], "client": ["c"]}, None, {}, {}, {})
+    ex.groups = [_Group(0, plan)]
+    ex.groups[0].configured["server"] = (None, {})  # type: ignore[assignment]
+    with pytest.raises(StudyError) as err:
+        ex._wait({slot: client.futures[0]}, {slot: "tcp://a"}, limit_s=60)  # type: ignore[dict-item]
+    text = str(err.value)
+    assert (
+        "was lost" in text and "left set up, their teardown not run: role server on s0, s1" in text
+    )
+    assert "the same command run again tears them down" in text

@@ -593,6 +593,30 @@ class RoleExecutor(DaskExecutor):
         out, self._pending = self._pending, []
         return out
 
+    def _failure(self, what: str, exc: BaseException) -> str:
+        """Dask's words, and where the scheduler is gone, what was left set up and where:
+        its teardown cannot run without the workers (#61: servers on 4 hosts were
+        still running, unsaid)."""
+        text = super()._failure(what, exc)
+        left = self.left_set_up()
+        if "was lost" not in text or not left:
+            return text
+        return (
+            f"{text}; left set up, their teardown not run: {left}: the same command run "
+            "again tears them down before its setup (and at its end), or run each role's "
+            "teardown on its hosts"
+        )
+
+    def left_set_up(self) -> str:
+        """``role server on s0, s1; role primary on p0``: each role set up and not torn
+        down, with its hosts; "" when none."""
+        where: dict[str, list[str]] = {}
+        for g in self.groups:
+            for role in g.configured:
+                hosts = where.setdefault(role, [])
+                hosts += [s.host for s in g.plan.slots if s.role == role and s.host not in hosts]
+        return "; ".join(f"role {r} on {', '.join(h)}" for r, h in where.items() if h)
+
     def slots(self) -> int:
         super().slots()
         return self.lanes  # a trial uses every host of its group

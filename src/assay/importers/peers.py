@@ -219,9 +219,7 @@ def parse_google_benchmark(doc: Any, field: str = "real_time") -> list[PeerVaria
         raise PeerFormatError("expected at least one entry in 'benchmarks', got none")
     if field not in GB_FIELDS:
         raise PeerFormatError(f"no field {field!r}; its times are {', '.join(GB_FIELDS)}")
-    return [
-        _gb_variant(name, g["iteration"], g["aggregate"], field) for name, g in groups.items()
-    ]
+    return [_gb_variant(name, g["iteration"], g["aggregate"], field) for name, g in groups.items()]
 
 
 def _gb_variant(
