@@ -30,7 +30,7 @@ needs_browser = pytest.mark.skipif(
 
 #: The plots each design's report draws.
 PLOTS = {
-    "run": ["readings", "ci-narrowing"],
+    "run": ["readings", "histogram", "ci-narrowing"],
     "compare": ["ranking", "samples", "readings"],
     # a compare whose variants differ only in a parameter
     "scan": ["ranking", "samples", "readings", "scan"],

@@ -756,6 +756,10 @@ def _run_plots(
                 ci = t_interval(ys[:n], r.confidence)
                 rel.append(100 * ci.half_width / abs(ci.mean) if ci.mean else math.nan)
             ax.plot(xs[1:], rel, "o-", ms=3, lw=0.8, label="first n readings (t-interval)")
+            final = 100 * r.relative_half_width
+            if xs and math.isfinite(final):  # the CI printed, with its corrections (#60)
+                ax.plot([xs[-1]], [final], "*", ms=11, color="tab:green",
+                        label=f"the final CI as reported: ±{final:.1f}%")  # fmt: skip
             ax.axhline(100 * target, color="tab:red", ls="--", label=f"target ±{target:.1%}")
             ax.set_xlabel("round (trial number)")
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -765,11 +769,28 @@ def _run_plots(
             ax.legend(fontsize="small")
         _save(fig, path)
 
+    def histogram(path: Path) -> None:
+        fig, axes = _figure(6.5 * min(len(series), 2), 3.6, max(len(series), 1))
+        for ax, (r, _, ys) in zip(axes, series, strict=False):
+            ax.hist(ys, bins=min(40, max(5, len(ys) // 3)), color="tab:blue", alpha=0.7,
+                    label=f"{len(ys)} readings")  # fmt: skip
+            if math.isfinite(r.low) and math.isfinite(r.high):
+                ax.axvspan(r.low, r.high, color="tab:green", alpha=0.25,
+                           label=f"the mean's {r.confidence:.0%} CI")  # fmt: skip
+            if math.isfinite(r.mean):
+                ax.axvline(r.mean, color="tab:green", lw=1.2, label="mean")
+            ax.set_xlabel(f"{r.name}{_unit(r.unit)}", parse_math=False)
+            ax.set_ylabel("readings")
+            ax.set_title(f"{r.name}: distribution of the readings", parse_math=False)
+            ax.legend(fontsize="small")
+        _save(fig, path)
+
     makers: list[tuple[str, str, Callable[[Path], Any]]] = []
     if any(ys for _, _, ys in series):
         makers += [
             ("readings", "Readings per round, the final CI and the warm-up cut", readings),
-            ("ci-narrowing", "CI half-width narrowing over rounds", narrowing),
+            ("histogram", "Distribution of the readings, with the mean and its CI", histogram),
+            ("ci-narrowing", "CI half-width narrowing over rounds, and the final CI", narrowing),
         ]
     wps = next((r for r in result.results if r.name == WPS_PI), None)
     pairs = [(t.work, t.duration) for t in ok if t.work is not None and t.duration is not None]
