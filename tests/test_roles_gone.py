@@ -11,6 +11,7 @@ import pytest
 from assay.errors import StudyError
 from assay.execute import roles
 from assay.execute.roles import GONE_CHECKS, HostSlot, RoleExecutor
+from assay.store import HostRun
 
 
 class FakeFuture:
@@ -122,3 +123,30 @@ def test_a_lost_scheduler_says_what_was_left_set_up_and_where() -> None:
         "was lost" in text and "left set up, their teardown not run: role server on s0, s1" in text
     )
     assert "the same command run again tears them down" in text
+
+
+def test_a_step_that_failed_while_a_host_of_its_group_is_gone_is_a_host_failure() -> None:
+    """#61: a primary's teardown timed out waiting on its cut-off replica; the trial was
+    kept failed on a healthy host instead of running on another group.  With a host of
+    the group gone, the failure is that host's (lost): the study's host-failure rule
+    then moves the trial."""
+    from assay.execute.roles import RolePlan, _Group, host_failures
+    from assay.execute.trial import TrialJob, TrialRequest
+
+    plan = RolePlan({"server": ["s0"], "client": ["c"]}, None, {}, {}, {})
+    ex = _executor(FakeClient([set()], []))
+    ex.groups = [_Group(0, plan)]
+    slots = plan.slots
+    teardown = HostRun("teardown", "server", "s0", 0, "timeout", error="timed out after 10 s")
+    ex._rejoined = lambda slots_=None, limit_s=0.0: {s: "tcp://x" for s in slots}  # type: ignore[method-assign]
+    ex._reconfigure = lambda g, job, setting: [teardown]  # type: ignore[method-assign]
+    gone = {s: "tcp://x" for s in slots if s.host != "c"}  # the client's host is cut off
+    ex._addresses = lambda slots_=None: gone  # type: ignore[method-assign]
+    rec = ex._trial(ex.groups[0], TrialJob(pis=(), timeout=10), TrialRequest(0, ["true"]))
+    assert rec.status == "failed"
+    lost = [h for h in host_failures(rec, "client") if h.status == "lost"]
+    assert [h.host for h in lost] == ["c"] and "has no Dask worker" in rec.error
+    # all hosts there: the step's own failure, as before
+    ex._addresses = lambda slots_=None: {s: "tcp://x" for s in slots}  # type: ignore[method-assign]
+    rec = ex._trial(ex.groups[0], TrialJob(pis=(), timeout=10), TrialRequest(1, ["true"]))
+    assert "timed out after 10 s" in rec.error and all(h.status != "lost" for h in rec.host_runs)

@@ -1165,6 +1165,14 @@ class RoleExecutor(DaskExecutor):
             resets += self._phase(job, "reset", job.reset, settings=g.role_settings(), group=g)
         failed = [r for r in resets if not r.ok]
         if failed:
+            # a step that failed while a host of the group is gone failed for want of
+            # that host (a primary's teardown waiting on its cut-off replica): a host
+            # failure, whose trial runs on another group, not the trial's own (#61)
+            gone = [s for s in plan.slots if s not in self._addresses(plan.slots)]
+            if gone:
+                left = [_lost_run("trial", s, "it has no Dask worker") for s in gone]
+                why = failure_text(left)
+                return _failed_record(request, plan.measured_slot, resets + left, why)
             return _failed_record(request, plan.measured_slot, resets, failure_text(failed))
         remote = replace(job, running_file=None, reset=None)
         addresses = self._addresses(plan.slots)
