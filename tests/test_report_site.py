@@ -293,7 +293,8 @@ def test_the_single_file_mode_is_unchanged(
 ) -> None:
     out = tmp_path / "r.html"
     res = _invoke("report", str(stores["run"]), "-o", str(out))
-    assert res.exit_code == 0 and res.stderr.startswith(f"wrote {out} (2 plots)")
+    # readings, their histogram and the CI narrowing
+    assert res.exit_code == 0 and res.stderr.startswith(f"wrote {out} (3 plots)")
     page = out.read_text(encoding="utf-8")
     assert "<nav>" not in page and 'href="index.html"' not in page
     res = _invoke("report", str(stores["hostile"]), "</svg>", "-o", str(out))
