@@ -323,7 +323,7 @@ def _host_steps(job: TrialJob, slot: HostSlot, what: str, steps: list[Step]) -> 
             run,
             status=res.status,
             exit_code=res.exit_code,
-            error="" if res.status == "ok" else f"{step_words(what)} {step.shown!r}: {res.error}",
+            error="" if res.status == "ok" else f"the {what} command {step.shown!r}: {res.error}",
             stdout=run.stdout + res.stdout,
             stderr=run.stderr + res.stderr,
         )
@@ -333,17 +333,7 @@ def _host_steps(job: TrialJob, slot: HostSlot, what: str, steps: list[Step]) -> 
 
 
 def _failure(step: Step, status: str, error: str) -> str:
-    return "" if status == "ok" else f"{step_words(step.what)} {step.shown!r}: {error}"
-
-
-def step_words(what: str) -> str:
-    """How a message names a step: ``the setup command``, or ``the role's command``
-    (not "the command command").
-
-    >>> step_words("setup"), step_words("command")
-    ('the setup command', "the role's command")
-    """
-    return "the role's command" if what == "command" else f"the {what} command"
+    return "" if status == "ok" else f"the {step.what} command {step.shown!r}: {error}"
 
 
 def _host_part(
@@ -362,17 +352,12 @@ def _host_part(
     try:
         Event(f"{tag}-ready-{slot.worker}").set()  # type: ignore[no-untyped-call]
         if step is not None:
-            # the role's command runs beside the measured one, and ends with it: its
-            # process group is killed then (#61: a background load ran to the timeout
-            # and failed every trial; a 5 s command held its hosts 5 s a 1 s trial)
-            end = Event(tag)  # type: ignore[no-untyped-call]
             res = run_command(
                 list(step.argv),
                 timeout=job.timeout,
                 env=study_python_env(step.env),
                 cwd=job.cwd,
                 shell=job.shell,
-                until=end.is_set,
             )
             res.close()
         Event(tag).wait(wait_s)  # type: ignore[no-untyped-call]
