@@ -38,13 +38,13 @@ import math
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 from scipy.stats import beta
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from assay.privatefs import private_temp
 from assay.stats.drift_bound import block_means, block_ratio_bound, look_prefix
 from machine import machine_line
 
@@ -174,8 +174,7 @@ def real(repetitions: int, busy: int) -> None:
     counts = {s: [0, 0, 0] for s in (1.0, 2.0, 4.0)}  # exit 1, drift bound, runs
     try:
         for i in range(repetitions):
-            with tempfile.TemporaryDirectory() as d:
-                folder = Path(d)
+            with private_temp("assay-bench-drift-") as folder:
                 (folder / "test_b.py").write_text(PROJECT)
                 pytest_run(folder, 1.0, gate=False)
                 for s in (2.0, 4.0, 1.0):
