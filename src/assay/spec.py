@@ -458,6 +458,9 @@ class SweepSpec(_Model):
     # stop as soon as the noise between repetitions caps R² below r2 (even the upper
     # bound of the ceiling is lower): no model could reach it
     stop_at_ceiling: bool = True
+    # "stop": on a busy machine (assay.studies.sweep.busy_machine) stop within the first
+    # quarter of the settings with a provisional answer; "continue": measure on
+    busy: Literal["stop", "continue"] = "stop"
     splits: Annotated[int, Field(ge=1)] = 10
     model: Literal["anova", "mlp", "linear"] = "anova"
     max_settings: Annotated[int, Field(ge=1)] | None = None

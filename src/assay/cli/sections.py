@@ -78,6 +78,7 @@ SECTION_OF = {
             "step",
             "r2",
             "max_settings",
+            "busy",
         ),
         "Stopping rule and budget",
     ),

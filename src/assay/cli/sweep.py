@@ -36,6 +36,8 @@ Study file (TOML): [study], [benchmark] and [[pi]] as for 'assay run', plus
                   transform = "none" | "log"  (fit the models to log(metric))
                   stop_at_ceiling = true  (stop once the noise between repetitions
                   caps R² below r2: its ceiling is shown at every step)
+                  busy = "stop" | "continue"  (a busy machine: stop within the
+                  first quarter with a provisional answer, or measure on)
                   constraints = ["locks < workers", "wh * replicas / cpus <= 25"]
   [sweep.params]  workers = [1, 2, 4, 8, 16]   journal = ["wal", "delete"]
 Each parameter's value fills its {name} placeholder in the benchmark command.
@@ -77,9 +79,19 @@ def _naming_input(exc: ValueError, files: list[str | None]) -> str:
 
 def _overrides(spec: Any, opts: dict[str, Any]) -> Any:
     changes = {
-        k: opts[k]
-        for k in ("sampler", "start", "step", "r2", "model", "max_settings", "max_time", "seed")
-        if opts[k] is not None
+        k: opts.get(k)
+        for k in (
+            "sampler",
+            "start",
+            "step",
+            "r2",
+            "model",
+            "max_settings",
+            "max_time",
+            "seed",
+            "busy",
+        )
+        if opts.get(k) is not None
     }
     if opts.get("log"):
         changes["transform"] = "log"
@@ -142,6 +154,13 @@ def _overrides(spec: Any, opts: dict[str, Any]) -> Any:
 )
 @click.option("--max-settings", type=click.IntRange(min=1), help="Budget: settings measured.")
 @click.option("--max-time", type=click.FloatRange(min=0, min_open=True), help="Budget: seconds.")
+@click.option(
+    "--busy",
+    type=click.Choice(["stop", "continue"]),
+    help="On a busy machine (a load of twice the cores, other processes disturbing "
+    "most trials): 'stop' (the default) within the first quarter of the settings with a "
+    "provisional answer and what would help (exit 5); 'continue' measures on.",
+)
 @click.option("--seed", type=click.IntRange(min=0), help="Sampling seed (default 0).")
 @click.option("--json", "json_out", metavar="PATH", help="Write the result as JSON ('-' = stdout).")
 @click.option("--csv", "csv_out", metavar="PATH", help="Write the measured settings as CSV.")
@@ -183,8 +202,9 @@ def sweep(target: str, **opts: Any) -> None:
         check_outputs(opts, plot_suffixes=(".png", ".svg"))
         if opts["from_file"]:
             refuse_cluster_with_from(opts, err)
-            if opts["interference"]:
-                raise SpecError("--interference: not with --from (nothing is measured)")
+            for flag in ("interference", "busy"):
+                if opts[flag]:
+                    raise SpecError(f"--{flag}: not with --from (nothing is measured)")
             if not opts["metric"]:
                 raise SpecError("--from needs --metric NAME (and optionally --params a,b,...)")
             params = [p.strip() for p in (opts["params"] or "").split(",") if p.strip()]

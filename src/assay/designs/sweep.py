@@ -471,6 +471,11 @@ class IncrementalSampling:
     def _delta(self) -> int:
         return max(1, math.ceil(self.step * self.n_candidates - 1e-9))
 
+    @property
+    def settings_per_step(self) -> int:
+        """How many settings each step after the first adds (δ% of the space)."""
+        return self._delta()
+
     def _step_of(self, n_taken: int) -> int:
         return max(0, math.ceil((n_taken - self._first()) / self._delta()))
 
@@ -490,7 +495,7 @@ class IncrementalSampling:
         pos = self.sampler.pick(self.candidates, taken, k, self._rng(n_taken, 0), y=y)
         return np.asarray(pos, dtype=np.int64)
 
-    def analysis(self, measured: pd.DataFrame) -> Analysis:
+    def analysis(self, measured: pd.DataFrame, *, early: bool = False) -> Analysis:
         """The analysis of the measured settings with the form the last step chose.
 
         ``measured`` may have a row per repetition (a trial): once every setting is
@@ -498,7 +503,11 @@ class IncrementalSampling:
         finite row, the ANOVA is fitted to the rows and tests against the pure error
         (:func:`analyse` with ``replicates=True``), and a whole grid's form is chosen by
         the lack of fit of main effects against the pure error; a sweep stopped by its
-        R² is analysed on its setting means, as published.
+        R² is analysed on its setting means, as published.  ``early``: the sweep was
+        stopped before its R² could judge a form (a busy machine, see
+        :mod:`assay.studies.sweep`): the repetitions are replicates and the form is
+        chosen by the lack of fit, as for a whole grid (the two-way model is often
+        saturated on so few setting means).
         """
         step = self.evaluate(measured)
         taken, y = self.state(measured)
@@ -510,9 +519,9 @@ class IncrementalSampling:
         # the repetitions as replicates once every setting is measured (the whole grid,
         # or the sampling exhausted it): a designed experiment. A sweep stopped by its
         # R² keeps the paper's analysis of the setting means.
-        whole = step.reason in ("grid", "exhausted")
+        whole = early or step.reason in ("grid", "exhausted")
         replicated = whole and len(rows) > int(ok.sum())
-        if step.reason == "grid":
+        if step.reason == "grid" or (early and replicated):
             form = LACK_OF_FIT
         else:
             form = step.form if step.form in ("main", "main+2way") else "auto"

@@ -122,7 +122,14 @@ def _sweep(doc: Mapping[str, Any]) -> str:
         return "no parameter has a significant effect" if analysis else ""
     text = "significant, by share of variance: " + ", ".join(terms[:6])
     text += f" and {len(terms) - 6} more" if len(terms) > 6 else ""
-    return text + ("; " + ", ".join(points[:3]) if points else "")
+    text += "; " + ", ".join(points[:3]) if points else ""
+    busy = doc.get("busy")
+    if busy:  # stopped within its first quarter: the held-out R² has not judged it
+        text = (
+            f"provisional (the machine was busy: load {_num(busy.get('load')):.1f} on "
+            f"{busy.get('cores')} cores; stopped early): " + text
+        )
+    return text
 
 
 def _knobs(doc: Mapping[str, Any]) -> str:

@@ -131,6 +131,17 @@ def render_sweep(res: SweepResult, console: Console) -> None:
     failed = failed_line(res)
     if failed:  # bad news first: the analysis below leaves these settings out
         parts.append(Text(plain(failed), style="bold red"))
+    if res.busy is not None:  # and before an answer that is provisional
+        b = res.busy
+        parts.append(
+            Text(
+                f"stopped early: the machine is busy (a load of {b.load:.1f} on {b.cores} "
+                f"cores, other processes disturbing {b.disturbed} of {b.watched} watched "
+                "trials): the answer below is provisional; why and what would help at "
+                "the end",
+                style="bold yellow",
+            )
+        )
     if res.transform == "log":
         parts.append(
             Text(

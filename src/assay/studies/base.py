@@ -66,6 +66,7 @@ __all__ = [
     "find_stored",
     "host_warnings",
     "open_stored",
+    "others_during",
     "setting_host_warnings",
     "stderr_warning",
     "trial_failures",
@@ -357,16 +358,19 @@ def samples_dict(
     return out
 
 
+def others_during(trials: Sequence[TrialRecord]) -> list[tuple[TrialRecord, float]]:
+    """Each watched trial with the cores other processes kept busy during it
+    (:func:`~assay.execute.monitor.others_cores`; NaN where not known); an unwatched
+    trial's interference is not known and it is left out."""
+    return [(t, others_cores(summarize(t.resources), trial_cpu(t))) for t in trials if t.resources]
+
+
 def disturbed_trials(trials: list[TrialRecord]) -> tuple[set[tuple[int, int]], int]:
     """The ``(run, seq)`` of the watched trials during which other processes used
     :data:`~assay.execute.monitor.DISTURBED_CORES` or more of the CPU, and how many
     trials were watched (an unwatched trial's interference is not known)."""
-    watched = [t for t in trials if t.resources]
-    bad = {
-        (t.run, t.seq)
-        for t in watched
-        if others_cores(summarize(t.resources), trial_cpu(t)) >= DISTURBED_CORES
-    }
+    watched = others_during(trials)
+    bad = {(t.run, t.seq) for t, cores in watched if cores >= DISTURBED_CORES}
     return bad, len(watched)
 
 

@@ -16,7 +16,10 @@ first batch is measured whole at once and analysed as a designed experiment
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import os
+import statistics
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -42,6 +45,8 @@ from assay.designs.sweep import (
     simulate,
     summarise,
 )
+from assay.execute.executor import LocalExecutor
+from assay.execute.monitor import DISTURBED_CORES
 from assay.spec import PISpec, Spec, SweepSpec
 from assay.store import Store, TrialRecord
 from assay.studies.base import (
@@ -49,6 +54,7 @@ from assay.studies.base import (
     bookkeeping_median,
     bookkeeping_per_trial,
     open_stored,
+    others_during,
     result_header,
     setting_host_warnings,
     trial_failures,
@@ -68,6 +74,97 @@ from assay.values import plain
 STEPS_KEY = "sweep_steps"
 #: The key under which every batch a sweep asked for is stored, before it is measured.
 BATCHES_KEY = "sweep_batches"
+#: The key under which a sweep stopped on a busy machine keeps what it saw (BusyMachine).
+BUSY_KEY = "sweep_busy"
+
+#: A sweep on a busy machine stops within this share of its settings (issue #58).
+BUSY_WITHIN = 0.25
+#: Runnable tasks per core (the 1-minute load average) from which the machine is busy:
+#: a CPU-bound benchmark then gets at most half the CPU it would have alone.
+BUSY_LOAD_PER_CORE = 2.0
+#: ... and the share of the watched trials other processes disturbed (used
+#: DISTURBED_CORES or more of the CPU during them): the load is not the benchmark's own.
+BUSY_DISTURBED = 0.5
+
+
+@dataclass(frozen=True)
+class BusyMachine:
+    """What a sweep saw of a busy machine within the first quarter of its settings."""
+
+    load: float  # the 1-minute load average (the median of those given)
+    cores: int
+    disturbed: int  # watched trials during which other processes used DISTURBED_CORES+
+    watched: int
+    others_cores: float  # the median of the cores other processes used during a trial
+
+    @property
+    def load_per_core(self) -> float:
+        return self.load / self.cores
+
+    @property
+    def busy(self) -> bool:
+        return (
+            self.load_per_core >= BUSY_LOAD_PER_CORE
+            and self.watched > 0
+            and self.disturbed >= BUSY_DISTURBED * self.watched
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> BusyMachine:
+        return BusyMachine(
+            float(d["load"]),
+            int(d["cores"]),
+            int(d["disturbed"]),
+            int(d["watched"]),
+            float(d["others_cores"]),
+        )
+
+
+def busy_machine(loads: Sequence[float], cores: int, others: Sequence[float]) -> BusyMachine:
+    """What the load averages and the watched trials' others' cores say of the machine.
+
+    Both must say busy: a load of twice the cores or more (a CPU-bound benchmark gets at
+    most half a core's time for each second it wants one) and other processes using
+    half a core or more in at least half the watched trials (so that a benchmark with
+    many threads of its own, which raises the load alone, is not taken for a busy
+    machine).
+
+    >>> busy_machine([5.1, 5.4, 5.2], 2, [1.6, 1.5, 0.2, 1.7]).busy
+    True
+    >>> busy_machine([3.1, 3.0], 2, [1.3, 1.2]).busy  # two busy loops beside it: on
+    False
+    >>> busy_machine([8.0], 2, [0.0, 0.1]).busy  # its own threads: not others'
+    False
+    """
+    known = [x for x in others if math.isfinite(x)]
+    return BusyMachine(
+        load=statistics.median(loads) if loads else 0.0,
+        cores=max(1, cores),
+        disturbed=sum(1 for x in known if x >= DISTURBED_CORES),
+        watched=len(known),
+        others_cores=statistics.median(known) if known else math.nan,
+    )
+
+
+def busy_advice(b: BusyMachine, where: str, threshold: float) -> str:
+    """The reason a sweep gives when it stops on a busy machine: what it saw, what
+    measuring on would cost, and what would help."""
+    share = min(100.0, 100.0 / b.load_per_core)
+    return (
+        f"stopped after {where}, within the first quarter: the machine is busy (a load of "
+        f"{b.load:.1f} on {b.cores} core{'s' if b.cores != 1 else ''}: a CPU-bound benchmark "
+        f"gets about {share:.0f}% of the CPU it would have alone; other processes used "
+        f"{DISTURBED_CORES:g} core or more in {b.disturbed} of {b.watched} watched trials, "
+        f"median {b.others_cores:.1f} cores). Reaching R² {threshold:g} here would take "
+        "over three times as long as on a quiet machine (each trial slower, and more "
+        "settings for the noise), so the answer below is provisional. What would help: a "
+        "quieter machine (run when the other jobs are done); '--busy continue' to measure "
+        "on anyway (it resumes from the settings measured); '--interference wait' when "
+        "the load comes and goes"
+    )
 
 
 def space_from_spec(spec: Spec) -> ParameterSpace:
@@ -248,6 +345,7 @@ class SweepResult:
     # one row per measured setting, sorted by setting in the order of the parameters'
     # values: the PI's mean and its t interval over the repetitions (setting_intervals)
     settings: pd.DataFrame = field(default_factory=pd.DataFrame)
+    busy: BusyMachine | None = None  # what a sweep stopped on a busy machine saw
 
     @property
     def lost_settings(self) -> list[dict[str, Any]]:
@@ -294,6 +392,7 @@ class SweepResult:
                 "resources": self.resources,
                 "sources": self.sources,
                 "transform": self.transform,
+                "busy": None if self.busy is None else self.busy.as_dict(),
             }
             | {"min_share": self.min_share, "significant_material": self.material}
             | ({} if self.mismatch is None else {"mismatch": self.mismatch.to_dict()})
@@ -313,8 +412,14 @@ def _json_value(v: Any) -> Any:
     return None if isinstance(v, float) and not math.isfinite(v) else v
 
 
-def stop_reason(step: StepResult | None, threshold: float, timed_out: bool) -> str:
-    """The sentence that says why the sweep ended."""
+def stop_reason(
+    step: StepResult | None,
+    threshold: float,
+    timed_out: bool,
+    busy: BusyMachine | None = None,
+) -> str:
+    """The sentence that says why the sweep ended (``busy``: what a sweep stopped on a
+    busy machine saw)."""
     if step is None:
         return "stopped before the first step" + (" (time budget spent)" if timed_out else "")
     r2 = f"min validation R² {step.r2_min:.3f}" if math.isfinite(step.r2_min) else "no R²"
@@ -340,9 +445,19 @@ def stop_reason(step: StepResult | None, threshold: float, timed_out: bool) -> s
             "not noise); measure on a quieter machine, with more repetitions, or with a "
             "lower [sweep] r2"
         )
+    if step.reason == "busy" and busy is not None:
+        return busy_advice(busy, where, threshold)
     if timed_out:
         return f"time budget spent: {where}; {r2} < {threshold:g}"
     return f"stopped: {where}; {r2}"
+
+
+def _load_average() -> float:
+    """The machine's 1-minute load average (NaN where the system has none)."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return math.nan
 
 
 def stored_steps(store: Store, study_id: int) -> list[StepResult]:
@@ -434,14 +549,21 @@ class SweepRunner:
             if unfinished and time.monotonic() < deadline:
                 session.measure(unfinished, reps, deadline=deadline, on_progress=progress)
         rows = measured_trials(session.trials, self.params, self.pi, self.keys)
+        busy: BusyMachine | None = None
         while True:
             if len(rows):
                 step = self.design.evaluate(self._model_view(rows))
+                busy = self._busy(step, session.trials)
+                if busy is not None:
+                    step = dataclasses.replace(step, done=True, reason="busy")
+                    st.store.set_study_value(st.study_id, BUSY_KEY, busy.as_dict())
                 if not steps or step.to_dict() != recorded[-1]:
                     steps.append(step)
                     recorded.append(step.to_dict())
                     st.store.set_study_value(st.study_id, STEPS_KEY, recorded)
                     self._show(steps)
+                if busy is not None:
+                    break
             batch = self.design.next_batch(self._model_view(rows))
             if len(batch) == 0:
                 break
@@ -456,7 +578,27 @@ class SweepRunner:
             st.store.set_study_value(st.study_id, BATCHES_KEY, batches)
             session.measure(settings, reps, deadline=deadline, on_progress=progress)
             rows = measured_trials(session.trials, self.params, self.pi, self.keys)
-        return self._result(session.trials, steps, timed_out, st.environment)
+        return self._result(session.trials, steps, timed_out, st.environment, busy)
+
+    def _busy(self, step: StepResult, trials: list[TrialRecord]) -> BusyMachine | None:
+        """The busy machine that stops the sweep at ``step``, or None to measure on.
+
+        Judged once, at the last step within the first quarter of the settings (the
+        next batch would pass it), for trials run here one at a time and watched: a
+        load average on a cluster's driver says nothing of its hosts."""
+        d = self.design
+        executor = self.runner.executor
+        here = isinstance(executor, LocalExecutor) and executor.monitor
+        if self.sweep.busy != "stop" or step.done or d.whole_grid or not here:
+            return None
+        quarter = BUSY_WITHIN * d.max_settings
+        if not step.n_measured <= quarter < step.n_measured + d.settings_per_step:
+            return None
+        others = [cores for _, cores in others_during(trials)]
+        # the load average now: a minute's, over the last batches (a machine that became
+        # busy during the first batches is busy now)
+        seen = busy_machine([_load_average()], os.cpu_count() or 1, others)
+        return seen if seen.busy else None
 
     def stored(self) -> SweepResult:
         """The sweep as stored: its recorded steps and the analysis of its measured
@@ -469,7 +611,10 @@ class SweepRunner:
             limit = self.sweep.max_time
             undecided = not steps or steps[-1].reason == ""
             timed_out = undecided and limit is not None and elapsed >= limit
-            result = self._result(st.trials, steps, timed_out, st.environment)
+            seen = store.study_value(st.study_id, BUSY_KEY)
+            stopped_busy = bool(seen) and bool(steps) and steps[-1].reason == "busy"
+            busy = BusyMachine.from_dict(dict(seen)) if stopped_busy else None
+            result = self._result(st.trials, steps, timed_out, st.environment, busy)
             result.resumed_trials = st.resumed
             return result
 
@@ -504,21 +649,30 @@ class SweepRunner:
         steps: list[StepResult],
         timed_out: bool,
         environment: dict[str, Any],
+        busy: BusyMachine | None = None,
     ) -> SweepResult:
         warnings: list[str] = []
+        last = steps[-1] if steps else None
+        early = last is not None and last.reason == "busy"
         analysis: Analysis | None = None
         summary: Summary | None = None
         measured = measured_settings(trials, self.params, self.pi, self.keys)
         rows = measured_trials(trials, self.params, self.pi, self.keys)
         if len(rows):
             try:
-                analysis = self.design.analysis(self._model_view(rows))
+                analysis = self.design.analysis(self._model_view(rows), early=early)
                 summary = summarise(analysis)
             except ValueError as exc:
                 warnings.append(f"no analysis: {exc}")
         levels = {p.name: list(p.values) for p in self.space.parameters}
-        last = steps[-1] if steps else None
-        if last is not None and last.reason == "exhausted":
+        if early:
+            warnings.append(
+                "provisional: the significant parameters and important points come from "
+                f"the {last.n_valid if last else 0} settings measured on a busy machine "
+                "within the first quarter of the space (their repetitions as replicates); "
+                "the held-out R² has not judged them"
+            )
+        elif last is not None and last.reason == "exhausted":
             warnings.append(
                 f"the model did not reach R² ≥ {self.sweep.r2:g} on every validation split: "
                 "every setting was measured, so the ANOVA is that of the whole grid, but the "
@@ -554,7 +708,7 @@ class SweepRunner:
             params=self.params,
             pi=self.pi,
             steps=steps,
-            reason=stop_reason(last, self.sweep.r2, timed_out),
+            reason=stop_reason(last, self.sweep.r2, timed_out, busy),
             measured=measured,
             analysis=analysis,
             summary=summary,
@@ -571,6 +725,7 @@ class SweepRunner:
             levels=levels,
             # in the order [sweep.params] lists the values (the space sorts numbers)
             settings=setting_intervals(rows, self.params, self.pi.name, self.sweep.params),
+            busy=busy,
         )
 
 
