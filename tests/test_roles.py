@@ -6,6 +6,7 @@ that fails naming the host."""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import sys
 from pathlib import Path
@@ -204,6 +205,7 @@ min_samples = 1000
 [benchmark.roles.server]
 setup = ["{py}", "-c", "{setup}", "{dir}", "{{host.name}}", "{{host.index}}"]
 command = ["{py}", "-c", "{command}", "{dir}", "{{host.name}}"]
+ready = "serving"
 teardown = ["{py}", "-c", "{teardown}", "{dir}", "{{host.name}}"]
 
 [cluster]
@@ -228,8 +230,8 @@ COMMAND_OK = "import sys; print('serving')"
 KILL_ON_THIRD = (
     "import os, sys, signal, pathlib; p = pathlib.Path(sys.argv[1], 'calls-' + sys.argv[2]); "
     "n = int(p.read_text()) if p.exists() else 0; p.write_text(str(n + 1)); "
-    "print('serving'); "
-    "os.kill(os.getppid(), signal.SIGKILL) if n == 2 and sys.argv[2] == 's1' else None"
+    "os.kill(os.getppid(), signal.SIGKILL) if n == 2 and sys.argv[2] == 's1' else None; "
+    "print('serving', flush=True)"
 )
 
 
@@ -427,3 +429,72 @@ def test_a_role_steps_python3_is_the_studys_not_the_first_on_path(
     trials, steps = _stored(study)
     assert len(trials) == 3 and all(t.ok for t in trials), output
     assert {(s.host, s.status) for s in steps if s.what == "setup"} == {("s0", "ok"), ("s1", "ok")}
+
+
+def test_a_roles_command_is_stopped_when_the_measured_command_ends(tmp_path: Path) -> None:
+    """#61: docs/clusters.md says a role's command runs until the benchmark ends; a
+    background load (``sleep 1000``) ran to the study's timeout and failed every trial
+    ("timed out", "the command command").  It is stopped with the measured command and
+    stored ok."""
+    study = _live(tmp_path)
+    text = study.read_text()
+    start = text.index("command = [", text.index("[benchmark.roles.server]"))
+    end = text.index("\n", start)
+    text = text[:start] + 'command = ["sleep", "1000"]' + text[end:]
+    text = text.replace('ready = "serving"\n', "")  # ready once started
+    study.write_text(text.replace("timeout = 60", "timeout = 20"))
+    code, output, _ = _run(study)
+    assert code in (0, 5), output
+    trials, _ = _stored(study)
+    assert len(trials) == 3 and all(t.ok for t in trials), output
+    for t in trials:
+        servers = [h for h in t.host_runs if h.role == "server" and h.what == "trial"]
+        assert len(servers) == 2 and all(h.status == "ok" for h in servers), servers
+    assert "the command command" not in output
+
+
+# the server's command is ready half a second after it starts, once it has made its mark
+LATE_READY = (
+    "import sys, time, pathlib; time.sleep(0.5); "
+    "pathlib.Path(sys.argv[1], 'up-late-' + sys.argv[2]).touch(); print('serving', flush=True)"
+)
+
+
+def test_the_measured_command_starts_once_every_role_command_is_ready(tmp_path: Path) -> None:
+    """#61: ``ready`` is a barrier: the client (which counts the up-* marks) runs only
+    after each server's command printed "serving", so it sees their marks from the first
+    trial on: 2 setups + 2 commands."""
+    study = _live(tmp_path, command=LATE_READY)
+    code, output, _ = _run(study)
+    assert code in (0, 5), output
+    trials, _ = _stored(study)
+    assert len(trials) == 3 and all(t.ok for t in trials), output
+    assert [t.readings["t"] for t in trials] == [4.0, 4.0, 4.0]
+
+
+def test_a_role_command_that_ends_without_saying_ready_fails_the_trial(tmp_path: Path) -> None:
+    study = _live(tmp_path, command="print('starting')", rounds=1)
+    code, output, _ = _run(study)
+    assert code == 3, output  # a host's part failed: on_host_failure = "stop"
+    trials, _ = _stored(study)
+    assert trials and not any(t.ok for t in trials), output
+    errors = " ".join(h.error for t in trials for h in t.host_runs if h.role == "server")
+    assert "it ended without printing its ready pattern 'serving'" in errors
+    assert "the role's command \"server: " in errors
+
+
+@pytest.mark.parametrize(
+    ("steps", "message"),
+    [
+        ('command = ["serve"]\nready = "(["', "is not a regular expression"),
+        ('setup = ["start"]\nready = "up"', "ready: the role has no command to print it"),
+    ],
+)
+def test_ready_is_checked_with_the_study_file(steps: str, message: str) -> None:
+    text = (
+        '[study]\nname = "x"\n[benchmark]\ncommand = ["echo", "{hosts.server}"]\n'
+        f"[benchmark.roles.server]\n{steps}\n"
+        '[cluster]\n[cluster.roles]\nserver = ["s0"]\nclient = ["c"]\n'
+    )
+    with pytest.raises(SpecError, match=re.escape(message)):
+        parse_spec_text(text, "r.toml")

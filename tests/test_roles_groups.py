@@ -53,6 +53,7 @@ pattern = 'together=([0-9]+)'
 [benchmark.roles.server]
 setup = ["{py}", "-c", "{setup}", "{dir}", "{{host.name}}", "{{fsync}}"]
 command = ["{py}", "-c", "{command}", "{dir}", "{{host.name}}"]
+ready = "serving"
 teardown = ["{py}", "-c", "{teardown}", "{dir}", "{{host.name}}", "{{fsync}}"]
 
 [cluster]
@@ -74,8 +75,8 @@ SERVE = "print('serving')"
 KILL_ON_SECOND = (
     "import os, sys, signal, pathlib; p = pathlib.Path(sys.argv[1], 'calls-' + sys.argv[2]); "
     "n = int(p.read_text()) if p.exists() else 0; p.write_text(str(n + 1)); "
-    "print('serving'); "
-    "os.kill(os.getppid(), signal.SIGKILL) if n == 1 and sys.argv[2] == 's1' else None"
+    "os.kill(os.getppid(), signal.SIGKILL) if n == 1 and sys.argv[2] == 's1' else None; "
+    "print('serving', flush=True)"
 )
 
 

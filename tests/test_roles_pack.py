@@ -203,8 +203,9 @@ def test_a_comparisons_cycle_of_two_needs_runs_on_a_group_of_the_larger(tmp_path
 
 # s1 kills its own Dask worker (the command's parent) in every trial
 KILL_ON_S1 = (
-    "import os, sys, signal; print('serving'); "
-    "os.kill(os.getppid(), signal.SIGKILL) if sys.argv[1] == 's1' else None"
+    "import os, sys, signal; "
+    "os.kill(os.getppid(), signal.SIGKILL) if sys.argv[1] == 's1' else None; "
+    "print('serving', flush=True)"
 )
 
 
@@ -216,7 +217,7 @@ def test_a_host_that_left_takes_out_its_groups_and_the_trial_runs_on_another(
     command = KILL_ON_S1.replace('"', '\\"')
     text = text.replace(
         "[cluster]\n",
-        f'command = ["{PY}", "-c", "{command}", "{{host.name}}"]\n\n'
+        f'command = ["{PY}", "-c", "{command}", "{{host.name}}"]\nready = "serving"\n\n'
         '[cluster]\non_host_failure = "continue"\n',
     )
     sweep = text[text.index("[sweep]") :]  # one server each: x is not a server setting

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 #: A role's name: it is written in placeholders (``{hosts.server}``).
 ROLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -47,6 +47,27 @@ class RoleStepsSpec(BaseModel):
     reset: Annotated[list[str], Field(min_length=1)] | None = None
     teardown: Annotated[list[str], Field(min_length=1)] | None = None
     command: Annotated[list[str], Field(min_length=1)] | None = None
+    # a regular expression the command prints (stdout) once it is ready: the measured
+    # command starts only then (default: once the command has started)
+    ready: str | None = None
+
+    @field_validator("ready")
+    @classmethod
+    def _ready_pattern(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                re.compile(v)
+            except re.error as exc:
+                raise ValueError(f"{v!r} is not a regular expression: {exc}") from None
+            if not v:
+                raise ValueError("an empty pattern: leave ready out to start at once")
+        return v
+
+    @model_validator(mode="after")
+    def _ready_needs_command(self) -> RoleStepsSpec:
+        if self.ready is not None and self.command is None:
+            raise ValueError("ready: the role has no command to print it")
+        return self
 
     @field_validator("setup", "reset", "teardown", "command")
     @classmethod

@@ -29,7 +29,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
@@ -46,6 +46,8 @@ TrialStatus = Literal["ok", "failed", "timeout", "parse_error", "launch_error", 
 _READ = 256 * 1024  # bytes per read of a pipe
 _DRAIN_S = 2.0  # after the kill, how long a pipe may stay open (a writer out of reach)
 _POLL_S = 0.01  # without pidfd_open (Linux < 5.3): how often to look for the exit
+_UNTIL_S = 0.05  # how often run_command's ``until`` is asked
+UNTIL_STOP = "until"  # _follow's ``stopped`` for a command its ``until`` ended
 #: How often a running trial's first process is checked for a stop by job control (it
 #: read or wrote the terminal from its own process group: SIGTTIN stops the whole group)
 _STOP_CHECK_S = 1.0
@@ -250,9 +252,20 @@ def run_command(
     shell: bool = False,
     keep_descendants: bool = False,
     peak: bool = False,
+    until: Callable[[], bool] | None = None,
+    on_start: Callable[[], None] | None = None,
+    on_stdout: Callable[[bytes], None] | None = None,
 ) -> CommandResult:
     """Run ``argv`` until it exits or ``timeout`` seconds pass, then kill every process
     it started.
+
+    ``on_start`` is called once the command's process runs, ``on_stdout`` with each
+    piece of its standard output as it is read (a role's command says it is ready).
+
+    ``until`` (asked every :data:`_UNTIL_S`): a command that runs beside something else
+    (a role's ``command`` beside the measured one) is stopped, its process group killed,
+    once it says True; that is its normal end (status ok, said in ``error``), not a
+    timeout.
 
     The command runs in a process group of its own (not a session: see
     :meth:`_Launch.spawn`), its processes held by a cgroup or found
@@ -331,8 +344,18 @@ def run_command(
                     launch.close_child_ends()
             tree.attach(child.pid)
             try:
+                if on_start is not None:
+                    on_start()
                 end, timed_out, usage, stopped = _follow(
-                    child, launch, tree, out, err, t0 + timeout, keep_descendants
+                    child,
+                    launch,
+                    tree,
+                    out,
+                    err,
+                    t0 + timeout,
+                    keep_descendants,
+                    until,
+                    on_stdout,
                 )
             except BaseException:
                 # Ctrl-C, SIGTERM: never leave the benchmark running behind us; a second
@@ -356,8 +379,11 @@ def run_command(
     max_rss = (
         int(usage.ru_maxrss) if cost is not None else _own_peak(int(usage.ru_maxrss), own_peak)
     )
-    if stopped is not None:
-        status: TrialStatus = "failed"
+    if stopped == UNTIL_STOP:
+        status: TrialStatus = "ok"
+        error = "stopped when what it ran beside ended (its process group was killed)"
+    elif stopped is not None:
+        status = "failed"
         error = STOPPED_ERROR.format(why=stopped) + "; every process it started was killed"
     elif timed_out:
         status = "timeout"
@@ -605,6 +631,8 @@ def _follow(
     err: Spool,
     deadline: float,
     keep: bool,
+    until: Callable[[], bool] | None = None,
+    on_stdout: Callable[[bytes], None] | None = None,
 ) -> tuple[float, bool, resource.struct_rusage, str | None]:
     """Read the pipes until the command ends, or the deadline; kill its tree when the
     trial is over; the reap's time, whether it timed out, the command's usage and, for a
@@ -623,9 +651,16 @@ def _follow(
     drain_until = deadline
     stopped: str | None = None
     watch = _StopWatch(child.pid)
+    asked = time.perf_counter()
     try:
         while end is None or pipes:
             now = time.perf_counter()
+            if until is not None and end is None and stopped is None and now >= asked:
+                asked = now + _UNTIL_S
+                if until():  # its companion ended: so does it (not a timeout)
+                    stopped = UNTIL_STOP
+                    tree.kill()
+                    _kill_group(child)
             if end is None and now >= deadline:
                 timed_out = True
                 tree.kill()
@@ -655,6 +690,8 @@ def _follow(
                     limit = min(limit, _POLL_S)
                 elif end is None:
                     limit = min(limit, max(watch.due - now, 0.0))
+                if end is None and until is not None:
+                    limit = min(limit, max(asked - now, 0.0))
                 for key, _ in sel.select(max(limit, 0.0)):
                     if key.data is None:
                         exited = True
@@ -662,6 +699,8 @@ def _follow(
                     chunk = os.read(key.fd, _READ)
                     if chunk:
                         key.data.write(chunk)
+                        if on_stdout is not None and key.data is out:
+                            on_stdout(chunk)
                     else:
                         sel.unregister(key.fileobj)
                         pipes -= 1

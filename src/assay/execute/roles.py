@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import queue
+import re
 import threading
 import time
 import uuid
@@ -60,6 +61,11 @@ REJOIN_S = 30.0
 REVIVE_S = 5.0
 #: Beyond the study's timeout, how long a host's part may take (start-up, the watch).
 GRACE_S = 60.0
+#: Why a trial failed whose hosts were not all ready within GRACE_S.
+NOT_READY = (
+    f"the hosts were not all ready within {GRACE_S:.0f} s (a watch that did not start, or "
+    "a role's command that did not print its ready pattern)"
+)
 
 
 @dataclass(frozen=True)
@@ -93,8 +99,10 @@ class RolePlan:
         per_trial: Collection[str] = (),
         counts: Mapping[str, str | int] | None = None,
         packed: bool = False,
+        ready: Mapping[str, str] | None = None,
     ) -> None:
         self.roles = {r: list(h) for r, h in roles.items()}
+        self.ready = dict(ready or {})  # role -> what its command prints once ready
         self.counts = dict(counts or {})  # role -> the parameter (or number) that sizes it
         self.packed = packed
         self.measured = measured_role(self.roles, measure)
@@ -131,7 +139,7 @@ class RolePlan:
             return self
         sub = RolePlan(
             roles, self.measured, self.steps, self.params, self.env, self.shell,
-            self.per_trial, self.counts, self.packed,
+            self.per_trial, self.counts, self.packed, self.ready,
         )  # fmt: skip
         whole = {s.host: s for s in self.slots}
         sub.slots = [
@@ -154,6 +162,7 @@ class RolePlan:
             spec.per_trial_names(),
             spec.cluster.counts,
             spec.cluster.pack,
+            {r: s.ready for r, s in b.roles.items() if s.ready},
         )
 
     def uses(self, role: str) -> set[str]:
@@ -240,7 +249,8 @@ class RolePlan:
         values = {**self.params, **(setting or {}), **self.values(slot, setting)}
         rendered = render_argv(list(argv), values, shell=self.shell)
         env = {k: _render(v, values) for k, v in self.env.items()}
-        return Step(what, tuple(rendered), f"{slot.role}: {' '.join(argv)}", env)
+        ready = self.ready.get(slot.role, "") if what == "command" else ""
+        return Step(what, tuple(rendered), f"{slot.role}: {' '.join(argv)}", env, ready=ready)
 
     def ordered(
         self, reverse: bool = False, only: Collection[str] | None = None
@@ -323,7 +333,7 @@ def _host_steps(job: TrialJob, slot: HostSlot, what: str, steps: list[Step]) -> 
             run,
             status=res.status,
             exit_code=res.exit_code,
-            error="" if res.status == "ok" else f"the {what} command {step.shown!r}: {res.error}",
+            error="" if res.status == "ok" else f"{step_words(what)} {step.shown!r}: {res.error}",
             stdout=run.stdout + res.stdout,
             stderr=run.stderr + res.stderr,
         )
@@ -333,7 +343,55 @@ def _host_steps(job: TrialJob, slot: HostSlot, what: str, steps: list[Step]) -> 
 
 
 def _failure(step: Step, status: str, error: str) -> str:
-    return "" if status == "ok" else f"the {step.what} command {step.shown!r}: {error}"
+    return "" if status == "ok" else f"{step_words(step.what)} {step.shown!r}: {error}"
+
+
+def step_words(what: str) -> str:
+    """How a message names a step: ``the setup command``, or ``the role's command``
+    (not "the command command").
+
+    >>> step_words("setup"), step_words("command")
+    ('the setup command', "the role's command")
+    """
+    return "the role's command" if what == "command" else f"the {what} command"
+
+
+class ReadySignal:
+    r"""Says a host is ready for the measured command: once its role's command has
+    started, or, with a ``pattern``, once the command's output matches it.
+
+    >>> said = []
+    >>> r = ReadySignal(lambda: said.append(1), "^ready$")
+    >>> r.started(); r.output(b"loading\nrea"); r.said, said
+    (False, [])
+    >>> r.output(b"dy\n"); r.output(b"ready\n"); r.said, said
+    (True, [1])
+    """
+
+    #: How much of the output is kept to match the pattern against (its tail).
+    KEEP = 64 * 1024
+
+    def __init__(self, say: Callable[[], object], pattern: str = "") -> None:
+        self._say = say
+        self.pattern = re.compile(pattern, re.MULTILINE) if pattern else None
+        self.seen = ""
+        self.said = False
+
+    def say(self) -> None:
+        if not self.said:
+            self.said = True
+            self._say()
+
+    def started(self) -> None:
+        if self.pattern is None:
+            self.say()
+
+    def output(self, chunk: bytes) -> None:
+        if self.said or self.pattern is None:
+            return
+        self.seen = (self.seen + chunk.decode(errors="replace"))[-self.KEEP :]
+        if self.pattern.search(self.seen):
+            self.say()
 
 
 def _host_part(
@@ -349,28 +407,47 @@ def _host_part(
     if watch is not None:
         watch.start()
     res = None
+    unready = ""
     try:
-        Event(f"{tag}-ready-{slot.worker}").set()  # type: ignore[no-untyped-call]
-        if step is not None:
+        ready = ReadySignal(
+            Event(f"{tag}-ready-{slot.worker}").set,  # type: ignore[no-untyped-call]
+            step.ready if step is not None else "",
+        )
+        if step is None:
+            ready.say()
+        else:
+            # the role's command runs beside the measured one, which starts once it has
+            # started (or printed its ``ready`` pattern), and ends with it: its process
+            # group is killed then (#61: a background load ran to the timeout and failed
+            # every trial; a 5 s command held its hosts 5 s a 1 s trial)
+            end = Event(tag)  # type: ignore[no-untyped-call]
             res = run_command(
                 list(step.argv),
                 timeout=job.timeout,
                 env=study_python_env(step.env),
                 cwd=job.cwd,
                 shell=job.shell,
+                until=end.is_set,
+                on_start=ready.started,
+                on_stdout=ready.output,
             )
             res.close()
+            if not ready.said:  # ended (or failed to start) before it was ready
+                ready.say()  # the trial goes on, and fails for this host
+                if res.status == "ok":
+                    unready = f"it ended without printing its ready pattern {step.ready!r}"
         Event(tag).wait(wait_s)  # type: ignore[no-untyped-call]
     finally:
         series = watch.stop().series if watch is not None else {}
+    status = "failed" if unready else "ok" if res is None else res.status
     return HostRun(
         "trial",
         slot.role,
         slot.host,
         slot.place,
-        "ok" if res is None else res.status,
+        status,
         exit_code=None if res is None else res.exit_code,
-        error=_failure(step, res.status, res.error) if res is not None and step else "",
+        error=_failure(step, status, unready or res.error) if res is not None and step else "",
         stdout=b"" if res is None else res.stdout,
         stderr=b"" if res is None else res.stderr,
         started=started,
@@ -701,7 +778,8 @@ class RoleExecutor(DaskExecutor):
     ) -> dict[HostSlot, Any]:
         """Each host's result, or a :class:`_Lost` for a host whose worker left, whose
         task raised, or that ran past ``limit_s``; ``until(timeout)`` (which may wait that
-        long for its condition) ends the wait early when true; ``stoppable``: a
+        long for its condition) ends the wait early when true, or once a host is lost;
+        ``stoppable``: a
         :class:`_Stopped` when the study stops taking trials (a group's thread)."""
         out: dict[HostSlot, Any] = {}
         missing: dict[HostSlot, int] = {}  # polls in a row without the slot's worker
@@ -710,8 +788,11 @@ class RoleExecutor(DaskExecutor):
             if stoppable and self._stop.is_set():
                 self.client.cancel([f for s, f in futures.items() if s not in out])  # type: ignore[no-untyped-call]
                 raise _Stopped
-            if until is not None and until(0.0):
-                # the others go on (a watch waits for the measured command): keep them
+            lost = any(isinstance(v, _Lost) for v in out.values())
+            if until is not None and (lost or until(0.0)):
+                # the others go on (a watch waits for the measured command): keep them;
+                # a host lost before all were ready: the trial cannot start, the caller
+                # releases the others (they would wait for the lost host's ready in vain)
                 self.client.cancel([f for s, f in futures.items() if isinstance(out.get(s), _Lost)])  # type: ignore[no-untyped-call]
                 return out
             present = set(self._scheduler_workers())
@@ -1182,7 +1263,7 @@ class RoleExecutor(DaskExecutor):
         if runs or not ready(0.0):
             self._release(tag)
             self._wait(watchers, addresses, GRACE_S)
-            runs = runs or [_lost_run("trial", s, "its watch did not start") for s in others]
+            runs = runs or [_lost_run("trial", s, NOT_READY) for s in others]
             return _failed_record(request, measured, resets + runs, failure_text(runs))
         fut = self._submit(
             measured, addresses[measured], _measured_part, remote, request, measured, self.monitor
@@ -1278,7 +1359,7 @@ class RoleExecutor(DaskExecutor):
             go.set()  # type: ignore[no-untyped-call]
             self._release(tag)
             self._wait({**watchers, **parts}, addresses, GRACE_S)
-            lost = lost or [_lost_run("trial", s, "its part did not start") for s in measured]
+            lost = lost or [_lost_run("trial", s, NOT_READY) for s in measured]
             return _failed_record(request, measured[0], resets + lost, failure_text(lost))
         go.set()  # type: ignore[no-untyped-call]
         try:

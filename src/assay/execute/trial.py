@@ -43,6 +43,9 @@ class Step:
     # [cluster] groups: group g's (g >= 1) argv and env, its own hosts in the
     # placeholders (``argv``/``env`` are group 0's)
     groups: Mapping[int, tuple[tuple[str, ...], Mapping[str, str]]] = field(default_factory=dict)
+    # a role's command: the regular expression its output matches once it is ready for
+    # the benchmark ("": ready once started)
+    ready: str = ""
 
     def in_group(self, group: int) -> Step:
         """The step as group ``group`` of hosts runs it (``[cluster] groups``).
