@@ -431,7 +431,17 @@ def analyze_samples(
             for n in (
                 _skew_note(skew, sub.means),
                 positive_note,
-                unmet_note(met, rel, stop.ci_width, ci, sub.size, required, rounds_used, samples),
+                unmet_note(
+                    met,
+                    rel,
+                    stop.ci_width,
+                    ci,
+                    sub.size,
+                    required,
+                    rounds_used,
+                    samples,
+                    observed_std=float(np.std(sub.means, ddof=1)) if sub.means.size > 1 else None,
+                ),
             )
             if n
         ),
@@ -448,6 +458,7 @@ def unmet_note(
     required_raw: int | None,
     rounds_used: int,
     samples: np.ndarray,
+    observed_std: float | None = None,
 ) -> str:
     """Why a PI's finite interval is wider than the target, and what would get there
     (issue #45: `true` on a busy machine spent its 1,000 rounds at ±8% and said only
@@ -459,14 +470,37 @@ def unmet_note(
     >>> note = unmet_note(False, 0.22, 0.05, t_interval(x), 1, 400, 20, x)
     >>> note.split(":")[0], "±5.0% needs about 400 rounds" in note
     ('not met at ±22.0% on 20 rounds', True)
+
+    ``observed_std``: the samples' own standard deviation, when the interval's (``ci.std``)
+    is larger: a few samples cannot yet rule out an autocorrelation they may have, and
+    the interval allows for it; the note then gives both, so that the spread it names is
+    the one a reader sees in the readings (a CV of 6.5% was said to be 32%).
+
+    >>> y = np.array([1.0, 1.1] * 10)
+    >>> small = MeanCI(1.05, 0.1, 20, 0.25, 0.95)
+    >>> note = unmet_note(False, 0.1, 0.05, small, 1, None, 20, y, observed_std=0.05)
+    >>> "(coefficient of variation 4.8%), widened 5.0× because 20 samples" in note
+    True
     """
     if met or not math.isfinite(rel) or rel <= target or ci.mean == 0 or rounds_used < 1:
         return ""
-    cv = ci.std / abs(ci.mean)
-    why = f"the readings spread (coefficient of variation {cv:.0%}"
+    widened = (
+        observed_std is not None
+        and math.isfinite(observed_std)
+        and observed_std > 0
+        and ci.std > 1.05 * observed_std
+    )
+    cv = (observed_std if widened and observed_std is not None else ci.std) / abs(ci.mean)
+    why = f"the readings spread (coefficient of variation {cv:.1%}" if cv < 0.1 else ""
+    why = why or f"the readings spread (coefficient of variation {cv:.0%}"
     if merged > 1:
         why += f" of means of {merged} successive readings, merged for their autocorrelation"
     why += ")"
+    if widened and observed_std is not None:
+        why += (
+            f", widened {ci.std / observed_std:.1f}× because {ci.n} samples cannot yet rule "
+            "out an autocorrelation they may have"
+        )
     per_round = samples.size / rounds_used if samples.size else 1.0
     need = ""
     if required_raw is not None and per_round > 0:
