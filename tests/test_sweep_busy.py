@@ -66,26 +66,18 @@ def test_a_busy_machine_stops_the_sweep_within_its_first_quarter(
     assert "w" in {r["term"] for r in doc["analysis"]["significant"]}
     assert any(w.startswith("provisional:") for w in doc["warnings"])
 
+    # as stored: what it saw, and why it stopped
+    shown = CliRunner().invoke(main, ["show", str(tmp_path / "sweep.assay.db"), "--json", "-"])
+    assert shown.exit_code == 5, shown.output  # the study's status, as it ended
+    stored = json.loads(shown.stdout)
+    assert stored["busy"]["load"] == 5.2 and "the machine is busy" in stored["reason"]
+
     # measured on from where it stopped: nothing measured again, the budget ends it
     again, doc2 = _sweep(tmp_path, "--busy", "continue")
     assert again.exit_code == 5, again.output
     reasons = [s["reason"] for s in doc2["steps"]]
     assert "busy" in reasons and reasons[-1] == "budget" and doc2["settings_measured"] == 40
     assert doc2["trials"]["resumed"] == 16 and doc2["busy"] is None
-
-
-def test_the_stored_busy_stop_is_shown_with_what_it_saw(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    _study(tmp_path, HARD)
-    _machine(monkeypatch, load=6.0, others=1.8)
-    res, _ = _sweep(tmp_path)
-    assert res.exit_code == 5, res.output
-    shown = CliRunner().invoke(main, ["show", str(tmp_path / "sweep.assay.db"), "--json", "-"])
-    assert shown.exit_code == 5, shown.output  # the study's status, as it ended
-    doc = json.loads(shown.stdout)
-    assert doc["busy"]["load"] == 6.0
-    assert "the machine is busy" in doc["reason"]
 
 
 @pytest.mark.parametrize(
