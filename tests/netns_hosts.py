@@ -10,6 +10,7 @@ own is its network (address, ports, links) and its processes (``ip netns pids``)
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import random
 import shutil
@@ -92,10 +93,16 @@ class Hosts:
         )
 
 
+_MADE = itertools.count()  # the hosts made by this process, for their names
+
+
 @contextlib.contextmanager
 def netns_hosts(count: int, tmp_path: Path) -> Iterator[Hosts]:
     """``count`` hosts on a bridge of a random 10.x.y.0/24 (the driver is .1)."""
-    tag = f"{os.getpid() % 100000}{random.randrange(100)}"
+    # unique in this process (a random part collided: CI's "ip link add asv20183141 …:
+    # File exists", an earlier test's veth of the same name not yet gone), and of
+    # fixed width, so that no two (pid, count) pairs spell the same name
+    tag = f"{os.getpid() % 100000:05d}{next(_MADE) % 100:02d}"
     subnet = f"10.{random.randrange(100, 250)}.{random.randrange(0, 250)}"
     d = tmp_path / "netns"
     d.mkdir(mode=0o700)
