@@ -117,10 +117,10 @@ def test_busy_in_the_study_file_and_refused_with_from(
 
 
 def test_the_rule_at_its_edges() -> None:
-    edge = busy_machine([2 * BUSY_LOAD_PER_CORE], 2, [0.5, 0.0])
+    edge = busy_machine(2 * BUSY_LOAD_PER_CORE, 2, [0.5, 0.0])
     assert edge.busy  # a load of twice the cores, half the trials disturbed
-    assert not busy_machine([3.99], 2, [0.5, 0.5]).busy
-    assert not busy_machine([4.0], 2, [0.5, 0.0, 0.0]).busy
-    assert not busy_machine([4.0], 2, []).busy  # no trial watched
-    assert not busy_machine([float("nan")], 2, [1.0]).busy  # no load average
+    assert not busy_machine(3.99, 2, [0.5, 0.5]).busy
+    assert not busy_machine(4.0, 2, [0.5, 0.0, 0.0]).busy
+    assert not busy_machine(4.0, 2, []).busy  # no trial watched
+    assert not busy_machine(float("nan"), 2, [1.0]).busy  # no load average
     assert BusyMachine.from_dict(edge.as_dict()) == edge

@@ -91,7 +91,7 @@ BUSY_DISTURBED = 0.5
 class BusyMachine:
     """What a sweep saw of a busy machine within the first quarter of its settings."""
 
-    load: float  # the 1-minute load average (the median of those given)
+    load: float  # the 1-minute load average when it was judged
     cores: int
     disturbed: int  # watched trials during which other processes used DISTURBED_CORES+
     watched: int
@@ -123,8 +123,8 @@ class BusyMachine:
         )
 
 
-def busy_machine(loads: Sequence[float], cores: int, others: Sequence[float]) -> BusyMachine:
-    """What the load averages and the watched trials' others' cores say of the machine.
+def busy_machine(load: float, cores: int, others: Sequence[float]) -> BusyMachine:
+    """What the load average and the watched trials' others' cores say of the machine.
 
     Both must say busy: a load of twice the cores or more (a CPU-bound benchmark gets at
     most half a core's time for each second it wants one) and other processes using
@@ -132,16 +132,16 @@ def busy_machine(loads: Sequence[float], cores: int, others: Sequence[float]) ->
     many threads of its own, which raises the load alone, is not taken for a busy
     machine).
 
-    >>> busy_machine([5.1, 5.4, 5.2], 2, [1.6, 1.5, 0.2, 1.7]).busy
+    >>> busy_machine(5.2, 2, [1.6, 1.5, 0.2, 1.7]).busy
     True
-    >>> busy_machine([3.1, 3.0], 2, [1.3, 1.2]).busy  # two busy loops beside it: on
+    >>> busy_machine(3.1, 2, [1.3, 1.2]).busy  # two busy loops beside it: on
     False
-    >>> busy_machine([8.0], 2, [0.0, 0.1]).busy  # its own threads: not others'
+    >>> busy_machine(8.0, 2, [0.0, 0.1]).busy  # its own threads: not others'
     False
     """
     known = [x for x in others if math.isfinite(x)]
     return BusyMachine(
-        load=statistics.median(loads) if loads else 0.0,
+        load=load,
         cores=max(1, cores),
         disturbed=sum(1 for x in known if x >= DISTURBED_CORES),
         watched=len(known),
@@ -597,7 +597,7 @@ class SweepRunner:
         others = [cores for _, cores in others_during(trials)]
         # the load average now: a minute's, over the last batches (a machine that became
         # busy during the first batches is busy now)
-        seen = busy_machine([_load_average()], os.cpu_count() or 1, others)
+        seen = busy_machine(_load_average(), os.cpu_count() or 1, others)
         return seen if seen.busy else None
 
     def stored(self) -> SweepResult:
