@@ -147,6 +147,9 @@ def _start_sshds(hosts: Hosts) -> None:
             f"AuthorizedKeysFile {d / 'authorized_keys'}\nPidFile {d / f'sshd-{name}.pid'}\n"
             "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
             "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
+            # a host's own python3 has no Assay, as a user's hosts' (#61): this machine's
+            # shell start-up puts pyenv's shims, whose Python has it, first on PATH
+            "SetEnv PYENV_VERSION=system\n"
         )
         proc = subprocess.Popen(
             ["ip", "netns", "exec", name, SSHD, "-D", "-f", str(config),

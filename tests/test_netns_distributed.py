@@ -63,12 +63,32 @@ def _example(
     return work
 
 
+def _venv_python(tmp_path: Path) -> str:
+    """A virtual environment's Python that has Assay, as the README installs it (over
+    this Python's packages, so nothing is downloaded), on a machine whose system
+    ``python3`` (an SSH session's, on the hosts) has none (#61)."""
+    system = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin")
+    if system is None or subprocess.run([system, "-c", "import assay"]).returncode == 0:
+        pytest.skip("needs a system python3 without Assay (as a host's is)")
+    venv = tmp_path / "venv"
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
+        check=True,
+    )
+    python = str(venv / "bin" / "python")
+    probe = "import assay, sys; assert sys.prefix != sys.base_prefix"
+    assert subprocess.run([python, "-c", probe]).returncode == 0
+    return python
+
+
 def test_a_server_knob_a_replica_count_and_two_summed_clients_on_five_hosts(
     tmp_path: Path, hosts: Hosts
 ) -> None:
+    """The example as the README installs Assay: from a venv, on hosts whose own
+    ``python3`` lacks it; the role steps' ``python3 redis_pair.py`` find the venv's."""
     work = _example(tmp_path, hosts)
     done = subprocess.run(
-        [sys.executable, "-m", "assay", "sweep", "redis-fsync-sweep.toml", "-q",
+        [_venv_python(tmp_path), "-m", "assay", "sweep", "redis-fsync-sweep.toml", "-q",
          "--json", "r.json"],
         cwd=work, capture_output=True, text=True, timeout=900,
     )  # fmt: skip

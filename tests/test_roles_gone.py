@@ -11,6 +11,7 @@ import pytest
 from assay.errors import StudyError
 from assay.execute import roles
 from assay.execute.roles import GONE_CHECKS, HostSlot, RoleExecutor
+from assay.execute.trial import TrialRequest
 from assay.store import HostRun
 
 
@@ -22,6 +23,8 @@ class FakeFuture:
         return self.left <= 0
 
     def result(self) -> Any:
+        if isinstance(self.value, BaseException):
+            raise self.value
         return self.value
 
 
@@ -79,6 +82,39 @@ def test_a_worker_missing_poll_after_poll_is_gone() -> None:
     out = _executor(client)._wait({slot: fut}, {slot: "tcp://a"}, limit_s=60)  # type: ignore[dict-item]
     assert isinstance(out[slot], roles._Lost) and "is gone" in out[slot].why
     assert client.cancelled == [fut]
+
+
+def _bare_assertion() -> AssertionError:
+    try:
+        raise AssertionError  # a bare one, as distributed's Future._result raised in CI
+    except AssertionError as exc:
+        return exc
+
+
+def test_a_future_that_raises_as_its_worker_dies_is_a_lost_host() -> None:
+    """CI, #42's group test: the killed host's future ended in a bare AssertionError
+    one poll before the scheduler dropped its worker; the trial was kept failed
+    instead of running on the other group."""
+    slot = _slot("s0")
+    fut = FakeFuture(done_after=1, value=_bare_assertion())
+    client = FakeClient([{"tcp://a"}, {"tcp://a"}, set()], [fut])
+    out = _executor(client)._wait({slot: fut}, {slot: "tcp://a"}, limit_s=60)  # type: ignore[dict-item]
+    lost = out[slot]
+    assert isinstance(lost, roles._Lost) and "its Dask worker tcp://a is gone" in lost.why
+    run = roles._lost_run("trial", slot, lost.why)
+    record = roles._failed_record(TrialRequest(0, ["true"]), slot, [run], lost.why)
+    assert roles._hosts_left(record) == [run]  # so it runs on another group
+    assert "AssertionError (at test_roles_gone.py:" in lost.why  # where, as it says nothing
+
+
+def test_a_future_that_raises_while_its_worker_stays_is_the_tasks_failure() -> None:
+    slot = _slot("s0")
+    fut = FakeFuture(done_after=1, value=RuntimeError("boom"))
+    client = FakeClient([{"tcp://a"}], [fut])
+    out = _executor(client)._wait({slot: fut}, {slot: "tcp://a"}, limit_s=60)  # type: ignore[dict-item]
+    lost = out[slot]
+    assert isinstance(lost, roles._Lost) and lost.why == "its task failed: RuntimeError: boom"
+    assert client.polls == [{"tcp://a"}]  # and it was asked GONE_CHECKS times: not at once
 
 
 def test_a_lost_scheduler_ends_the_wait_in_one_line_without_asking_it() -> None:

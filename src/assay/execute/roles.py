@@ -783,6 +783,8 @@ class RoleExecutor(DaskExecutor):
         :class:`_Stopped` when the study stops taking trials (a group's thread)."""
         out: dict[HostSlot, Any] = {}
         missing: dict[HostSlot, int] = {}  # polls in a row without the slot's worker
+        raised: dict[HostSlot, str] = {}  # a future that raised: what, until judged
+        seen: dict[HostSlot, int] = {}  # polls since, its worker still there
         deadline = time.monotonic() + limit_s
         while len(out) < len(futures):
             if stoppable and self._stop.is_set():
@@ -801,7 +803,14 @@ class RoleExecutor(DaskExecutor):
             for slot, fut in futures.items():
                 if slot in out:
                     continue
-                if fut.done():  # type: ignore[no-untyped-call]
+                if slot in raised:  # judged once its worker is seen gone, or staying
+                    seen[slot] = seen.get(slot, 0) + 1
+                    if addresses[slot] not in present:
+                        gone = f"its Dask worker {addresses[slot]} is gone"
+                        out[slot] = _Lost(f"{gone} ({raised[slot]})")
+                    elif seen[slot] >= GONE_CHECKS:
+                        out[slot] = _Lost(f"its task failed: {raised[slot]}")
+                elif fut.done():  # type: ignore[no-untyped-call]
                     try:
                         out[slot] = fut.result()
                     except OSError as exc:  # Dask's CommClosedError: the host was cut off
@@ -809,19 +818,26 @@ class RoleExecutor(DaskExecutor):
                             f"its Dask worker {addresses[slot]} lost its connection mid-trial "
                             f"({type(exc).__name__}: {exc})"
                         )
-                    except Exception as exc:  # the task raised, or the worker was killed
-                        out[slot] = _Lost(f"its task failed: {type(exc).__name__}: {exc}")
+                    except Exception as exc:
+                        # our parts return their failures: what raises is Dask's, and a
+                        # worker killed mid-task can end its future so (CI: a bare
+                        # AssertionError from a cancelled future) before the scheduler
+                        # drops it; a host failure (the trial runs on another group) if
+                        # the worker leaves within GONE_CHECKS polls
+                        raised[slot] = _raised(exc)
                 elif addresses[slot] not in present:
                     missing[slot] = missing.get(slot, 0) + 1
                     if missing[slot] >= GONE_CHECKS:  # not one poll's blip
                         out[slot] = _Lost(f"its Dask worker {addresses[slot]} is gone")
                 elif time.monotonic() > deadline:
                     out[slot] = _Lost(f"no answer after {limit_s:g} s")
-            pending = [f for s, f in futures.items() if s not in out]
+            pending = [f for s, f in futures.items() if s not in out and s not in raised]
             if pending and until is not None:
                 until(POLL_S)  # returns as soon as its condition holds
             elif pending:
                 _first_done(pending, POLL_S)
+            elif len(out) < len(futures):  # only raised ones to judge: a poll's time
+                time.sleep(POLL_S)
         left = [f for s, f in futures.items() if s not in out or isinstance(out[s], _Lost)]
         if left:
             self.client.cancel(left)  # type: ignore[no-untyped-call]
@@ -1452,6 +1468,24 @@ def host_failures(record: TrialRecord, measured: str) -> list[HostRun]:
         for h in record.host_runs
         if not h.ok and not (h.what == "trial" and h.role == measured and h.status != "lost")
     ]
+
+
+def _raised(exc: BaseException) -> str:
+    """An exception in one line, with where it was raised when it says nothing itself.
+
+    >>> try:
+    ...     assert False
+    ... except AssertionError as e:
+    ...     print(_raised(e).split(" (at ")[0])
+    AssertionError
+    """
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None or str(exc):
+        return text
+    return f"{text} (at {tb.tb_frame.f_code.co_filename.rsplit('/', 1)[-1]}:{tb.tb_lineno})"
 
 
 def _first_done(futures: list[Future[Any]], timeout: float) -> None:
