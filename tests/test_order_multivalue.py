@@ -325,3 +325,52 @@ def test_column_helpers() -> None:
         ("value_copy", "copy"),
         ("value[2]", "2"),
     ]
+
+
+# ------------------------------------------------------- tests of different shapes (#59)
+
+
+def _mixed(trials: list[tuple[str, str, int, int, list[float]]]) -> str:
+    """'stream' with its four values, 'lat' with one (its first): each test its own."""
+    rows = []
+    for t, k, r, pos, vals in trials:
+        result = f'"{",".join(f"{v:.2f}" for v in vals)}"' if t == "stream" else f"{vals[0]:.2f}"
+        rows.append(f"u,node1,{r},6,{t},0,{pos},{k},0,1,Success,{result}\n")
+    return HEADER + "".join(rows)
+
+
+def test_a_file_whose_tests_hold_different_numbers_of_values_is_read_whole(
+    tmp_path: Path,
+) -> None:
+    """#59: one test of four values beside one of one was refused whole ("found 1 value,
+    expected 4 (as at line 2; every result holds the same number of values)")."""
+    p = _write(tmp_path, "results.csv", _mixed(_trials()))
+    read = read_order_file(p, metrics=KERNELS)
+    tests = set(read.table["test"])
+    assert tests == {f"stream -- {k}" for k in KERNELS} | {"lat"}
+    assert len(read.table) == 2 * 6 * (4 + 1)
+    assert read.metrics == KERNELS
+    lat = read.table[read.table["test"] == "lat"]["value"]
+    assert lat.between(16000, 18000).all()  # its one value, not split
+    # and without --metrics: the default names, the one-value test as it is
+    assert set(read_order_file(p).table["test"]) == {
+        f"stream -- {n}" for n in default_metric_names(4)
+    } | {"lat"}
+
+
+def test_a_test_whose_own_rows_differ_in_count_is_still_refused(tmp_path: Path) -> None:
+    lines = _mixed(_trials()).splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if ",lat," in line and i > 3)
+    lines[at] = lines[at].rsplit(",", 1)[0] + ',"1.0,2.0"\n'  # a 'lat' row of two values
+    msg = _bad(tmp_path, "".join(lines))
+    assert f"line {at + 1}: column 'result': found 2 values, expected 1 (as at line " in msg
+    assert "(test 'lat')" in msg
+
+
+def test_metrics_for_a_file_of_single_values_is_refused(tmp_path: Path) -> None:
+    single = HEADER + "".join(
+        f"u,node1,{r},6,{t},0,{pos},{k},0,1,Success,{vals[0]:.2f}\n"
+        for t, k, r, pos, vals in _trials()
+    )
+    msg = _bad(tmp_path, single, metrics=KERNELS)
+    assert "every result holds one value; --metrics names the values" in msg

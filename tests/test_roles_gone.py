@@ -54,6 +54,8 @@ def _executor(client: FakeClient) -> RoleExecutor:
     ex = object.__new__(RoleExecutor)  # no cluster: only what _wait and status use
     ex.client = client  # type: ignore[misc]
     ex._stop, ex._lock, ex._running = threading.Event(), threading.Lock(), set()
+    ex._worker_at, ex._restarted, ex._reviving, ex._revived = {}, [], set(), []
+    ex._workers_lock, ex._benchmark_setup = threading.Lock(), False
     ex.groups = [_Group(0, RolePlan({"client": ["a"]}, None, {}, {}, {}))]
     return ex
 
@@ -149,9 +151,11 @@ def test_a_lost_scheduler_says_what_was_left_set_up_and_where() -> None:
     client.status = "connecting"
     client.scheduler = type("S", (), {"address": "tcp://10.0.0.1:8786"})()  # type: ignore[attr-defined]
     ex = _executor(client)
-    plan = RolePlan({"server": ["s0", "s1"], "client": ["c"]}, None, {}, {}, {})
+    steps = {"server": {"setup": ["start"], "teardown": ["stop"]}}
+    plan = RolePlan({"server": ["s0", "s1"], "client": ["c"]}, None, steps, {}, {})  # type: ignore[arg-type]
     ex.groups = [_Group(0, plan)]
     ex.groups[0].configured["server"] = (None, {})  # type: ignore[assignment]
+    ex.groups[0].configured["client"] = (None, {})  # type: ignore[assignment]  # no steps: not said
     with pytest.raises(StudyError) as err:
         ex._wait({slot: client.futures[0]}, {slot: "tcp://a"}, limit_s=60)  # type: ignore[dict-item]
     text = str(err.value)
@@ -186,3 +190,49 @@ def test_a_step_that_failed_while_a_host_of_its_group_is_gone_is_a_host_failure(
     ex._addresses = lambda slots_=None: {s: "tcp://x" for s in slots}  # type: ignore[method-assign]
     rec = ex._trial(ex.groups[0], TrialJob(pis=(), timeout=10), TrialRequest(1, ["true"]))
     assert "timed out after 10 s" in rec.error and all(h.status != "lost" for h in rec.host_runs)
+
+
+def test_a_worker_back_at_a_new_address_is_said_restarted_unless_revived() -> None:
+    """#61: a nanny's restarted worker was used again without a word in the report."""
+    from assay.execute.roles import RolePlan, _Group
+
+    ex = _executor(FakeClient([set()], []))
+    plan = RolePlan({"server": ["s0"], "client": ["c"]}, None, {}, {}, {})
+    ex.plan, ex.groups = plan, [_Group(0, plan)]
+    at = {"tcp://1": {"name": 0}, "tcp://2": {"name": 1}}
+    ex._scheduler_workers = lambda: at  # type: ignore[method-assign]
+    assert set(ex._addresses().values()) == {"tcp://1", "tcp://2"}
+    assert ex._addresses() and ex._restarted == []  # the same addresses: nothing
+    at.pop("tcp://1")
+    at["tcp://9"] = {"name": 0}  # the server's worker died; its nanny started another
+    ex._addresses()
+    (restarted,) = ex._restarted
+    assert restarted["host"] == "s0 (server[0])" and restarted["worker"] == "tcp://9"
+    server = next(s for s in plan.slots if s.role == "server")
+    ex._reviving.add(str(server.worker))  # a revive started the next one: said as revived, not here
+    at.pop("tcp://9")
+    at["tcp://10"] = {"name": 0}
+    ex._addresses()
+    assert len(ex._restarted) == 1 and not ex._reviving
+
+
+def test_a_plain_dask_study_says_a_worker_its_nanny_restarted() -> None:
+    """The same for a study without roles: the killed worker is listed lost, and the one
+    its nanny started in its place (same name, new address) as restarted, by its host."""
+    import threading
+
+    from assay.execute.dask_executor import DaskExecutor
+
+    info = {"tcp://1": {"name": 0}, "tcp://2": {"name": 1}}
+    ex = object.__new__(DaskExecutor)
+    ex.client = type("C", (), {"scheduler_info": lambda self: {"workers": info}})()
+    ex._known = {"tcp://1": "vm (10.0.0.2)", "tcp://2": "vm (10.0.0.3)"}
+    ex._lost, ex._worker_at, ex._restarted, ex._reviving = [], {}, [], set()
+    ex._workers_lock = threading.Lock()
+    ex._note_lost(set(info))
+    assert ex._lost == [] and ex._restarted == []
+    del info["tcp://2"]
+    info["tcp://7"] = {"name": 1}
+    ex._note_lost(set(info))
+    assert [w["host"] for w in ex._lost] == ["vm (10.0.0.3)"]
+    assert [(w["host"], w["worker"]) for w in ex._restarted] == [("vm (10.0.0.3)", "tcp://7")]

@@ -204,7 +204,6 @@ def ssh_connect_options(spec: ClusterSpec) -> dict[str, Any]:
 @contextlib.contextmanager
 def _ssh_executor(spec: ClusterSpec, monitor: bool) -> Iterator[Executor]:
     import dask
-    from distributed import Client
 
     from assay.execute.tls import credentials_on_hosts, temporary_security
 
@@ -227,9 +226,7 @@ def _ssh_executor(spec: ClusterSpec, monitor: bool) -> Iterator[Executor]:
                 f"{', '.join(spec.hosts)}: {type(exc).__name__}: {exc}"
             ) from None
         with (
-            # with its scheduler killed the SSH cluster's close tried it for a minute
-            _closed_quietly(cluster, timeout=CLOSE_S),
-            _closed_quietly(client := Client(cluster), timeout=CLOSE_S),
+            _ssh_cluster_closed(cluster) as client,
             _heartbeat(client, spec.idle_timeout),
         ):
             roles = spec if spec.roles is not None else None
@@ -245,6 +242,47 @@ def _ssh_executor(spec: ClusterSpec, monitor: bool) -> Iterator[Executor]:
 
 #: How long the end of an SSH cluster may take (a normal one: 1-2 s).
 CLOSE_S = 5.0
+
+
+@contextlib.contextmanager
+def _ssh_cluster_closed(cluster: Any) -> Iterator[Any]:
+    """A client of the SSH ``cluster``; on the way out both closed, within
+    :data:`CLOSE_S` each.  With its scheduler lost the cluster's own close would wait on
+    it in vain (5 s, then 10 s more in Dask's exit handler: #61, a killed scheduler's
+    study took 16 s to exit): its hosts' processes are ended through their SSH
+    sessions instead, and Dask's exit handler is told the cluster is done."""
+    from distributed import Client
+
+    client = Client(cluster)
+    try:
+        yield client
+    finally:
+        lost = client.status not in ("running", "newly-created")
+        with contextlib.suppress(OSError, TimeoutError, RuntimeError):
+            client.close(timeout=CLOSE_S)
+        with contextlib.suppress(OSError, TimeoutError, RuntimeError):
+            if lost:
+                _ssh_processes_ended(cluster)
+            else:
+                cluster.close(timeout=CLOSE_S)
+        cluster.shutdown_on_close = False  # closed, or as far as it can be
+
+
+def _ssh_processes_ended(cluster: Any) -> None:
+    """End the scheduler's and workers' processes of an SSH ``cluster`` through their
+    SSH sessions (each is killed and its connection closed), within :data:`CLOSE_S`."""
+    import asyncio
+
+    processes = [*cluster.workers.values(), cluster.scheduler]
+
+    async def end() -> None:
+        await asyncio.gather(
+            *(p.close() for p in processes if p is not None), return_exceptions=True
+        )
+
+    cluster.sync(end, callback_timeout=CLOSE_S)
+
+
 #: How long the reviver waits for a host's SSH port to answer before leaving it for later.
 PROBE_S = 2.0
 

@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 import platform
 import queue
+import threading
 import time
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -275,6 +276,12 @@ class DaskExecutor(Executor):
         self._known: dict[str, str] = {}
         self._lost: list[dict[str, Any]] = []
         self._described: dict[str, Any] | None = None
+        # each worker's address by its name as last seen, and the workers that came back
+        # at a new address without a revive (a nanny restarted the one that died)
+        self._worker_at: dict[str, str] = {}
+        self._restarted: list[dict[str, str]] = []
+        self._reviving: set[str] = set()  # revived: its next address is no restart
+        self._workers_lock = threading.Lock()  # the three above
 
     def workers(self) -> dict[str, dict[str, Any]]:
         """The cluster's workers that can run trials, by address."""
@@ -308,9 +315,25 @@ class DaskExecutor(Executor):
             "scheduler": self.client.scheduler_info()["address"],
             "workers": envs,
             "lost": self._lost,
+            "restarted": self._restarted,
             "trials_run_again": 0,
         }
         return self._described
+
+    def _note_worker(self, name: str, where: str, address: str) -> None:
+        """Remember worker ``name``'s address (``where``: its host, as said); a new one
+        that no revive started is the worker its nanny restarted after it died (#61: used
+        again without a word in the report)."""
+        with self._workers_lock:
+            before = self._worker_at.get(name)
+            self._worker_at[name] = address
+            if before is None or before == address:
+                return
+            if name in self._reviving:
+                self._reviving.discard(name)
+                return
+            at = time.strftime("%H:%M:%S")
+            self._restarted.append({"host": where, "worker": address, "at": at})
 
     def _note_lost(self, alive: set[str] | None = None) -> None:
         """Record the workers that left since the last look (#41: a killed host was
@@ -320,6 +343,10 @@ class DaskExecutor(Executor):
         info = self.client.scheduler_info().get("workers", {})  # none: the scheduler is gone
         for a in alive - set(self._known):  # a worker a nanny restarted, one that joined
             self._known[a] = str(info.get(a, {}).get("name", a))
+        for a in alive:
+            name = str(info.get(a, {}).get("name", a))
+            first = self._worker_at.get(name, a)  # said by the host it was first seen on
+            self._note_worker(name, self._known.get(first, self._known[a]), a)
         gone = {w["worker"] for w in self._lost}
         for a in sorted(set(self._known) - alive - gone):
             self._lost.append({"worker": a, "host": self._known[a], "seen_at": time.time()})

@@ -51,6 +51,12 @@ if TYPE_CHECKING:
 
 #: How often the driver looks at the workers while it waits for a host (s).
 POLL_S = 0.1
+#: Where a multi-host study's time goes, as its result breaks it down (#61): the roles'
+#: first setup, their setting up again for a trial's setting (``reconfiguration``), the
+#: resets, the trials (every host's part, from the first host's start to the last's
+#: end), the final teardown.  Seconds summed over the groups that run at once.
+PHASES = ("setup", "reconfiguration", "reset", "trial", "teardown")
+
 #: Polls in a row a worker must be missing from the scheduler before it counts as gone:
 #: a healthy cluster's scheduler_info() listed no worker in 1 of 9,907 calls (#41).
 GONE_CHECKS = 5
@@ -629,6 +635,7 @@ class RoleExecutor(DaskExecutor):
         self.revive: Callable[[int, str], bool] | None = None
         self._revived: list[str] = []  # the hosts given a new worker, in order
         self._setup_begun = False
+        self._benchmark_setup = False  # [benchmark] setup ran on the measured role's hosts
         self._reconfigurations: dict[str, Any] = {"count": 0, "seconds": 0.0, "roles": {}}
         self._lock = threading.Lock()  # the counts above, from the groups' threads
         self._running: set[int] = set()  # the groups with a trial in flight
@@ -637,6 +644,9 @@ class RoleExecutor(DaskExecutor):
         self._taken_out: list[dict[str, Any]] = []  # groups whose host left mid-trial
         self._stop = threading.Event()  # the groups' threads: take no more trials
         self._lanes: list[threading.Thread] = []  # the last batch's threads
+        # where the groups' time went, by phase (seconds summed over the groups: #61)
+        self._phases: dict[str, float] = dict.fromkeys(PHASES, 0.0)
+        self._phases_lock = threading.Lock()
 
     def prepare(self, spec: Spec) -> None:
         self.plan = RolePlan.of(spec)
@@ -675,6 +685,9 @@ class RoleExecutor(DaskExecutor):
         where: dict[str, list[str]] = {}
         for g in self.groups:
             for role in g.configured:
+                stepped = any(g.plan.steps.get(role, {}).values())
+                if not stepped and not (role == g.plan.measured and self._benchmark_setup):
+                    continue  # nothing was started there (the example's clients)
                 hosts = where.setdefault(role, [])
                 hosts += [s.host for s in g.plan.slots if s.role == role and s.host not in hosts]
         return "; ".join(f"role {r} on {', '.join(h)}" for r, h in where.items() if h)
@@ -700,6 +713,7 @@ class RoleExecutor(DaskExecutor):
         addresses = self._addresses()
         out["roles"] = {s.where(): addresses.get(s, "no worker") for s in self.plan.slots}
         out["revived"] = self._revived  # the same list: hosts revived later show too
+        out["phases"] = self._phases  # the same dict: summed as the study runs
         if self.plan.set_up_per_trial():  # the same dict: counted as the study runs
             out["reconfigurations"] = self._reconfigurations
         if len(self.groups) > 1:
@@ -732,6 +746,7 @@ class RoleExecutor(DaskExecutor):
             found = by_name.get(str(s.worker)) or by_name.get(s.host)
             if found is not None:
                 out[s] = found
+                self._note_worker(str(s.worker), s.where(), found)
         return out
 
     def _rejoined(
@@ -755,6 +770,8 @@ class RoleExecutor(DaskExecutor):
                     if self.revive(slot.worker, slot.host):
                         with self._lock:  # (by its place in the whole role, as "roles")
                             self._revived.append(slot.where())
+                        with self._workers_lock:
+                            self._reviving.add(str(slot.worker))
             time.sleep(POLL_S)
 
     def _submit(self, slot: HostSlot, addr: str, fn: Callable[..., Any], *args: Any) -> Future[Any]:
@@ -917,8 +934,17 @@ class RoleExecutor(DaskExecutor):
         end it is torn down with the setting it was last set up with (group by group:
         each group's hosts were set up for the trials they ran)."""
         self._end_lanes()
+        with self._timed("teardown" if what == "teardown" else "setup"):
+            runs = self._run_phase(job, what, step)
+        self._pending.extend(runs)
+        failed = [r for r in runs if not r.ok]
+        if failed:
+            raise StudyError(failure_text(failed))
+
+    def _run_phase(self, job: TrialJob, what: str, step: Step | None) -> list[HostRun]:
         if what == "setup":
             self._setup_begun = True
+            self._benchmark_setup = step is not None
             later = self.plan.set_up_per_trial()
             if self.plan.measured in later:  # [benchmark] setup follows its role's
                 for g in self.groups:
@@ -944,10 +970,7 @@ class RoleExecutor(DaskExecutor):
                 g.configured.clear()
         else:  # an earlier session's teardown, before this one's setup: with [params]
             runs = self._phase(job, what, step, keep_going=what == "teardown")
-        self._pending.extend(runs)
-        failed = [r for r in runs if not r.ok]
-        if failed:
-            raise StudyError(failure_text(failed))
+        return runs
 
     def _reconfigure(
         self, g: _Group, job: TrialJob, setting: Mapping[str, object]
@@ -965,16 +988,17 @@ class RoleExecutor(DaskExecutor):
                 continue
             have = g.configured.get(role)
             started = time.monotonic()
-            if have is not None:
-                runs += self._phase(
-                    job, "teardown", None, only=[role], settings={role: have[1]}, group=g
-                )
             extra = g.extra_setup if role == self.plan.measured else None
-            if not any(not r.ok for r in runs):
-                g.configured[role] = ((("", "set up failed"),), dict(setting))
-                runs += self._phase(
-                    job, "setup", extra, only=[role], settings={role: setting}, group=g
-                )
+            with self._timed("setup" if have is None else "reconfiguration"):
+                if have is not None:
+                    runs += self._phase(
+                        job, "teardown", None, only=[role], settings={role: have[1]}, group=g
+                    )
+                if not any(not r.ok for r in runs):
+                    g.configured[role] = ((("", "set up failed"),), dict(setting))
+                    runs += self._phase(
+                        job, "setup", extra, only=[role], settings={role: setting}, group=g
+                    )
             if have is not None:  # not a role's first setup
                 self._count_reconfiguration(role, time.monotonic() - started)
             if any(not r.ok for r in runs):
@@ -991,6 +1015,16 @@ class RoleExecutor(DaskExecutor):
             by_role = self._reconfigurations["roles"]
             by_role[role] = by_role.get(role, 0) + 1
 
+    @contextlib.contextmanager
+    def _timed(self, phase: str) -> Generator[None, None, None]:
+        """Add the time the block takes to ``phase``'s (one of :data:`PHASES`)."""
+        began = time.monotonic()
+        try:
+            yield
+        finally:
+            with self._phases_lock:
+                self._phases[phase] += time.monotonic() - began
+
     def _displace(self, g: _Group, job: TrialJob) -> list[HostRun]:
         """``pack``: tear down the roles of the groups set up on some of ``g``'s hosts
         (each torn down whole, with the setting it was set up with: a role's host
@@ -999,10 +1033,11 @@ class RoleExecutor(DaskExecutor):
         runs: list[HostRun] = []
         for h in g.displaces:
             started = time.monotonic()
-            runs += self._phase(
-                job, "teardown", None, keep_going=True, only=list(h.configured),
-                settings=h.role_settings(), group=h,
-            )  # fmt: skip
+            with self._timed("reconfiguration"):
+                runs += self._phase(
+                    job, "teardown", None, keep_going=True, only=list(h.configured),
+                    settings=h.role_settings(), group=h,
+                )  # fmt: skip
             stepped = [r for r in h.configured if any(self.plan.steps.get(r, {}).values())]
             for role in stepped:  # (a role without steps had nothing to set up)
                 self._count_reconfiguration(role, (time.monotonic() - started) / len(stepped))
@@ -1244,7 +1279,8 @@ class RoleExecutor(DaskExecutor):
             return _failed_record(request, plan.measured_slot, runs, failure_text(runs))
         resets = self._reconfigure(g, job, request.setting)
         if all(r.ok for r in resets) and self._has_reset(job):
-            resets += self._phase(job, "reset", job.reset, settings=g.role_settings(), group=g)
+            with self._timed("reset"):
+                resets += self._phase(job, "reset", job.reset, settings=g.role_settings(), group=g)
         failed = [r for r in resets if not r.ok]
         if failed:
             # a step that failed while a host of the group is gone failed for want of
@@ -1256,6 +1292,20 @@ class RoleExecutor(DaskExecutor):
                 why = failure_text(left)
                 return _failed_record(request, plan.measured_slot, resets + left, why)
             return _failed_record(request, plan.measured_slot, resets, failure_text(failed))
+        with self._timed("trial"):
+            return self._trial_parts(g, job, request, resets, stoppable)
+
+    def _trial_parts(
+        self,
+        g: _Group,
+        job: TrialJob,
+        request: TrialRequest,
+        resets: list[HostRun],
+        stoppable: bool,
+    ) -> TrialRecord:
+        """The trial itself on group ``g``, its roles set up and reset: every host's
+        part, the measured command once all are ready."""
+        plan = g.plan
         remote = replace(job, running_file=None, reset=None)
         addresses = self._addresses(plan.slots)
         missing = [s for s in plan.slots if s not in addresses]
@@ -1414,8 +1464,12 @@ class RoleExecutor(DaskExecutor):
                 left = deadline - time.monotonic()
                 try:
                     done = e.wait(left) if left > 0 else e.is_set()  # type: ignore[no-untyped-call]
-                except (OSError, futures_cancelled) as exc:  # the scheduler is gone
-                    raise StudyError(self._failure("the cluster cannot be asked", exc)) from None
+                except (OSError, futures_cancelled):  # the scheduler is gone
+                    # an event lives on the scheduler: its connection closed is the
+                    # scheduler lost, whether or not the client has noticed yet (its
+                    # status, which _failure reads, can lag: "Stream is closed")
+                    lost = ConnectionError("scheduler-connection-lost")
+                    raise StudyError(self._failure("the cluster cannot be asked", lost)) from None
                 if not done:
                     return False
             return True

@@ -19,7 +19,8 @@ A trial may report several metrics (a memory-bandwidth benchmark's four kernels)
 * a ``result`` (or ``value``) holding several comma-separated values, quoted
   (``"33888.15,33794.10,38016.58,38157.31"``), is split into one metric per value,
   named by ``--metrics copy,scale,add,triad`` or ``value[1]`` ... ``value[k]``; every
-  successful row must then hold the same number of values;
+  successful row of that test must then hold the same number of values (other tests
+  of the file may hold one, or another number: the count is each test's own);
 * the long format's ``metric`` column, or several value columns (``value_copy,
   value_scale``, or the columns ``--metrics`` names), give one metric per row or column;
 * rows of different tests may share a position of a run (the same data already split
@@ -169,8 +170,9 @@ class _Rows:
     slots: dict[tuple[str, int, str], int] = field(default_factory=dict)
     failed: Counter[str] = field(default_factory=Counter)
     statuses: Counter[str] = field(default_factory=Counter)
-    k: int | None = None  # values per result, from the first successful row
-    k_line: int = 0
+    # values per result of each test, from its first successful row (and that row's
+    # line): a file may hold a test of several values beside tests of one (#59)
+    k: dict[str, tuple[int, int]] = field(default_factory=dict)
     metrics: tuple[str, ...] = ()
     metrics_from: str = ""
 
@@ -184,8 +186,9 @@ class _Rows:
                 "of each test"
             )
 
-    def values(self, line: int, column: str, text: str) -> list[float]:
-        """The value(s) of a result: several when comma-separated, as many in every row."""
+    def values(self, line: int, column: str, text: str, test: str) -> list[float]:
+        """The value(s) of a result of ``test``: several when comma-separated, as many in
+        every row of that test (``--metrics`` names those of a test of several)."""
         parts = text.split(",") if "," in text else [text]
         k = len(parts)
         if k == 1:
@@ -200,13 +203,16 @@ class _Rows:
                         f"a finite number, got {_cut(part)!r} (in {_cut(text)!r})"
                     )
                 values.append(x)
-        if self.given is not None:
+        first = self.k.setdefault(test, (k, line))
+        if first[1] != line:
+            want = first[0]
+            why = (
+                f"as at line {first[1]}; every result of a test holds the same number of "
+                f"values (test {_cut(test)!r})"
+            )
+        elif self.given is not None and k > 1:
             want, why = len(self.given), f"--metrics {','.join(self.given)}"
-        elif self.k is not None:
-            want = self.k
-            why = f"as at line {self.k_line}; every result holds the same number of values"
         else:
-            self.k, self.k_line = k, line
             want, why = k, ""
         if k != want:
             raise OrderDataError(
@@ -219,13 +225,13 @@ class _Rows:
         self, test: str, order: str, run: str, position: int, values: list[float], host: str
     ) -> None:
         """A successful row: one trial per value, each metric a test of its own."""
-        if self.given is None and len(values) == 1:
+        if len(values) == 1:  # a test of one value keeps its own name
             self.rows.append((test, order, run, position, values[0], host))
             return
         from assay.importers.columns import default_metric_names  # numpy, pandas: not at start-up
 
         names = self.given or default_metric_names(len(values))
-        if not self.metrics:
+        if len(self.metrics) < len(names):  # the widest test's names
             self.metrics = names
             self.metrics_from = (
                 "named by --metrics"
@@ -237,6 +243,11 @@ class _Rows:
 
     def result(self, source_format: str) -> OrderTrials:
         p = self.p
+        if self.given is not None and self.k and all(k == 1 for k, _ in self.k.values()):
+            raise OrderDataError(
+                f"{p}: --metrics {','.join(self.given)}: every result holds one value; "
+                "--metrics names the values of a result that holds several"
+            )
         if not self.rows:
             failed = sum(self.failed.values())
             if failed:
@@ -476,7 +487,7 @@ def _parse_long(
             value = _value(p, line, "value", fields[at["value"]])
             out.rows.append((test, order, run, position, value, host))
         else:
-            values = out.values(line, "value", fields[at["value"]])
+            values = out.values(line, "value", fields[at["value"]], test)
             out.add(test, order, run, position, values, host)
     if metric_at is not None and seen:
         out.metrics, out.metrics_from = tuple(seen), "column 'metric'"
@@ -527,7 +538,7 @@ def _parse_ordersage(
             out.failed[test] += 1  # a failed trial: its result is not a reading
             out.statuses[status or "(empty)"] += 1
             continue
-        values = out.values(line, "result", fields[at["result"]])
+        values = out.values(line, "result", fields[at["result"]], test)
         out.add(test, kind, run, position, values, host)
     return out.result("ordersage")
 

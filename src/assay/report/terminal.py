@@ -430,6 +430,10 @@ def executor_line(executor: Mapping[str, Any] | None) -> str:
     >>> executor_line({"kind": "dask", "scheduler": "tls://h:1", "workers": {"w": {"host": "a"}},
     ...                "revived": ["10.0.0.3 (replica[0])"]}).split("; ")[1][:51]
     'a new worker started over SSH for 10.0.0.3 (replica'
+    >>> executor_line({"kind": "dask", "scheduler": "tls://h:1", "workers": {"w": {"host": "a"}},
+    ...                "restarted": [{"host": "10.0.0.3 (replica[0])", "at": "12:00:03"}]}
+    ...               ).rsplit("trials: ", 1)[1]
+    '10.0.0.3 (replica[0]) at 12:00:03'
     """
     if not executor or executor.get("kind") != "dask":
         return ""
@@ -461,11 +465,45 @@ def executor_line(executor: Mapping[str, Any] | None) -> str:
             f"; a new worker started over SSH for {', '.join(revived)}, when "
             f"{'it' if len(revived) == 1 else 'each'} answered again after an outage"
         )
+    restarted = [w for w in executor.get("restarted") or [] if isinstance(w, Mapping)]
+    if restarted:
+        each = ", ".join(f"{w.get('host', '?')} at {w.get('at', '?')}" for w in restarted)
+        line += f"; a worker that died was restarted by its nanny and ran the later trials: {each}"
     return (
         line
         + groups_text(executor.get("groups"))
         + reconfiguration_text(executor.get("reconfigurations"))
+        + phases_text(executor.get("phases"), _group_count(executor.get("groups")))
     )
+
+
+def _group_count(groups: Any) -> int:
+    hosts = groups.get("hosts") if isinstance(groups, Mapping) else None
+    return len(hosts) if isinstance(hosts, list) and hosts else 1
+
+
+def phases_text(phases: Any, groups: int = 1) -> str:
+    """Where a multi-host study's hosts spent their time, by phase (#61), for the
+    executor line; "" without a breakdown, or when nothing took time.  With ``groups``
+    running at once the seconds are the groups' summed.
+
+    >>> phases_text({"setup": 4.4, "reconfiguration": 17.6, "reset": 0.0, "trial": 40.2,
+    ...              "teardown": 2.2})
+    '; by phase: trials 40.2 s, roles set up again 17.6 s, setup 4.4 s, teardown 2.2 s'
+    >>> phases_text({"setup": 1.0, "trial": 30.0}, groups=2)
+    '; by phase (2 groups, summed): trials 30.0 s, setup 1.0 s'
+    """
+    if not isinstance(phases, Mapping):
+        return ""
+    names = {"trial": "trials", "reconfiguration": "roles set up again", "reset": "resets"}
+    spent = sorted(
+        ((float(v), names.get(str(k), str(k))) for k, v in phases.items() if float(v) >= 0.05),
+        reverse=True,
+    )
+    if not spent:
+        return ""
+    summed = f" ({groups} groups, summed)" if groups > 1 else ""
+    return f"; by phase{summed}: " + ", ".join(f"{name} {v:.1f} s" for v, name in spent)
 
 
 def groups_text(groups: Any) -> str:
