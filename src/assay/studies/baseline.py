@@ -138,21 +138,23 @@ def compare_summaries(
             why=none if new is None else "",
         )
         gate = with_drift_bound(gate, bound)
-    used = (new is None or (gate is not None and gate.bound != "")) and bound is not None
+    # the drift bound's figures where it is what decides (no ordinary interval, or the
+    # gate went by it); None: the ordinary interval's
+    used = bound if new is None or (gate is not None and gate.bound != "") else None
     return BaselineComparison(
         pi=pi,
         unit=unit,
         direction=direction,
         new_mean=new.mean if new is not None else nan,
         old_mean=old.mean,
-        relative=bound.relative if used and bound is not None else rel,
-        rel_low=bound.low if used and bound is not None else lo,
-        rel_high=bound.high if used and bound is not None else hi,
+        relative=used.relative if used is not None else rel,
+        rel_low=used.low if used is not None else lo,
+        rel_high=used.high if used is not None else hi,
         p_value=p,
         confidence=confidence,
         source=source,
         gate=gate,
-        bound=bound.words() if used and bound is not None else "",
+        bound=used.words() if used is not None else "",
     )
 
 
