@@ -38,37 +38,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 from machine import machine_line  # noqa: E402
 from netns_hosts import Hosts, netns_hosts  # noqa: E402
-
-STUDY = """
-[study]
-name = "redis-phases"
-[benchmark]
-command = ["python3", "redis_pair.py", "bench", "{{hosts.primary}}", "{{port}}", "-t", "set",
-           "-n", "30000", "-c", "8", "--csv"]
-cwd = "."
-timeout = 120
-env = {{REDIS_PAIR_STATE = {state}}}
-[params]
-port = 6393
-[[pi]]
-name = "set_rps"
-source = "regex"
-pattern = '"SET","([0-9.]+)"'
-[benchmark.roles.primary]
-setup = ["python3", "redis_pair.py", "start", "{{host.name}}", "{{port}}",
-         "--appendfsync", "{{appendfsync}}"]
-teardown = ["python3", "redis_pair.py", "stop", "{{host.name}}", "{{port}}"]
-[sweep]
-repetitions = {reps}
-[sweep.params]
-appendfsync = ["off", "everysec", "always"]
-[cluster]
-groups = {groups}
-{keys}
-[cluster.roles]
-primary = {primaries}
-client = {clients}
-"""
+from test_netns_distributed import GROUPS, _example  # noqa: E402
 
 
 def one_run(tmp: Path, hosts: Hosts, groups: int, reps: int) -> dict[str, object]:
@@ -76,16 +46,17 @@ def one_run(tmp: Path, hosts: Hosts, groups: int, reps: int) -> dict[str, object
     work.mkdir()
     shutil.copy(ROOT / "examples" / "distributed" / "redis_pair.py", work)
     n = groups
-    (work / "s.toml").write_text(
-        STUDY.format(
-            state=json.dumps(str(tmp / "redis-state")),
-            keys=hosts.cluster_toml(),
-            primaries=json.dumps(hosts.addresses[:n]),
-            clients=json.dumps(hosts.addresses[2 : 2 + n]),
-            groups=groups,
-            reps=reps,
-        )
+    study = GROUPS.format(
+        state=json.dumps(str(tmp / "redis-state")),
+        keys=hosts.cluster_toml(),
+        primaries=json.dumps(hosts.addresses[:n]),
+        clients=json.dumps(hosts.addresses[2 : 2 + n]),
     )
+    for old, new in [("groups = 2\n", f"groups = {groups}\n"),
+                     ("repetitions = 2\n", f"repetitions = {reps}\n")]:  # fmt: skip
+        assert old in study, old
+        study = study.replace(old, new)
+    (work / "s.toml").write_text(study)
     began = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "assay", "sweep", "s.toml", "-q", "--json", "r.json"],
@@ -104,8 +75,6 @@ def one_run(tmp: Path, hosts: Hosts, groups: int, reps: int) -> dict[str, object
 
 
 def example_run(tmp: Path, hosts: Hosts, delay: int | None) -> dict[str, object]:
-    from test_netns_distributed import _example
-
     work = _example(tmp, hosts)
     study = work / "redis-fsync-sweep.toml"
     if delay is not None:  # the primary's own setting, after those redis_pair.py writes

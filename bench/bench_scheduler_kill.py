@@ -17,10 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
-import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -30,41 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
-from assay.store import Store  # noqa: E402
 from machine import machine_line  # noqa: E402
-from netns_hosts import Hosts, netns_hosts  # noqa: E402
-
-EXAMPLE = ROOT / "examples" / "distributed"
-
-
-def _example(tmp: Path, hosts: Hosts) -> Path:
-    work = tmp / "example"
-    work.mkdir()
-    shutil.copy(EXAMPLE / "redis_pair.py", work)
-    text = (EXAMPLE / "redis-replica-compare.toml").read_text()
-    client, primary, replica = hosts.addresses
-    for old, new in [
-        ('primary = ["127.0.0.2"]', f'primary = ["{primary}"]'),
-        ('replica = ["127.0.0.3"]', f'replica = ["{replica}"]'),
-        ('client = ["127.0.0.1"]', f'client = ["{client}"]'),
-        ('port = 2222\nkey = "~/.cache/assay/ssh-loopback/client_key"\n'
-         'known_hosts = "~/.cache/assay/ssh-loopback/known_hosts"\n', hosts.cluster_toml()),
-    ]:  # fmt: skip
-        assert old in text, old
-        text = text.replace(old, new)
-    state = json.dumps(str(tmp / "redis-state"))
-    text = text.replace("timeout = 120\n", f"timeout = 120\nenv = {{REDIS_PAIR_STATE = {state}}}\n")
-    (work / "redis-replica-compare.toml").write_text(text)
-    return work
-
-
-def _stored(db: Path) -> int:
-    try:
-        with Store(db) as st:
-            found = st.find_study("redis-replica-get")
-            return len(st.trials(found[0])) if found else 0
-    except Exception:  # not made yet
-        return 0
+from netns_hosts import netns_hosts  # noqa: E402
+from test_netns_cluster import _example, _until_stored, kill_scheduler  # noqa: E402
 
 
 def _pipe_holders(proc: subprocess.Popen[str]) -> list[str]:
@@ -83,22 +48,14 @@ def _pipe_holders(proc: subprocess.Popen[str]) -> list[str]:
 
 def one_run(tmp: Path) -> dict[str, object]:
     with netns_hosts(3, tmp) as hosts:
-        work = _example(tmp, hosts)
+        work = _example(tmp, hosts, rounds=10)  # the example's own max_rounds
         proc = subprocess.Popen(
             [sys.executable, "-m", "assay", "compare", "redis-replica-compare.toml", "-q"],
             cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
-        db = work / "redis-replica-compare.assay.db"
-        deadline = time.monotonic() + 300
-        while _stored(db) < 2 and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.2)
+        _until_stored(work / "redis-replica-compare.assay.db", proc, 2)
         killed_at = time.monotonic()
-        for name in hosts.names:
-            for pid in hosts.pids(name):
-                with contextlib.suppress(OSError):
-                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
-                    if b"distributed.cli.dask_spec" in cmd and b"Scheduler" in cmd:
-                        os.kill(pid, signal.SIGKILL)
+        kill_scheduler(hosts)
         while proc.poll() is None and time.monotonic() < killed_at + 300:
             time.sleep(0.05)
         exit_s = time.monotonic() - killed_at  # the driver's exit: a shell's prompt back

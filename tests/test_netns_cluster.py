@@ -163,6 +163,19 @@ def test_a_host_back_from_an_outage_gets_a_new_worker_and_the_study_goes_on(
     assert hosts.left() == {}  # nothing of the study on any host
 
 
+def kill_scheduler(hosts: Hosts) -> list[str]:
+    """SIGKILL the study's Dask scheduler wherever it runs: the hosts it ran on."""
+    killed = []
+    for name in hosts.names:
+        for pid in hosts.pids(name):
+            with contextlib.suppress(OSError):
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+                if b"distributed.cli.dask_spec" in cmd and b"Scheduler" in cmd:
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(name)
+    return killed
+
+
 def test_a_killed_scheduler_ends_the_study_in_one_line_naming_its_host(
     tmp_path: Path, hosts: Hosts
 ) -> None:
@@ -172,14 +185,7 @@ def test_a_killed_scheduler_ends_the_study_in_one_line_naming_its_host(
     db = work / "redis-replica-compare.assay.db"
     proc = _compare(work)
     _until_stored(db, proc, 2)
-    killed = []
-    for name in hosts.names:
-        for pid in hosts.pids(name):
-            with contextlib.suppress(OSError):
-                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
-                if b"distributed.cli.dask_spec" in cmd and b"Scheduler" in cmd:
-                    os.kill(pid, signal.SIGKILL)
-                    killed.append(name)
+    killed = kill_scheduler(hosts)
     assert len(killed) == 1
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 3, err
