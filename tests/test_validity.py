@@ -392,3 +392,45 @@ def test_stationary_readings_that_do_not_merge_yet_are_not_called_moving() -> No
     rounds = [RoundData(reading=float(10.0 + 0.5 * v)) for v in noise]
     res = analyze_pi(PI, rounds, StopSpec(ci_width=0.001))
     assert "trend_per_round" not in res.extra
+
+
+def _ar_unit_rounds(levels: np.ndarray, rng: np.random.Generator) -> list[RoundData]:
+    """Rounds of 200 AR(1) 0.5 unit readings around each round's level."""
+    from assay.designs.run_until_ci import round_segment
+
+    out = []
+    for level in levels:
+        units = float(level) + _ar1(rng, 200, 0.5)
+        out.append(RoundData(units=units, duration=1.0, segment=round_segment(units)))
+    return out
+
+
+def test_unit_readings_whose_round_means_drift_stop_the_study_saying_so() -> None:
+    """#59: unit readings whose level rises 0.1% a round (AR(1) 0.5 units): the round
+    means never merge either, and 16 of 200 such studies ran to the 1,000-round budget
+    (the trend look covered readings only).  From 60 round means on, the same look on
+    them says the level is moving, and the study stops."""
+    rng = np.random.default_rng(11)
+    rounds = _ar_unit_rounds(10.0 * (1 + 0.001 * np.arange(130)), rng)
+    stop = StopSpec(ci_width=0.01)
+    res = analyze_pi(PI, rounds, stop)
+    assert not res.met and math.isinf(res.half_width), res.note
+    assert re.search(
+        r"the level is moving: \+0\.\d+% per round over the first 120 round means", res.note
+    ), res.note
+    assert res.extra["trend_per_round"] == pytest.approx(0.001, rel=0.5)
+    d = decide([res], [PI], stop, rounds_done=130, rounds_failed=0, elapsed=1.0)
+    assert d.done and d.reason.startswith("stopped early: the level is moving: t (+0.")
+
+
+def test_unit_readings_around_a_stationary_wandering_round_level_are_rarely_called_moving() -> None:
+    """Round levels that wander (AR(1) 0.8 across rounds, sd 2%) but do not drift: of 12
+    studies of 64 rounds (one look, at 60), at most one is called moving (the round-means
+    look is at DRIFT_ALPHA_ROUNDS = 1e-4; its rate per look on such series is ~0.2%)."""
+    moving = 0
+    for seed in range(12):
+        rng = np.random.default_rng(100 + seed)
+        rounds = _ar_unit_rounds(10.0 * (1 + 0.02 * _ar1(rng, 64, 0.8)), rng)
+        res = analyze_pi(PI, rounds, StopSpec(ci_width=0.001))
+        moving += "trend_per_round" in res.extra
+    assert moving <= 1

@@ -784,8 +784,9 @@ def analyze_pi(
     if got.parts is not None and pi.statistic == "mean":
         res = between_rounds(pi, got.parts, res, stop)
     res = _require_rounds(res, stop)
-    if "drifting" in res.extra and got.parts is None and "range_blocks" not in res.extra:
-        res = drift_stop(got, res)
+    by_round = got.parts is None or "rounds_level" in res.extra  # one value per round
+    if "drifting" in res.extra and by_round and "range_blocks" not in res.extra:
+        res = drift_stop(got, res, pi.mean == "harmonic")
     if locate and "drifting" in res.extra:
         res = locate_change(pi, got, res)
     if res.met:  # last: the fewer looks it gets, the fewer false alarms
@@ -1144,31 +1145,42 @@ def step_note(got: PISamples, res: PIResult, step: LevelShift, at: int) -> PIRes
 #: few looks per study), at this level (#37: such studies ran to the 1,000-round budget).
 DRIFT_FIRST_LOOK = 60
 DRIFT_ALPHA = 0.001
+#: The same test on the round means of unit readings (#59): stricter, as a round level
+#: that wanders slowly (AR(1) 0.8 across rounds) fooled the autocorrelation bound of 60
+#: round means in 2 of 100 studies at DRIFT_ALPHA; a real drift is far beyond either.
+DRIFT_ALPHA_ROUNDS = 0.0001
 
 
-def drift_stop(got: PISamples, res: PIResult) -> PIResult:
+def drift_stop(got: PISamples, res: PIResult, harmonic: bool = False) -> PIResult:
     """A PI whose readings never merge to independence (no valid CI) and whose level
     moves: said, with the rate, so that the study stops instead of running to its
     budget.  The test (:func:`~assay.stats.validity.level_trend`, its variance widened
     for the autocorrelation left around the line) runs on the first ``c`` readings,
     ``c`` the largest of 60, 120, 240, ... that is in: the same answer at every
     analysis until the next length, so a stationary series gets a few looks at
-    :data:`DRIFT_ALPHA`, not one per analysis."""
+    :data:`DRIFT_ALPHA`, not one per analysis.  With unit readings whose round means
+    do not merge either (#59: such studies ran to their 1,000-round budget), the same
+    on the round means (of the rounds with stable unit readings)."""
     from assay.stats.validity import level_trend
 
-    n = got.samples.size
+    if got.parts is None:
+        series, what, alpha = got.samples, "readings", DRIFT_ALPHA
+    else:
+        series, what = _kept_round_means(got, harmonic)[0], "round means"
+        alpha = DRIFT_ALPHA_ROUNDS
+    n = series.size
     if n < DRIFT_FIRST_LOOK:
         return res
     c = DRIFT_FIRST_LOOK * 2 ** int(math.log2(n / DRIFT_FIRST_LOOK))
-    trend = level_trend(got.samples[:c])
-    if trend is None or trend.p_value >= DRIFT_ALPHA:
+    trend = level_trend(series[:c])
+    if trend is None or trend.p_value >= alpha:
         return res
     per_round = trend.relative_slope
     return replace(
         res,
         note=(
             f"{res.note}; the level is moving: {per_round:+.2%} per round over the first "
-            f"{c} readings used (a straight line through them: p = {trend.p_value:.2g}, "
+            f"{c} {what} used (a straight line through them: p = {trend.p_value:.2g}, "
             f"its variance widened for an autocorrelation up to {trend.phi_bound:.2f}); "
             "more rounds would not give an interval"
         ),

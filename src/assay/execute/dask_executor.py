@@ -345,8 +345,8 @@ class DaskExecutor(Executor):
             self._known[a] = str(info.get(a, {}).get("name", a))
         for a in alive:
             name = str(info.get(a, {}).get("name", a))
-            first = self._worker_at.get(name, a)  # said by the host it was first seen on
-            self._note_worker(name, self._known.get(first, self._known[a]), a)
+            before = self._worker_at.get(name, a)  # said as its earlier address was
+            self._note_worker(name, self._known.get(before, self._known[a]), a)
         gone = {w["worker"] for w in self._lost}
         for a in sorted(set(self._known) - alive - gone):
             self._lost.append({"worker": a, "host": self._known[a], "seen_at": time.time()})
