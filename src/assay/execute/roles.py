@@ -184,11 +184,15 @@ class RolePlan:
         """
         return self._uses[role]
 
+    def stepped(self, role: str) -> bool:
+        """Whether ``role`` has a step of its own (a setup, command, reset or teardown)."""
+        return any(self.steps.get(role, {}).values())
+
     def _depends_on(self, role: str) -> set[str]:
         from assay.template import placeholders
 
         steps = self.steps.get(role, {})
-        if not any(steps.values()):
+        if not self.stepped(role):
             return set()
         words = [w for argv in steps.values() for w in argv or ()] + list(self.env.values())
         names = {n for w in words for n in placeholders(w)}
@@ -685,8 +689,10 @@ class RoleExecutor(DaskExecutor):
         where: dict[str, list[str]] = {}
         for g in self.groups:
             for role in g.configured:
-                stepped = any(g.plan.steps.get(role, {}).values())
-                if not stepped and not (role == g.plan.measured and self._benchmark_setup):
+                started = g.plan.stepped(role) or (
+                    role == g.plan.measured and self._benchmark_setup
+                )
+                if not started:
                     continue  # nothing was started there (the example's clients)
                 hosts = where.setdefault(role, [])
                 hosts += [s.host for s in g.plan.slots if s.role == role and s.host not in hosts]
@@ -988,19 +994,20 @@ class RoleExecutor(DaskExecutor):
                 continue
             have = g.configured.get(role)
             started = time.monotonic()
+            if have is not None:
+                runs += self._phase(
+                    job, "teardown", None, only=[role], settings={role: have[1]}, group=g
+                )
             extra = g.extra_setup if role == self.plan.measured else None
-            with self._timed("setup" if have is None else "reconfiguration"):
-                if have is not None:
-                    runs += self._phase(
-                        job, "teardown", None, only=[role], settings={role: have[1]}, group=g
-                    )
-                if not any(not r.ok for r in runs):
-                    g.configured[role] = ((("", "set up failed"),), dict(setting))
-                    runs += self._phase(
-                        job, "setup", extra, only=[role], settings={role: setting}, group=g
-                    )
+            if not any(not r.ok for r in runs):
+                g.configured[role] = ((("", "set up failed"),), dict(setting))
+                runs += self._phase(
+                    job, "setup", extra, only=[role], settings={role: setting}, group=g
+                )
             if have is not None:  # not a role's first setup
                 self._count_reconfiguration(role, time.monotonic() - started)
+            else:
+                self._add_phase("setup", time.monotonic() - started)
             if any(not r.ok for r in runs):
                 return runs
             g.configured[role] = (want, dict(setting))
@@ -1014,16 +1021,21 @@ class RoleExecutor(DaskExecutor):
             self._reconfigurations["seconds"] += seconds
             by_role = self._reconfigurations["roles"]
             by_role[role] = by_role.get(role, 0) + 1
+        self._add_phase("reconfiguration", seconds)
+
+    def _add_phase(self, phase: str, seconds: float) -> None:
+        """Add ``seconds`` to ``phase``'s (one of :data:`PHASES`)."""
+        with self._phases_lock:
+            self._phases[phase] += seconds
 
     @contextlib.contextmanager
     def _timed(self, phase: str) -> Generator[None, None, None]:
-        """Add the time the block takes to ``phase``'s (one of :data:`PHASES`)."""
+        """Add the time the block takes to ``phase``'s."""
         began = time.monotonic()
         try:
             yield
         finally:
-            with self._phases_lock:
-                self._phases[phase] += time.monotonic() - began
+            self._add_phase(phase, time.monotonic() - began)
 
     def _displace(self, g: _Group, job: TrialJob) -> list[HostRun]:
         """``pack``: tear down the roles of the groups set up on some of ``g``'s hosts
@@ -1033,12 +1045,11 @@ class RoleExecutor(DaskExecutor):
         runs: list[HostRun] = []
         for h in g.displaces:
             started = time.monotonic()
-            with self._timed("reconfiguration"):
-                runs += self._phase(
-                    job, "teardown", None, keep_going=True, only=list(h.configured),
-                    settings=h.role_settings(), group=h,
-                )  # fmt: skip
-            stepped = [r for r in h.configured if any(self.plan.steps.get(r, {}).values())]
+            runs += self._phase(
+                job, "teardown", None, keep_going=True, only=list(h.configured),
+                settings=h.role_settings(), group=h,
+            )  # fmt: skip
+            stepped = [r for r in h.configured if self.plan.stepped(r)]
             for role in stepped:  # (a role without steps had nothing to set up)
                 self._count_reconfiguration(role, (time.monotonic() - started) / len(stepped))
             with self._turn:
