@@ -29,13 +29,13 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
+from assay.privatefs import private_temp  # noqa: E402
 from machine import machine_line  # noqa: E402
 from netns_hosts import Hosts, netns_hosts  # noqa: E402
 from test_netns_distributed import GROUPS, _example  # noqa: E402
@@ -125,7 +125,7 @@ def main() -> None:
     ]
     if args.example:
         label = f"repl-diskless-sync-delay {args.delay if args.delay is not None else 0}"
-        with tempfile.TemporaryDirectory(prefix="assay-phases-") as d:
+        with private_temp("assay-phases-") as d:
             for run in range(args.runs):
                 (Path(d) / str(run)).mkdir()
                 with netns_hosts(5, Path(d) / str(run)) as hosts:
@@ -136,7 +136,7 @@ def main() -> None:
         what = "the 18-trial redis-fsync-sweep example on 5 netns hosts"
     else:
         with (
-            tempfile.TemporaryDirectory(prefix="assay-phases-") as d,
+            private_temp("assay-phases-") as d,
             netns_hosts(4, Path(d)) as hosts,
         ):
             for groups in (1, 2):

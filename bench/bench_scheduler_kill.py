@@ -20,13 +20,13 @@ import contextlib
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
+from assay.privatefs import private_temp  # noqa: E402
 from machine import machine_line  # noqa: E402
 from netns_hosts import netns_hosts  # noqa: E402
 from test_netns_cluster import _example, _until_stored, kill_scheduler  # noqa: E402
@@ -98,7 +98,7 @@ def main() -> None:
     rows.append("|---|---|---|---|---|---|---|")
     firsts = []
     for n in range(args.runs):
-        with tempfile.TemporaryDirectory(prefix="assay-schedkill-") as d:
+        with private_temp("assay-schedkill-") as d:
             r = one_run(Path(d))
         firsts.append(str(r["first"]))
         held = f" (held by {r['holders']})" if r["holders"] else ""
