@@ -51,6 +51,7 @@ from assay.rolespec import (
     packed_groups,
     trial_need,
 )
+from assay.stats.claims import CLAIM_KINDS, ClaimRule
 from assay.store import NAME_MAX
 from assay.template import placeholders
 
@@ -532,6 +533,9 @@ class StopSpec(_Model):
     # the baseline (default: the first variant) by more than this share, with confidence
     fail_if_worse: Annotated[float, Field(gt=0, le=1)] | None = None
     baseline: str | None = None
+    # what a comparison stops on: its ranking decided, or every [[claim]] decided
+    # (holds or fails on its always-valid interval; the ranking may stay undecided)
+    until: Literal["ranking", "claims"] = "ranking"
 
     @field_validator("warmup_rounds", mode="before")
     @classmethod
@@ -539,6 +543,60 @@ class StopSpec(_Model):
         if v == "auto" or (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
             return v
         raise ValueError('expected a number of rounds (0 or more) or "auto"')
+
+
+class ClaimSpec(_Model):
+    """A claim the study checks (``[[claim]]``, issue #62): the ratio of two variants'
+    means on a PI, and the region the claim says it lies in (exactly one of
+    ``at_least``, ``at_most``, ``within``); judged by :mod:`assay.stats.claims`."""
+
+    says: Annotated[str, Field(min_length=1)]
+    pi: str | None = None  # default: the study's deciding PI (the first)
+    ratio: Annotated[list[str], Field(min_length=2, max_length=2)]
+    at_least: Annotated[float, Field(gt=0)] | None = None
+    at_most: Annotated[float, Field(gt=0)] | None = None
+    within: float | None = None  # a share: 0.1 or "10%"
+
+    @field_validator("ratio", mode="before")
+    @classmethod
+    def _two_names(cls, v: Any) -> Any:
+        if isinstance(v, list) and any(isinstance(x, dict) for x in v):
+            raise ValueError(
+                "settings by their values ({ replicas = 2 }) are not supported yet; "
+                'name two variants: ratio = ["numerator", "denominator"]'
+            )
+        if not isinstance(v, list) or len(v) != 2:
+            raise ValueError('expected two variant names: ratio = ["numerator", "denominator"]')
+        return v
+
+    @field_validator("within", mode="before")
+    @classmethod
+    def _share(cls, v: Any) -> Any:
+        if isinstance(v, bool):
+            raise ValueError('expected a share such as "10%" or 0.1')
+        if isinstance(v, str):
+            text = v.strip()
+            try:
+                v = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+            except ValueError:
+                raise ValueError(f'{text!r}: expected a share such as "10%" or 0.1') from None
+        if isinstance(v, (int, float)) and not 0 < v < 1:
+            raise ValueError(f'{v!r}: expected a margin above 0% and below 100% ("10%" or 0.1)')
+        return v
+
+    @model_validator(mode="after")
+    def _one_region(self) -> ClaimSpec:
+        given = [k for k in CLAIM_KINDS if getattr(self, k) is not None]
+        if len(given) != 1:
+            got = f"got {', '.join(given)}" if given else "got none"
+            raise ValueError(f"give exactly one of at_least, at_most, within ({got})")
+        return self
+
+    @property
+    def rule(self) -> ClaimRule:
+        """The region as :class:`~assay.stats.claims.ClaimRule`."""
+        kind = next(k for k in CLAIM_KINDS if getattr(self, k) is not None)
+        return ClaimRule(kind, float(getattr(self, kind)))
 
 
 class StudyMeta(_Model):
@@ -573,6 +631,7 @@ class Spec(_Model):
     )
     stop: StopSpec = Field(default_factory=StopSpec)
     variants: Annotated[list[VariantSpec], Field(alias="variant")] = Field(default_factory=list)
+    claims: Annotated[list[ClaimSpec], Field(alias="claim")] = Field(default_factory=list)
     tests: Annotated[list[OrderTestSpec], Field(alias="test")] = Field(default_factory=list)
     order: OrderSpec | None = None
     knob_specs: Annotated[list[KnobSpec], Field(alias="knob")] = Field(default_factory=list)
@@ -591,6 +650,11 @@ class Spec(_Model):
             raise ValueError(f"pi: PI names must be unique; repeated: {', '.join(dupes)}")
         if not self.pis:
             raise ValueError("pi: at least one [[pi]] is needed")
+        if self.claims and not self.variants:
+            raise ValueError(
+                "claim: a claim compares two [[variant]]s of a comparison (assay compare); "
+                "claims on a sweep's or knob study's settings are not supported yet"
+            )
         roles = self.cluster.roles if self.cluster else None
         self._check_pack()
         self._check_counts()
@@ -630,6 +694,7 @@ class Spec(_Model):
             _check_placeholders("benchmark", templated, known)
             return self
         self._check_variants(known)
+        self._check_claims()
         return self
 
     def _check_sweep(self, known: set[str]) -> None:
@@ -841,6 +906,28 @@ class Spec(_Model):
                     if name not in host:
                         out.setdefault(name, step)
         return out
+
+    def _check_claims(self) -> None:
+        """Every claim names a PI of the study and two of its variants."""
+        if self.stop.until == "claims" and not self.claims:
+            raise ValueError(
+                'stop.until: "claims" stops when every [[claim]] is decided, but the study '
+                'has none; add a [[claim]] or leave until = "ranking"'
+            )
+        pis = [p.name for p in self.pis]
+        names = [v.name for v in self.variants]
+        for i, c in enumerate(self.claims):
+            where = f"claim[{i}] ({c.says!r})"
+            if c.pi is not None and c.pi not in pis:
+                raise ValueError(f"{where}.pi: {c.pi!r} is not a [[pi]] (known: {', '.join(pis)})")
+            for name in c.ratio:
+                if name not in names:
+                    raise ValueError(
+                        f"{where}.ratio: {name!r} is not a variant (the variants: "
+                        f"{', '.join(names)})"
+                    )
+            if c.ratio[0] == c.ratio[1]:
+                raise ValueError(f"{where}.ratio: a variant against itself; name two variants")
 
     def _check_variants(self, known: set[str]) -> None:
         if len(self.variants) < 2:

@@ -404,6 +404,7 @@ def _compare(target: tuple[str, ...], opts: dict[str, Any]) -> None:
                 csv_rows(result),
                 result.gates,
                 answer("compare", result.as_dict()),
+                [c.as_dict() for c in result.claims],
             ),
         },
     )
@@ -421,4 +422,4 @@ def _compare(target: tuple[str, ...], opts: dict[str, Any]) -> None:
     if not opts["from_files"]:
         write_hyperfine_exports(opts, store_path, spec)
         write_study_report(opts, store_path, spec.study.name, err)
-    sys.exit(exits.gate_status(result) if result.gates else exits.compare_status(result))
+    sys.exit(exits.compare_exit(result))

@@ -27,11 +27,13 @@ HELP = """
 Exit status:
   0    done: the target was reached (or every planned trial measured, or
        run --runs N ran its N runs)
-  1    --fail-if-worse (compare; run --baseline): worse than the baseline
+  1    --fail-if-worse (compare; run --baseline): worse than the baseline;
+       compare: a [[claim]] fails
   2    usage error or bad study file     3  the store or study cannot go on
   4    no valid result (every trial failed, or too many: the report says why)
   5    the budget ran out before the target (CI width, decision, R²), or
-       --fail-if-worse could not tell (the interval straddles the threshold)
+       --fail-if-worse could not tell (the interval straddles the threshold),
+       or a [[claim]] is undecided
   6    sweep: answered, but settings whose every trial failed are left out
   130  interrupted (Ctrl-C, SIGTERM); run the same command again to resume
 """
@@ -101,6 +103,26 @@ def gate_status(result: Any) -> int:
     if compare_status(result) == NO_RESULT:
         return NO_RESULT
     return _verdicts_status([g.verdict for g in result.gates])
+
+
+def compare_exit(result: Any) -> int:
+    """``assay compare``'s status: no valid result (4) first; then 1 when a
+    ``[[claim]]`` fails or the gate finds a variant worse; 5 when a claim (or the
+    gate) could not tell; otherwise the gate's status, or the ranking's
+    (:func:`compare_status`)."""
+    base = gate_status(result) if result.gates else compare_status(result)
+    claims = [c.verdict.verdict for c in getattr(result, "claims", ())]
+    if base == NO_RESULT or not claims:
+        return base
+    if "fails" in claims or base == WORSE:
+        return WORSE
+    if "undecided" in claims:
+        return SHORT
+    # every claim decided: a study that stops on its claims (until = "claims") answered
+    # what it was asked, its ranking decided or not; a gate's own verdict still counts
+    if result.decision.reason.startswith("claims decided") and not result.gates:
+        return OK
+    return base
 
 
 def order_status(result: Any) -> int:

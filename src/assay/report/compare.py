@@ -271,6 +271,8 @@ def _table(c: PIComparison, title: str) -> Table:
 def render_comparison(res: CompareResult, console: Console) -> None:
     """The ranked table per PI (the deciding PI first), the decision and the footer."""
     lines: list[RenderableType] = []
+    if res.claims:  # what the study set out to show comes first (#62)
+        lines.extend(claims_lines([c.as_dict() for c in res.claims], console))
     for i, c in enumerate(res.comparisons):
         title = res.study if i == 0 else f"{res.study}: {c.name} (not deciding)"
         drop = MEDIAN_DROP_ORDER if c.statistic == "median" else COMPARE_DROP_ORDER
@@ -309,6 +311,29 @@ def render_comparison(res: CompareResult, console: Console) -> None:
         )
     )
     console.print(Group(*lines))
+
+
+#: Claim verdicts' colours in the terminal.
+CLAIM_STYLES = {"holds": "bold green", "fails": "bold red", "undecided": "yellow"}
+
+
+def claims_lines(claims: Sequence[Mapping[str, Any]], console: Console) -> list[RenderableType]:
+    """The claims table (:func:`assay.report.markdown.claim_rows`), each verdict coloured,
+    and how the verdicts were reached."""
+    from assay.report.markdown import claim_rows
+
+    header, rows = claim_rows(claims)
+    table = Table(title="claims", title_justify="left")
+    for i, h in enumerate(header):
+        table.add_column(h, justify="right" if i == 2 else "left")
+    for row, c in zip(rows, claims, strict=True):
+        cells = [plain(str(v)) for v in row]
+        verdict = Text(cells[-1], style=CLAIM_STYLES.get(str(c.get("verdict")), ""))
+        table.add_row(*cells[:-1], verdict)
+    methods = sorted({str(c.get("method", "")) for c in claims})
+    out: list[RenderableType] = list(fitted(table, console, (), label="claim"))
+    out.extend(Text(plain(f"claims: {m}"), style="dim") for m in methods)
+    return out
 
 
 def scan_lines(scan: ScanSummary) -> list[RenderableType]:

@@ -47,12 +47,15 @@ figure{margin:1em 0 2em}figure svg{max-width:100%;height:auto}
 figcaption{font-weight:600;margin-bottom:.3em}.muted{color:#666}
 .answer{font-size:1.15em;font-weight:600;border-left:4px solid #2a7;padding:.3em .7em;
 background:#f3faf6}.answer.bad{border-left-color:#c33;background:#fbf0f0}
+td.claim-holds{color:#17723a;font-weight:600}td.claim-fails{color:#b3261e;font-weight:600}
+td.claim-undecided{color:#8a5a00}
 summary h2{display:inline;border:none}summary{cursor:pointer;margin-top:2em;
 border-bottom:1px solid #ccc}
 @media (prefers-color-scheme: dark){body{background:#121212;color:#ddd}
 a{color:#8ab4f8}a:visited{color:#c58af9}
 th{background:#222}th,td{border-color:#444}pre{background:#1c1c1c;border-color:#333}
 .muted{color:#999}.answer{background:#16261d}.answer.bad{background:#2a1616}
+td.claim-holds{color:#6fd08c}td.claim-fails{color:#ff8a80}td.claim-undecided{color:#e8c26a}
 figure svg{background:#fff}}
 @media print{details{display:block}table{display:table;width:100%;font-size:.7rem}
 th,td{overflow-wrap:break-word;padding:.2em .3em}figure,tr{break-inside:avoid}
@@ -96,6 +99,7 @@ def html_report(
         f'<p class="muted">{_e(stored.kind)} study, reported by Assay {_e(__version__)} '
         "from its store (nothing was run for this report)</p>",
         _answer(stored.kind, doc, baseline),
+        _section("Claims", _claims(doc)) if doc.get("claims") else "",
         # the answer and its evidence first; the details after, collapsed
         _section("Results", _results(stored.kind, doc, result)),
         _section("Change vs baseline", baseline_html(baseline, readings)) if baseline else "",
@@ -253,6 +257,21 @@ def _answer(kind: str, doc: Mapping[str, Any], baseline: Sequence[Any] = ()) -> 
     shown = re.sub(r"`([^`<>]*)`", r"<code>\1</code>", _e(text))
     mark = "answer bad" if worse else "answer"
     return f'<p class="{mark}" id="answer">{shown}</p>' if text else ""
+
+
+def _claims(doc: Mapping[str, Any]) -> str:
+    """The study's ``[[claim]]`` verdicts (#62), the Markdown's table, each verdict
+    marked by its class (holds green, fails red), and how they were reached."""
+    from assay.report.markdown import claim_rows
+
+    header, rows = claim_rows(doc["claims"])
+    table = _human(header, rows, "each claim: the ratio's interval against the claimed region")
+    for v in ("holds", "fails", "undecided"):  # the verdict cells' classes
+        table = table.replace(
+            f'data-label="verdict">{v}<', f'data-label="verdict" class="claim-{v}">{v}<'
+        )
+    methods = sorted({str(c.get("method", "")) for c in doc["claims"]})
+    return table + "".join(f'<p class="muted">{_e(m)}</p>' for m in methods)
 
 
 def _dl(rows: Iterable[tuple[str, Any]]) -> str:

@@ -119,6 +119,47 @@ def baseline_markdown(comparisons: Sequence[Any]) -> str:
     return markdown_table(*baseline_rows(comparisons))
 
 
+#: The marks the Markdown gives claim verdicts (the terminal colours them the same way).
+CLAIM_MARKS = {"holds": "✅", "fails": "❌", "undecided": "⚠️"}
+
+
+def claim_rows(claims: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[object]]]:
+    """Each ``[[claim]]`` of a result (its ``claims`` entries, issue #62): what it says,
+    the ratio, the estimate with its interval, the claimed region and the verdict,
+    as the terminal, the Markdown and the HTML report show them."""
+    rows: list[list[object]] = []
+    for c in claims:
+        num, den = c["ratio"]
+        est, low, high = c.get("estimate"), c.get("low"), c.get("high")
+        level = float(c.get("confidence") or 0.9)
+        if est is None:
+            value = "n/a"
+        elif low is None or high is None:
+            value = f"{est:.3g}× (no interval)"
+        else:
+            value = f"{est:.4g}× [{low:.4g}, {high:.4g}] ({level:.0%})"
+        kind, bound = c["kind"], float(c["bound"])
+        region = (
+            f"within {bound * 100:g}%"
+            if kind == "within"
+            else (f"{kind.replace('_', ' ')} {bound:g}×")
+        )
+        rows.append([c["says"], f"{num} / {den} ({c['pi']})", value, region, c["verdict"]])
+    return ["claim", "ratio (PI)", "estimate [interval]", "claimed", "verdict"], rows
+
+
+def claims_markdown(claims: Sequence[Mapping[str, Any]]) -> str:
+    """The claims table (:func:`claim_rows`) in Markdown, verdicts marked; "" without."""
+    if not claims:
+        return ""
+    header, rows = claim_rows(claims)
+    marked = [
+        [*r[:-1], f"{CLAIM_MARKS.get(c['verdict'], '')} {r[-1]}"]
+        for r, c in zip(rows, claims, strict=True)
+    ]
+    return markdown_table(header, marked) + "\n"
+
+
 _MEDIAN = ("median", "median_low", "median_high")
 
 
@@ -128,11 +169,13 @@ def compare_markdown(
     rows: Sequence[Mapping[str, Any]],
     gates: Sequence[Any] = (),
     answer: str = "",
+    claims: Sequence[Mapping[str, Any]] = (),
 ) -> str:
-    """``assay compare``: one row per variant and PI, best first; with
-    ``--fail-if-worse``, the gate's verdicts (:class:`assay.stats.gate.GateVerdict`)."""
+    """``assay compare``: the claims first (``claims``: the result's entries), then one
+    row per variant and PI, best first; with ``--fail-if-worse``, the gate's verdicts
+    (:class:`assay.stats.gate.GateVerdict`)."""
     header, table = compare_rows(rows)
-    text = f"### {_cell(study)}\n\n{_answer(answer)}{_text(reason)}\n\n"
+    text = f"### {_cell(study)}\n\n{_answer(answer)}{claims_markdown(claims)}{_text(reason)}\n\n"
     text += markdown_table(header, table)
     if gates:
         marks = {"worse": "❌", "not worse": "✅"}

@@ -40,7 +40,15 @@ from assay.designs.compare import (
 )
 from assay.designs.run_until_ci import INDEPENDENCE_ALPHA, Decision, pi_samples
 from assay.execute.overhead import LaunchOverhead
-from assay.spec import PISpec, Spec, SpecError
+from assay.spec import ClaimSpec, PISpec, Spec, SpecError
+from assay.stats.claims import (
+    ClaimVerdict,
+    JudgedClaim,
+    claim_level,
+    claim_method,
+    judge_claim,
+    ratio_interval,
+)
 from assay.stats.compare import PairDecision, pair_e_value
 from assay.stats.drift_bound import block_ratio_bound
 from assay.stats.gate import GateVerdict, gate_verdict, regression_gate, with_drift_bound
@@ -113,6 +121,7 @@ class CompareResult:
     gates: list[GateVerdict] = field(default_factory=list)  # --fail-if-worse, if asked
     scan: ScanSummary | None = None  # variants that differ only in parameter values
     samples: list[dict[str, Any]] = field(default_factory=list)  # by variant and PI
+    claims: list[JudgedClaim] = field(default_factory=list)  # [[claim]]: verdicts (#62)
 
     def as_dict(self) -> dict[str, Any]:
         d = self.decision
@@ -132,6 +141,7 @@ class CompareResult:
             "sources": self.sources,
             "by_host": {h: comparison_dict(c) for h, c in self.by_host.items()},
             "gate": [g.as_dict() for g in self.gates],
+            "claims": [c.as_dict() for c in self.claims],
             "scan": None if self.scan is None else self.scan.as_dict(),
             "samples": self.samples,
         }
@@ -183,6 +193,49 @@ class CompareResult:
             for v in verdicts
         ]
         return self.gates
+
+
+def judge_claims(
+    claims: Sequence[ClaimSpec],
+    comparisons: Sequence[PIComparison],
+    confidence: float,
+    *,
+    always_valid: bool = False,
+) -> list[JudgedClaim]:
+    """Each ``[[claim]]``'s verdict on its PI's comparison (the first PI by default):
+    the ratio of the two variants' means with its interval (:mod:`assay.stats.claims`);
+    undecided, saying why, when a variant has no valid samples."""
+    by_pi = {c.name: c for c in comparisons}
+    level = claim_level(confidence)
+    out: list[JudgedClaim] = []
+    for claim in claims:
+        comp = by_pi[claim.pi or comparisons[0].name]
+        num, den = claim.ratio
+        stats = comp.ranking.variants
+        rule = claim.rule
+        missing = [v for v in (num, den) if v not in stats]
+        if missing:
+            why = comp.ranking.problems.get(missing[0], "no valid samples")
+            verdict = ClaimVerdict(
+                "undecided", math.nan, math.nan, math.nan, rule, f"{missing[0]}: {why}"
+            )
+        else:
+            est, low, high = ratio_interval(
+                stats[num], stats[den], confidence, always_valid=always_valid
+            )
+            verdict = judge_claim(rule, est, low, high)
+        out.append(
+            JudgedClaim(
+                claim.says,
+                comp.name,
+                num,
+                den,
+                verdict,
+                level,
+                claim_method(rule, level, always_valid=always_valid),
+            )
+        )
+    return out
 
 
 def variant_rows(c: PIComparison) -> list[dict[str, Any]]:
@@ -500,6 +553,32 @@ def decide_comparison(
     )
 
 
+def claims_decision(
+    ranking: Decision, claims: Sequence[JudgedClaim], budget: str | None
+) -> CompareDecision:
+    """``[stop] until = "claims"``: done when every claim holds or fails (the ranking's
+    own decision then only says how its pairs stand), or when the ``budget`` is spent
+    (what was spent, in words; None while it lasts)."""
+    open_ = [c.says for c in claims if c.verdict.verdict == "undecided"]
+    decided = getattr(ranking, "decided", False)
+    pairs = getattr(ranking, "undecided", ())
+    if not open_:
+        counts = {v: sum(c.verdict.verdict == v for c in claims) for v in ("holds", "fails")}
+        said = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
+        return CompareDecision(True, f"claims decided: {said}", 0, decided=decided, undecided=pairs)
+    if budget is not None:
+        return CompareDecision(
+            True,
+            f"budget spent: {budget}; claims still undecided: {'; '.join(open_)}",
+            None,
+            decided=decided,
+            undecided=pairs,
+        )
+    return CompareDecision(
+        False, f"running: {len(open_)} claim(s) undecided", None, decided=decided, undecided=pairs
+    )
+
+
 class CompareRunner(Study):
     """Runs a comparison study to its stopping rule: trial execution, store, setup,
     reset and teardown are :class:`~assay.studies.base.Study`'s; the schedule (one
@@ -609,8 +688,35 @@ class CompareRunner(Study):
         if dead is not None:
             return Decision(True, dead)
         failed, elapsed = self._state(trials)
-        return decide_comparison(
+        decision = decide_comparison(
             comp, self.spec, cycles=cycles, trials=len(trials), failed=failed, elapsed=elapsed
+        )
+        if self.spec.stop.until != "claims" or decision.reason.startswith(
+            ("stopped early", "collecting")
+        ):
+            return decision
+        stop = self.spec.stop
+        budget = (
+            f"{cycles} rounds (max_rounds)"
+            if cycles >= stop.max_rounds
+            else f"{elapsed:.0f} s (max_time)"
+            if elapsed >= stop.max_time
+            else None
+        )
+        return claims_decision(decision, self._judge(comp, trials), budget)
+
+    def _judge(self, comp: PIComparison, trials: list[TrialRecord]) -> list[JudgedClaim]:
+        """The claims on the data so far: with ``until = "claims"`` on their always-valid
+        intervals (the study stops on them), else on the fixed-look ones."""
+        named = {c.pi for c in self.spec.claims} - {None, comp.name}
+        comps = [comp] + [
+            compare_trials(self.spec, p, trials) for p in self.spec.pis if p.name in named
+        ]
+        return judge_claims(
+            self.spec.claims,
+            comps,
+            self.spec.stop.confidence,
+            always_valid=self.spec.stop.until == "claims",
         )
 
     def _state(self, trials: list[TrialRecord]) -> tuple[int, float]:
@@ -737,6 +843,7 @@ class CompareRunner(Study):
             resources=by_variant or None,
             scan=scan_summary(self.spec, comparisons[0]),
             samples=samples_dict(pis, trials, "variant"),
+            claims=self._judge(comparisons[0], trials) if self.spec.claims else [],
             **execution_fields(st),
         )
 

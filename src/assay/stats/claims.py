@@ -1,0 +1,260 @@
+"""Claims judged on their evidence: "b is at least 1.5x as slow as a", "a and c are the
+same within 5%" (issue #62).
+
+A claim is about the ratio of two means, ``numerator / denominator``, and names the
+region it says that ratio lies in: ``at_least`` a bound, ``at_most`` a bound, or
+``within`` a margin of 1 (equivalence).  Its verdict rests on an interval of the ratio
+at ``1 - 2 alpha`` (a 90% interval for the usual ``alpha = 0.05``):
+
+- **holds**: the interval lies inside the claimed region.  For a one-sided claim that is
+  the one-sided test at ``alpha`` rejecting the ratio outside the region; for an
+  equivalence claim it is the two one-sided tests (TOST, Schuirmann 1987), each at
+  ``alpha``.
+- **fails**: the interval lies entirely outside the region (the opposite one-sided
+  test at ``alpha``).
+- **undecided**: it straddles a boundary of the region.
+
+So a claim whose true ratio is outside its region is called "holds" at most ``alpha``
+of the time, and one whose true ratio is inside is called "fails" at most ``alpha`` of
+the time (bench/bench_claims.py measures both).
+
+>>> v = judge_claim(ClaimRule("at_least", 1.5), 1.92, 1.71, 2.16)
+>>> v.verdict
+'holds'
+>>> judge_claim(ClaimRule("within", 0.05), 1.03, 0.99, 1.07).verdict
+'undecided'
+>>> judge_claim(ClaimRule("at_most", 0.8), 0.95, 0.9, 1.0).verdict
+'fails'
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:  # numpy and scipy only where a ratio is computed: study files load fast
+    from assay.stats.compare import VariantStats
+
+__all__ = [
+    "CLAIM_KINDS",
+    "ClaimKind",
+    "ClaimRule",
+    "ClaimVerdict",
+    "JudgedClaim",
+    "Verdict",
+    "claim_level",
+    "claim_method",
+    "judge_claim",
+    "ratio_interval",
+]
+
+ClaimKind = Literal["at_least", "at_most", "within"]
+Verdict = Literal["holds", "fails", "undecided"]
+CLAIM_KINDS: tuple[ClaimKind, ...] = ("at_least", "at_most", "within")
+
+
+def claim_level(confidence: float) -> float:
+    """The level of the two-sided interval a claim is judged on: ``1 - 2 alpha`` with
+    ``alpha = 1 - confidence``, so each of its one-sided tests is at ``alpha``.
+
+    >>> round(claim_level(0.95), 3)
+    0.9
+    """
+    if not 0.5 < confidence < 1:
+        raise ValueError(f"confidence must be in (0.5, 1), got {confidence}")
+    return round(1.0 - 2.0 * (1.0 - confidence), 12)
+
+
+@dataclass(frozen=True)
+class ClaimRule:
+    """The region a claim says the ratio lies in: ``at_least`` / ``at_most`` a ratio
+    (> 0), or ``within`` a margin of 1 (``0.05``: ``|ratio - 1| <= 5%``)."""
+
+    kind: ClaimKind
+    bound: float
+
+    def __post_init__(self) -> None:
+        if self.kind not in CLAIM_KINDS:
+            raise ValueError(f"a claim is one of {', '.join(CLAIM_KINDS)}, not {self.kind!r}")
+        if not (math.isfinite(self.bound) and self.bound > 0):
+            raise ValueError(f"{self.kind}: expected a positive number, got {self.bound}")
+        if self.kind == "within" and self.bound >= 1:
+            raise ValueError(f"within: expected a margin below 100%, got {self.bound:.0%}")
+
+    @property
+    def region(self) -> tuple[float, float]:
+        """The ratios the claim allows, ``(low, high)``."""
+        if self.kind == "at_least":
+            return self.bound, math.inf
+        if self.kind == "at_most":
+            return 0.0, self.bound
+        return 1.0 - self.bound, 1.0 + self.bound
+
+    def text(self) -> str:
+        """The claimed region in words: "at least 1.5x", "at most 0.8x", "within 5%"."""
+        if self.kind == "within":
+            return f"within {self.bound * 100:g}%"
+        return f"{self.kind.replace('_', ' ')} {self.bound:g}x"
+
+
+@dataclass(frozen=True)
+class ClaimVerdict:
+    """A claim's verdict with the estimate of the ratio and its interval."""
+
+    verdict: Verdict
+    estimate: float  # numerator mean / denominator mean
+    low: float
+    high: float
+    rule: ClaimRule
+    why: str  # the interval against the region, in words
+
+    def as_dict(self) -> dict[str, Any]:
+        def num(x: float) -> float | None:
+            return x if math.isfinite(x) else None
+
+        return {
+            "verdict": self.verdict,
+            "estimate": num(self.estimate),
+            "low": num(self.low),
+            "high": num(self.high),
+            "kind": self.rule.kind,
+            "bound": self.rule.bound,
+            "why": self.why,
+        }
+
+
+def judge_claim(rule: ClaimRule, estimate: float, low: float, high: float) -> ClaimVerdict:
+    """The verdict of ``rule`` on the ratio's interval ``[low, high]`` (at
+    :func:`claim_level`); an interval that is not finite (no valid estimate, or one
+    too wide to bound) is undecided.
+
+    >>> judge_claim(ClaimRule("within", 0.1), 1.02, 0.95, 1.08).verdict
+    'holds'
+    >>> judge_claim(ClaimRule("within", 0.1), 1.5, 1.3, 1.7).why
+    'the interval [1.3, 1.7] lies outside 0.9 ... 1.1'
+    >>> judge_claim(ClaimRule("at_least", 1.5), math.nan, math.nan, math.nan).verdict
+    'undecided'
+    """
+    lo, hi = rule.region
+    span = f"[{low:.3g}, {high:.3g}]"
+    region = _region_text(rule)
+    if not (math.isfinite(low) and math.isfinite(high)) or low > high:
+        return ClaimVerdict(
+            "undecided", estimate, low, high, rule, "no interval of the ratio to judge by"
+        )
+    if lo <= low and high <= hi:
+        return ClaimVerdict("holds", estimate, low, high, rule, f"the interval {span} {region}")
+    if high < lo or low > hi:
+        return ClaimVerdict(
+            "fails", estimate, low, high, rule, f"the interval {span} {_outside_text(rule)}"
+        )
+    return ClaimVerdict(
+        "undecided",
+        estimate,
+        low,
+        high,
+        rule,
+        f"the interval {span} straddles {_boundary_text(rule, low, high)}",
+    )
+
+
+def _region_text(rule: ClaimRule) -> str:
+    lo, hi = rule.region
+    if rule.kind == "at_least":
+        return f"is at or above {lo:g}"
+    if rule.kind == "at_most":
+        return f"is at or below {hi:g}"
+    return f"lies inside {lo:g} ... {hi:g}"
+
+
+def _outside_text(rule: ClaimRule) -> str:
+    lo, hi = rule.region
+    if rule.kind == "at_least":
+        return f"is below {lo:g}"
+    if rule.kind == "at_most":
+        return f"is above {hi:g}"
+    return f"lies outside {lo:g} ... {hi:g}"
+
+
+def _boundary_text(rule: ClaimRule, low: float, high: float) -> str:
+    lo, hi = rule.region
+    edges = [e for e in (lo, hi) if math.isfinite(e) and e > 0 and low <= e <= high]
+    return " and ".join(f"{e:g}" for e in edges) or f"{lo:g}"
+
+
+def ratio_interval(
+    numerator: VariantStats,
+    denominator: VariantStats,
+    confidence: float,
+    *,
+    always_valid: bool = False,
+) -> tuple[float, float, float]:
+    """``(estimate, low, high)`` of ``numerator mean / denominator mean`` at
+    :func:`claim_level`: Fieller's interval with Welch's degrees of freedom (the
+    interval :func:`~assay.stats.compare.welch_test` gives the relative difference), or
+    ``always_valid``: the interval that holds at every look of a study that stops when
+    its claims are decided (:func:`~assay.stats.compare.always_valid_relative`).
+
+    >>> from assay.stats.compare import SummaryStats, analyze_variant
+    >>> a = analyze_variant(SummaryStats(2.0, 0.04, 20))
+    >>> b = analyze_variant(SummaryStats(1.0, 0.01, 20))
+    >>> [round(x, 2) for x in ratio_interval(a, b, 0.95)]
+    [2.0, 1.9, 2.11]
+    """
+    from assay.stats.compare import _compare, always_valid_relative
+
+    level = claim_level(confidence)
+    comp = _compare(numerator, denominator, level)
+    if always_valid:
+        low, high = always_valid_relative(comp, 1.0 - level)
+    else:
+        low, high = comp.welch.rel_low, comp.welch.rel_high
+    return comp.welch.relative + 1.0, low + 1.0, high + 1.0
+
+
+@dataclass(frozen=True)
+class JudgedClaim:
+    """A claim of a study with its verdict: what it says, on which PI and ratio, and
+    how the interval was made (``method``)."""
+
+    says: str
+    pi: str
+    numerator: str
+    denominator: str
+    verdict: ClaimVerdict
+    level: float  # the interval's two-sided level, claim_level(confidence)
+    method: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """The result schema's ``claims`` entry."""
+        return {
+            "says": self.says,
+            "pi": self.pi,
+            "ratio": [self.numerator, self.denominator],
+            **self.verdict.as_dict(),
+            "confidence": self.level,
+            "method": self.method,
+        }
+
+
+def claim_method(rule: ClaimRule, level: float, *, always_valid: bool = False) -> str:
+    """How a claim's verdict was reached, in words.
+
+    >>> for part in claim_method(ClaimRule("within", 0.1), 0.9).split(": "):
+    ...     print(part)
+    two one-sided tests (TOST) at alpha 0.05
+    Fieller's 90% interval of the ratio of means (Welch df) inside 0.9 ... 1.1
+    """
+    alpha = (1.0 - level) / 2.0
+    interval = (
+        f"the always-valid {level:.0%} interval of the ratio of means (the study stopped "
+        "on its claims)"
+        if always_valid
+        else f"Fieller's {level:.0%} interval of the ratio of means (Welch df)"
+    )
+    lo, hi = rule.region
+    if rule.kind == "within":
+        return f"two one-sided tests (TOST) at alpha {alpha:g}: {interval} inside {lo:g} ... {hi:g}"
+    side = f">= {lo:g}" if rule.kind == "at_least" else f"<= {hi:g}"
+    return f"one-sided test at alpha {alpha:g}: {interval} {side}"

@@ -1,0 +1,248 @@
+"""Issue #62 part 1: claims in a study file, checked on their evidence.
+
+``[[claim]]`` says the ratio of two variants' means lies at or above a bound, at or
+below one, or within a margin of 1; its verdict (holds / fails / undecided) rests on the
+ratio's interval at ``1 - 2 alpha`` (:mod:`assay.stats.claims`)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy import optimize
+from scipy import stats as sps
+
+from assay.cli import exits
+from assay.spec import SpecError, parse_spec_text
+from assay.stats.claims import ClaimRule, claim_level, judge_claim, ratio_interval
+from assay.stats.compare import SummaryStats, analyze_variant, compare_samples
+from test_gate import QUICK, gate_study, invoke
+from test_report_html import _result_schema
+
+
+@pytest.mark.parametrize(
+    ("kind", "bound", "low", "high", "verdict"),
+    [
+        ("at_least", 1.5, 1.6, 2.0, "holds"),
+        ("at_least", 1.5, 1.5, 2.0, "holds"),  # the bound itself is in the region
+        ("at_least", 1.5, 1.2, 1.4, "fails"),
+        ("at_least", 1.5, 1.4, 1.6, "undecided"),
+        ("at_most", 0.8, 0.6, 0.7, "holds"),
+        ("at_most", 0.8, 0.85, 0.9, "fails"),
+        ("at_most", 0.8, 0.75, 0.85, "undecided"),
+        ("within", 0.1, 0.95, 1.08, "holds"),
+        ("within", 0.1, 1.12, 1.3, "fails"),
+        ("within", 0.1, 0.7, 0.85, "fails"),
+        ("within", 0.1, 1.05, 1.15, "undecided"),
+        ("within", 0.1, 0.8, 1.2, "undecided"),  # wider than the region: straddles both
+        ("within", 0.1, -math.inf, math.inf, "undecided"),
+    ],
+)
+def test_verdicts(kind: str, bound: float, low: float, high: float, verdict: str) -> None:
+    v = judge_claim(ClaimRule(kind, bound), (low + high) / 2, low, high)  # type: ignore[arg-type]
+    assert v.verdict == verdict, v.why
+
+
+@given(
+    kind=st.sampled_from(["at_least", "at_most", "within"]),
+    bound=st.floats(0.01, 0.99),
+    a=st.floats(0.01, 5.0),
+    b=st.floats(0.01, 5.0),
+)
+def test_the_verdict_is_where_the_interval_lies(
+    kind: str, bound: float, a: float, b: float
+) -> None:
+    low, high = min(a, b), max(a, b)
+    rule = ClaimRule(kind, bound)  # type: ignore[arg-type]
+    lo, hi = rule.region
+    v = judge_claim(rule, (low + high) / 2, low, high)
+    if lo <= low and high <= hi:
+        assert v.verdict == "holds"
+    elif high < lo or low > hi:
+        assert v.verdict == "fails"
+    else:
+        assert v.verdict == "undecided"
+    assert f"{low:.3g}" in v.why
+
+
+def _fieller_reference(ma: float, va: float, mb: float, vb: float, df: float, level: float):
+    """Fieller's set {R: (ma - R mb)^2 <= t^2 (va + R^2 vb)} solved by root finding."""
+    t = sps.t.ppf(0.5 + level / 2, df)
+
+    def f(r: float) -> float:
+        return (ma - r * mb) ** 2 - t**2 * (va + r**2 * vb)
+
+    est = ma / mb
+    return optimize.brentq(f, 1e-9, est), optimize.brentq(f, est, 100 * est)
+
+
+def test_the_ratio_interval_is_fiellers_at_90_percent() -> None:
+    a = analyze_variant(SummaryStats(2.0, 0.04, 20))
+    b = analyze_variant(SummaryStats(1.0, 0.01, 20))
+    est, low, high = ratio_interval(a, b, 0.95)
+    se2a, se2b = 0.04 / 20, 0.01 / 20
+    df = (se2a + se2b) ** 2 / (se2a**2 / 19 + se2b**2 / 19)  # Welch-Satterthwaite
+    ref = _fieller_reference(2.0, se2a, 1.0, se2b, df, 0.90)
+    assert est == pytest.approx(2.0)
+    assert (low, high) == pytest.approx(ref, rel=1e-6)
+    assert claim_level(0.95) == 0.9
+
+
+def test_the_always_valid_interval_is_wider() -> None:
+    rng = np.random.default_rng(7)
+    c = compare_samples(rng.normal(1.5, 0.1, 80), rng.normal(1.0, 0.1, 80))
+    fixed = ratio_interval(c.a, c.b, 0.95)
+    valid = ratio_interval(c.a, c.b, 0.95, always_valid=True)
+    assert valid[1] < fixed[1] < fixed[2] < valid[2]
+
+
+def test_error_rates_of_equivalence_at_the_margins() -> None:
+    """A true ratio just outside the margin is called "holds" at most alpha of the time,
+    one just inside is called "fails" at most alpha (2,000 seeded studies each;
+    bench/bench_claims.py runs more cases)."""
+    rng = np.random.default_rng(62)
+    rule = ClaimRule("within", 0.05)
+    holds_outside = fails_inside = 0
+    n = 2000
+
+    def stats(x: np.ndarray):  # type: ignore[no-untyped-def]
+        return analyze_variant(SummaryStats(float(x.mean()), float(x.var(ddof=1)), x.size))
+
+    for _ in range(n):
+        den = stats(rng.normal(1.0, 0.05, 30))
+        out, inside = stats(rng.normal(1.05, 0.05, 30)), stats(rng.normal(1.0, 0.05, 30))
+        holds_outside += judge_claim(rule, *ratio_interval(out, den, 0.95)).verdict == "holds"
+        fails_inside += judge_claim(rule, *ratio_interval(inside, den, 0.95)).verdict == "fails"
+    # alpha 0.05; the binomial's 99.9% upper limit at 2,000 draws is about 0.067
+    assert holds_outside / n <= 0.067
+    assert fails_inside / n <= 0.067
+
+
+STUDY = """
+[study]
+name = "s"
+[benchmark]
+command = ["sleep", "{{t}}"]
+[params]
+t = 0.01
+[[variant]]
+name = "a"
+[[variant]]
+name = "b"
+params = {{ t = 0.02 }}
+{claims}
+"""
+
+
+def _spec(claims: str):  # type: ignore[no-untyped-def]
+    return parse_spec_text(STUDY.format(claims=claims), "s.toml")
+
+
+def test_a_claim_is_read_with_its_region() -> None:
+    spec = _spec('[[claim]]\nsays = "b is slower"\nratio = ["b", "a"]\nwithin = "10%"\n')
+    (c,) = spec.claims
+    assert c.rule == ClaimRule("within", 0.1) and c.ratio == ["b", "a"] and c.pi is None
+    assert spec.stop.until == "ranking"
+
+
+_C = '[[claim]]\nsays = "x"\n'
+_BA = 'ratio = ["b", "a"]\n'
+
+
+@pytest.mark.parametrize(
+    ("claims", "said"),
+    [
+        (_C + _BA, "exactly one of at_least, at_most, within (got none)"),
+        (_C + _BA + "at_least = 1.5\nat_most = 2.0\n", "(got at_least, at_most)"),
+        (_C + 'ratio = ["b", "z"]\nat_least = 1.5\n', "'z' is not a variant (the variants: a, b)"),
+        (_C + 'pi = "cpu"\n' + _BA + "at_least = 1.5\n", "'cpu' is not a [[pi]]"),
+        (_C + _BA + 'within = "ten"\n', "expected a share such as"),
+        (_C + _BA + "within = 1.5\n", "below 100%"),
+        (_C + 'ratio = ["b"]\nat_least = 1.5\n', "expected two variant names"),
+        (_C + 'ratio = ["b", { t = 1 }]\nat_least = 1.5\n', "not supported yet"),
+        (_C + 'ratio = ["a", "a"]\nat_least = 1.5\n', "a variant against itself"),
+        ('[stop]\nuntil = "claims"\n', "has none"),
+    ],
+)
+def test_a_bad_claim_is_refused_naming_the_field(claims: str, said: str) -> None:
+    with pytest.raises(SpecError) as exc:
+        _spec(claims)
+    assert said in str(exc.value)
+
+
+def test_claims_outside_a_comparison_are_refused() -> None:
+    text = (
+        '[study]\nname = "r"\n[benchmark]\ncommand = ["true"]\n'
+        '[[claim]]\nsays = "x"\nratio = ["b", "a"]\nat_least = 1.5\n'
+    )
+    with pytest.raises(SpecError, match="a claim compares two"):
+        parse_spec_text(text, "r.toml")
+
+
+def _claims_study(tmp_path: Path, old: float, new: float, claims: str) -> Path:
+    study = gate_study(tmp_path, old, new)
+    # gate_study's variants are "old" and "new"; its PI is "v" (exact readings)
+    study.write_text(study.read_text() + claims)
+    return study
+
+
+def test_a_study_judges_its_claims_and_says_so_everywhere(tmp_path: Path) -> None:
+    claims = (
+        '[[claim]]\nsays = "new is at least 1.2x old"\nratio = ["new", "old"]\nat_least = 1.2\n'
+        '[[claim]]\nsays = "new is the same as old within 5%"\nratio = ["new", "old"]\n'
+        'within = "5%"\n'
+    )
+    study = _claims_study(tmp_path, 1.0, 1.3, claims)
+    md = tmp_path / "r.md"
+    res = invoke(tmp_path, "compare", *QUICK, str(study), "--json", "-", "--markdown", str(md))
+    assert res.exit_code == exits.WORSE, res.output  # a claim fails: 1
+    doc = json.loads(res.stdout)
+    jsonschema.validate(doc, _result_schema(), cls=jsonschema.Draft202012Validator)
+    holds, fails = doc["claims"]
+    assert holds["verdict"] == "holds" and holds["ratio"] == ["new", "old"]
+    assert holds["estimate"] == pytest.approx(1.3, rel=0.01)
+    assert holds["low"] >= 1.2 and holds["confidence"] == 0.9
+    assert holds["method"].startswith("one-sided test at alpha 0.05: Fieller's 90%")
+    assert fails["verdict"] == "fails" and fails["low"] > 1.05
+    assert fails["method"].startswith("two one-sided tests (TOST)")
+    text = md.read_text()
+    assert text.index("| claim |") < text.index("| PI |")  # the claims open the page
+    assert "✅ holds" in text and "❌ fails" in text
+
+
+def test_claims_that_hold_exit_0_and_an_undecided_one_5(tmp_path: Path) -> None:
+    ok = '[[claim]]\nsays = "s"\nratio = ["new", "old"]\nat_least = 1.2\n'
+    res = invoke(tmp_path, "compare", *QUICK, str(_claims_study(tmp_path, 1.0, 1.3, ok)))
+    assert res.exit_code == exits.OK, res.output
+    assert "claims" in res.stdout.splitlines()[0]  # the terminal opens with them
+    edge = '[[claim]]\nsays = "s"\nratio = ["new", "old"]\nat_least = 1.3\n'
+    other = tmp_path / "edge"
+    other.mkdir()
+    study = _claims_study(other, 1.0, 1.3, edge)  # the ratio is 1.3: on the bound
+    res = invoke(tmp_path, "compare", *QUICK, str(study), "--json", "-")
+    assert res.exit_code == exits.SHORT, res.output
+    (c,) = json.loads(res.stdout)["claims"]
+    assert c["verdict"] == "undecided" and "straddles 1.3" in c["why"]
+
+
+def test_a_study_stops_when_its_claims_are_decided(tmp_path: Path) -> None:
+    """``until = "claims"``: a 30% gap claimed "at least 1.1x" is decided on its
+    always-valid interval, and the study stops there, exit 0."""
+    claims = (
+        '[[claim]]\nsays = "new is at least 1.1x old"\nratio = ["new", "old"]\nat_least = 1.1\n'
+    )
+    study = gate_study(tmp_path, 1.0, 1.3, extra='until = "claims"\n')
+    study.write_text(study.read_text().replace("max_rounds = 12", "max_rounds = 200") + claims)
+    res = invoke(tmp_path, "compare", *QUICK, str(study), "--json", "-")
+    assert res.exit_code == exits.OK, res.output
+    doc = json.loads(res.stdout)
+    assert doc["reason"] == "claims decided: 1 holds"
+    (c,) = doc["claims"]
+    assert c["verdict"] == "holds" and "always-valid 90% interval" in c["method"]
+    assert doc["schedule"]["cycles"] < 200
