@@ -69,6 +69,11 @@ Study file: as for 'assay run' (see 'assay run --help'), plus two or more varian
                fail_if_worse = 0.05  baseline = "off"  (the CI gate: exit 1 when a
                variant is worse than the baseline by more than 5%)
                max_rounds counts cycles (every variant once); max_time = 600
+               until = "claims"  (stop once every [[claim]] holds or fails)
+  [[claim]]    says = "new is at least 1.5x as fast"  ratio = ["new", "off"]
+               at_least = 1.5  (or at_most = 0.8, or within = "10%"); judged on
+               the ratio of the two means' 90% interval: exit 1 when a claim
+               fails, 5 when one is undecided
 """
 
 

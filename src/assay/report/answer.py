@@ -59,6 +59,31 @@ def _run(doc: Mapping[str, Any]) -> str:
 
 
 def _compare(doc: Mapping[str, Any]) -> str:
+    """The claims' verdicts first, where the study has claims (#62), then the ranking."""
+    claims, ranking = _claims(doc), _ranking(doc)
+    return f"{claims}; {ranking}" if claims and ranking else claims or ranking
+
+
+def _claims(doc: Mapping[str, Any]) -> str:
+    """How many claims hold, fail and are undecided, naming those that do not hold.
+
+    >>> _claims({"claims": [{"says": "a", "verdict": "holds"}, {"says": "b", "verdict": "fails"}]})
+    'claims: 1 holds, 1 fails ("b")'
+    """
+    cs: Sequence[Mapping[str, Any]] = doc.get("claims") or []
+    if not cs:
+        return ""
+    parts = []
+    for verdict in ("holds", "fails", "undecided"):
+        named = [str(c.get("says")) for c in cs if c.get("verdict") == verdict]
+        if named:
+            which = "" if verdict == "holds" else " (" + "; ".join(f'"{n}"' for n in named) + ")"
+            verb = verdict if len(named) == 1 or verdict == "undecided" else verdict[:-1]
+            parts.append(f"{len(named)} {verb}{which}")
+    return "claims: " + ", ".join(parts)
+
+
+def _ranking(doc: Mapping[str, Any]) -> str:
     comps: Sequence[Mapping[str, Any]] = doc.get("comparisons") or []
     if not comps:
         return ""

@@ -320,7 +320,7 @@ CLAIM_STYLES = {"holds": "bold green", "fails": "bold red", "undecided": "yellow
 def claims_lines(claims: Sequence[Mapping[str, Any]], console: Console) -> list[RenderableType]:
     """The claims table (:func:`assay.report.markdown.claim_rows`), each verdict coloured,
     and how the verdicts were reached."""
-    from assay.report.markdown import claim_rows
+    from assay.report.markdown import claim_rows, claims_note
 
     header, rows = claim_rows(claims)
     table = Table(title="claims", title_justify="left")
@@ -330,9 +330,8 @@ def claims_lines(claims: Sequence[Mapping[str, Any]], console: Console) -> list[
         cells = [plain(str(v)) for v in row]
         verdict = Text(cells[-1], style=CLAIM_STYLES.get(str(c.get("verdict")), ""))
         table.add_row(*cells[:-1], verdict)
-    methods = sorted({str(c.get("method", "")) for c in claims})
     out: list[RenderableType] = list(fitted(table, console, (), label="claim"))
-    out.extend(Text(plain(f"claims: {m}"), style="dim") for m in methods)
+    out.append(Text(plain(claims_note(claims)), style="dim"))
     return out
 
 

@@ -262,7 +262,7 @@ def _answer(kind: str, doc: Mapping[str, Any], baseline: Sequence[Any] = ()) -> 
 def _claims(doc: Mapping[str, Any]) -> str:
     """The study's ``[[claim]]`` verdicts (#62), the Markdown's table, each verdict
     marked by its class (holds green, fails red), and how they were reached."""
-    from assay.report.markdown import claim_rows
+    from assay.report.markdown import claim_rows, claims_note
 
     header, rows = claim_rows(doc["claims"])
     table = _human(header, rows, "each claim: the ratio's interval against the claimed region")
@@ -270,8 +270,7 @@ def _claims(doc: Mapping[str, Any]) -> str:
         table = table.replace(
             f'data-label="verdict">{v}<', f'data-label="verdict" class="claim-{v}">{v}<'
         )
-    methods = sorted({str(c.get("method", "")) for c in doc["claims"]})
-    return table + "".join(f'<p class="muted">{_e(m)}</p>' for m in methods)
+    return table + f'<p class="muted">{_e(claims_note(doc["claims"]))}</p>'
 
 
 def _dl(rows: Iterable[tuple[str, Any]]) -> str:

@@ -148,6 +148,33 @@ def claim_rows(claims: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[lis
     return ["claim", "ratio (PI)", "estimate [interval]", "claimed", "verdict"], rows
 
 
+def claims_note(claims: Sequence[Mapping[str, Any]]) -> str:
+    """How the claims' verdicts were reached, in one line (each claim's own ``method``
+    is in the JSON).
+
+    >>> claims_note([{"kind": "within", "confidence": 0.9, "method": "..."}])[:51]
+    "verdicts on Fieller's 90% interval of each ratio of"
+    """
+    level = float(claims[0].get("confidence") or 0.9)
+    always = any("always-valid" in str(c.get("method", "")) for c in claims)
+    interval = (
+        f"the always-valid {level:.0%} interval of each ratio of means (the study stopped "
+        "on its claims)"
+        if always
+        else f"Fieller's {level:.0%} interval of each ratio of means (Welch df)"
+    )
+    kinds = {c.get("kind") for c in claims}
+    tests = []
+    if kinds & {"at_least", "at_most"}:
+        tests.append(f"a one-sided test at alpha {(1 - level) / 2:g} for at least / at most")
+    if "within" in kinds:
+        tests.append(f"two one-sided tests (TOST) at alpha {(1 - level) / 2:g} for within")
+    return (
+        f"verdicts on {interval}: {', '.join(tests)}; holds: the interval lies inside the "
+        "claimed region, fails: entirely outside it, undecided: it straddles a boundary"
+    )
+
+
 def claims_markdown(claims: Sequence[Mapping[str, Any]]) -> str:
     """The claims table (:func:`claim_rows`) in Markdown, verdicts marked; "" without."""
     if not claims:
@@ -157,7 +184,7 @@ def claims_markdown(claims: Sequence[Mapping[str, Any]]) -> str:
         [*r[:-1], f"{CLAIM_MARKS.get(c['verdict'], '')} {r[-1]}"]
         for r, c in zip(rows, claims, strict=True)
     ]
-    return markdown_table(header, marked) + "\n"
+    return markdown_table(header, marked) + f"\n{_text(claims_note(claims))}\n\n"
 
 
 _MEDIAN = ("median", "median_low", "median_high")
