@@ -32,6 +32,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ls": ("ls", "List the studies in STORE (default: the quick-mode store)."),
     "order": ("order", "Detect the ordering trap: do results depend on test order?"),
     "report": ("report", "Write a stored study's report as one self-contained HTML file."),
+    "reproduce": (
+        "reproduce",
+        "Run a stored study again and say whether it reproduces the original.",
+    ),
     "rm": ("rm", "Remove STUDIES (their trials, sessions and readings) from a store."),
     "run": ("run", "Measure until every CI is as narrow as asked (Pilot's method)."),
     "show": ("show", "Show a stored study's result without running anything."),

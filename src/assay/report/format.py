@@ -175,3 +175,16 @@ def format_duration(seconds: float) -> str:
     if seconds < 3600:
         return f"{int(seconds // 60)} min {int(seconds % 60):02d} s"
     return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
+
+
+def format_bytes(n: float) -> str:
+    """A byte count in binary units.
+
+    >>> format_bytes(512), format_bytes(25276203008)
+    ('512 B', '23.5 GiB')
+    """
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"

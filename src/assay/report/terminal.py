@@ -19,6 +19,7 @@ from assay.execute.overhead import LaunchOverhead
 from assay.report.answer import answer
 from assay.report.fit import fitted
 from assay.report.format import (
+    format_bytes,
     format_duration,
     format_estimate,
     format_percent,
@@ -309,14 +310,6 @@ def _central(summary: Mapping[str, Any]) -> float:
     return math.nan if v is None else float(v)
 
 
-def _bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GiB"
-
-
 def max_rss_line(m: Mapping[str, Any] | None) -> str:
     """The command's peak memory, as ``time -v``'s "Maximum resident set size" reads;
     "" when not measured.
@@ -327,7 +320,7 @@ def max_rss_line(m: Mapping[str, Any] | None) -> str:
     if not m or not m.get("trials"):
         return ""
     n = int(m["trials"])
-    med, top = _bytes(float(m["median_kib"]) * 1024), _bytes(float(m["max_kib"]) * 1024)
+    med, top = format_bytes(float(m["median_kib"]) * 1024), format_bytes(float(m["max_kib"]) * 1024)
     if n == 1:
         return f"max RSS: {med} (the command's peak memory, 1 trial)"
     return f"max RSS: {med} (the command's peak memory, median of {n} trials; highest {top})"
@@ -356,9 +349,10 @@ def resources_line(r: Mapping[str, Any], label: str = "") -> str:
         f"resources{f' ({label})' if label else ''}, p95 per trial, mean of "
         f"{r['trials']} trials{unwatched}: {cpu}, memory {pct('memory_p95_percent')}, disk busy "
         f"{pct('disk_busy_p95_percent')}, network {pct('network_p95_percent')}; disk I/O "
-        f"{_bytes(r['disk_bytes_total'])}, network {_bytes(r['network_bytes_sent_total'])} sent "
-        f"/ {_bytes(r['network_bytes_received_total'])} received in all (machine-wide: every "
-        "process's, during the trials); "
+        f"{format_bytes(r['disk_bytes_total'])}, network "
+        f"{format_bytes(r['network_bytes_sent_total'])} sent / "
+        f"{format_bytes(r['network_bytes_received_total'])} received in all (machine-wide: "
+        "every process's, during the trials); "
         f"{r['samples']} samples {every}".rstrip()
     )
 

@@ -1,0 +1,172 @@
+"""``assay reproduce``: run a stored study again and judge it against the original
+(issue #62, part 3).  Parses and prints; the judging is :mod:`assay.studies.reproduce`'s.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from assay.cli import exits
+from assay.cli.common import (
+    cluster_options,
+    err_console,
+    fail,
+    running_study,
+    stored_study_errors,
+    write_outputs,
+)
+from assay.cli.fractions import WIDTH
+from assay.cli.outputs import check_outputs, report_console
+from assay.cli.sections import SectionedCommand
+from assay.errors import SpecError
+
+REPRODUCE_HELP = """
+\b
+Verdicts, PI by PI (variant by variant in a comparison): the ratio reproduced /
+original of the means with its 90% interval (two one-sided tests at alpha 0.05):
+  reproduced       the interval lies within the tolerance of 1 (default 10%)
+  not reproduced   it lies entirely outside
+  undecided        it straddles the tolerance (more rounds would tell)
+A [[claim]] is reproduced when the reproduction reaches the original's verdict again.
+
+\b
+Exit status:
+  0    reproduced          1  not reproduced (a PI or a claim)
+  2    usage error, or a study that is not a run or a comparison
+  3    the store or study cannot go on     4  no valid result
+  5    undecided           130  interrupted (run the same command again to resume)
+"""
+
+
+@click.command(cls=SectionedCommand, epilog=REPRODUCE_HELP)
+@click.argument("original", type=click.Path(dir_okay=False))
+@click.argument("study", required=False)
+@click.option(
+    "--store",
+    type=click.Path(dir_okay=False),
+    help="The reproduction's store (default: ORIGINAL's name with .reproduced.assay.db, "
+    "in the current folder).",
+)
+@click.option(
+    "--tolerance",
+    type=WIDTH,
+    default="10%",
+    show_default=True,
+    help="How far from the original's mean a reproduced one may be and still be the same result.",
+)
+@click.option("--json", "json_out", metavar="PATH", help="Write the result as JSON ('-' = stdout).")
+@click.option(
+    "--markdown",
+    "markdown_out",
+    metavar="PATH",
+    help="Write the result as Markdown ('-' = stdout).",
+)
+@click.option("--no-overhead", is_flag=True, help="Skip the launch-overhead measurement.")
+@click.option("--no-monitor", is_flag=True, help="Turn off the bottleneck watch.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress display.")
+@cluster_options
+def reproduce(original: str, study: str | None, **opts: Any) -> None:
+    """Run a stored study again and say whether it reproduces the original.
+
+    \b
+      assay reproduce results.assay.db              (the store's only study)
+      assay reproduce result.json                   (a --json result: its store)
+      assay reproduce results.assay.db "my study" --tolerance 5% --json r.json
+
+    ORIGINAL is a store, or an Assay --json result whose store is beside it. The
+    study runs again exactly as stored (its study file and command lines, its
+    stopping rule) into a store of its own, on this machine or the cluster given,
+    and each PI, each variant and each [[claim]] is judged against the original;
+    the two environments (CPU, kernel, Python, Assay) are shown side by side, the
+    differences marked. Run and compare studies (for now).
+    """
+    err = err_console()
+    try:
+        check_outputs(opts)
+    except SpecError as exc:
+        fail(err, exc)
+    from assay.studies.reproduce import check_kind, judge_reproduction, original_store
+    from assay.studies.stored import stored_result
+
+    try:
+        path, study = original_store(original, study)
+    except SpecError as exc:
+        fail(err, exc)
+    with stored_study_errors(err, path):
+        stored, before, _ = stored_result(path, study)
+    try:
+        check_kind(stored)
+    except SpecError as exc:
+        fail(err, exc)
+    store = Path(opts["store"]) if opts["store"] else _default_store(path)
+    if store.resolve() == path.resolve():
+        fail(err, f"--store {store}: that is the original's store; give the reproduction its own")
+    after = _run_again(stored, store, opts, err)
+    result = judge_reproduction(
+        stored, before, after, original_path=path, tolerance=opts["tolerance"]
+    )
+    from assay.report.export import to_json
+    from assay.report.reproduce import render_reproduction, reproduction_markdown
+
+    console = report_console(opts, 120)
+    render_reproduction(result, console)
+    write_outputs(
+        opts,
+        {
+            "json_out": lambda: to_json(result.as_dict()),
+            "markdown_out": lambda: reproduction_markdown(result),
+        },
+    )
+    sys.exit(_status(result))
+
+
+def _default_store(original: Path) -> Path:
+    name = original.name
+    stem = name[: -len(".assay.db")] if name.endswith(".assay.db") else original.stem
+    return Path.cwd() / f"{stem}.reproduced.assay.db"
+
+
+def _run_again(stored: Any, store: Path, opts: dict[str, Any], err: Any) -> Any:
+    """The study run again from its stored spec into ``store`` (resumed when that store
+    already holds it), with the live line of its kind."""
+    spec = stored.spec
+    how = "Run the same command again to resume."
+    measure_overhead = not opts["no_overhead"]
+    if stored.kind == "compare":
+        from assay.report.compare import CompareProgressView
+        from assay.studies.compare import CompareRunner
+
+        view = CompareProgressView(err, spec.stop)
+        with running_study(err, store, how, opts, spec, view) as executor:
+            return CompareRunner(
+                spec,
+                store,
+                measure_overhead=measure_overhead,
+                executor=executor,
+                on_compare_progress=None if opts["quiet"] else view.update,
+            ).run()
+    from assay.report.terminal import ProgressView
+    from assay.studies.run import Runner
+
+    progress = ProgressView(err, spec.stop.ci_width, spec.stop)
+    with running_study(err, store, how, opts, spec, progress) as executor:
+        return Runner(
+            spec,
+            store,
+            measure_overhead=measure_overhead,
+            executor=executor,
+            on_progress=None if opts["quiet"] else progress.update,
+        ).run()
+
+
+def _status(result: Any) -> int:
+    if result.kind == "run":
+        if exits.run_status(result.reproduction) == exits.NO_RESULT:
+            return exits.NO_RESULT
+    elif exits.compare_status(result.reproduction) == exits.NO_RESULT:
+        return exits.NO_RESULT
+    return {"reproduced": exits.OK, "not reproduced": exits.WORSE}.get(result.verdict, exits.SHORT)

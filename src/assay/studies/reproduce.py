@@ -1,0 +1,336 @@
+"""``assay reproduce``: a study run again from its store, judged against the original
+(issue #62, part 3).
+
+The original is a store (or a ``--json`` result naming its store): its study file and
+command lines as the last session ran them.  The same study runs again into a store of
+its own (:mod:`assay.cli.reproduce` drives the runner), and this module judges the two:
+PI by PI (and variant by variant), the ratio reproduced / original of the means with
+its 90% interval (:func:`assay.stats.claims.ratio_interval`), **reproduced** when the
+interval lies within the tolerance of 1 (two one-sided tests, as a ``within`` claim),
+**not reproduced** when it lies entirely outside, **undecided** otherwise; each
+``[[claim]]`` reproduced when the reproduction reaches the original's verdict again;
+and the two machines' environments side by side.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assay.errors import SpecError
+from assay.stats.claims import ClaimRule, claim_level, judge_claim, ratio_interval
+from assay.stats.compare import SummaryStats, VariantStats, analyze_variant
+from assay.studies.base import StoredStudy
+
+#: The kinds of study ``assay reproduce`` runs again.
+REPRODUCE_KINDS = ("run", "compare")
+#: The default tolerance: a reproduction within 10% of the original is the same result.
+DEFAULT_TOLERANCE = 0.10
+
+_VERDICTS = {"holds": "reproduced", "fails": "not reproduced", "undecided": "undecided"}
+
+
+@dataclass(frozen=True)
+class PIReproduction:
+    """One PI (of one variant, in a comparison): the original and reproduced means, the
+    ratio reproduced / original with its interval, and the verdict."""
+
+    pi: str
+    variant: str | None
+    unit: str
+    original: float
+    reproduced: float
+    ratio: float
+    low: float
+    high: float
+    verdict: str  # reproduced, not reproduced, undecided
+    why: str
+
+    def as_dict(self) -> dict[str, Any]:
+        def num(x: float) -> float | None:
+            return x if math.isfinite(x) else None
+
+        return {
+            "pi": self.pi,
+            "variant": self.variant,
+            "unit": self.unit,
+            "original": num(self.original),
+            "reproduced": num(self.reproduced),
+            "ratio": num(self.ratio),
+            "low": num(self.low),
+            "high": num(self.high),
+            "verdict": self.verdict,
+            "why": self.why,
+        }
+
+
+@dataclass(frozen=True)
+class ClaimReproduction:
+    """A claim's verdict in the original and in the reproduction: reproduced when the
+    reproduction reaches the original's (decided) verdict again."""
+
+    says: str
+    original: str
+    reproduced: str
+    verdict: str
+    estimate: float | None
+    low: float | None
+    high: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "says": self.says,
+            "original": self.original,
+            "reproduced": self.reproduced,
+            "verdict": self.verdict,
+            "estimate": self.estimate,
+            "low": self.low,
+            "high": self.high,
+        }
+
+
+@dataclass
+class ReproduceResult:
+    """Everything the reproduction's report shows."""
+
+    study: str
+    kind: str
+    original_store: str
+    store: str
+    tolerance: float
+    confidence: float  # the ratios' two-sided level
+    pis: list[PIReproduction]
+    claims: list[ClaimReproduction]
+    environments: list[tuple[str, Any, Any]]  # key, original, reproduced
+    reproduction: Any  # the reproduction's own result (StudyResult, CompareResult)
+    original_when: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        """``not reproduced`` when any PI or claim is not; ``undecided`` when any is
+        undecided (or nothing could be judged); else ``reproduced``."""
+        said = [p.verdict for p in self.pis] + [c.verdict for c in self.claims]
+        if "not reproduced" in said:
+            return "not reproduced"
+        if not said or "undecided" in said:
+            return "undecided"
+        return "reproduced"
+
+    def as_dict(self) -> dict[str, Any]:
+        from assay.studies.base import result_header
+
+        return {
+            **result_header("reproduce"),
+            "study": self.study,
+            "reproduced_kind": self.kind,
+            "verdict": self.verdict,
+            "original_store": self.original_store,
+            "original_when": self.original_when,
+            "store": self.store,
+            "tolerance": self.tolerance,
+            "confidence": self.confidence,
+            "pis": [p.as_dict() for p in self.pis],
+            "claims": [c.as_dict() for c in self.claims],
+            "environment": [
+                {"key": k, "original": a, "reproduced": b, "differs": a != b}
+                for k, a, b in self.environments
+            ],
+            "reproduction": self.reproduction.as_dict(),
+            "warnings": self.warnings,
+        }
+
+
+def original_store(path: str | Path, study: str | None) -> tuple[Path, str | None]:
+    """The store (and study) an original names: a store as given, or a ``--json``
+    result's ``store`` (relative to the result file's folder when not absolute) and
+    ``study``.  :class:`~assay.errors.SpecError` says what is missing."""
+    p = Path(path)
+    if p.suffix.lower() != ".json":
+        return p, study
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SpecError(f"{p}: cannot read the result: {exc}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("store"), str) or not doc["store"]:
+        raise SpecError(
+            f'{p}: not an Assay result that names its store (no "store"): reproduce needs '
+            "the study as it ran; give the store (.assay.db) instead"
+        )
+    store = Path(doc["store"])
+    if not store.is_absolute():
+        store = p.parent / store
+    if not store.exists():
+        raise SpecError(
+            f"{p}: its store {doc['store']} is not here ({store}); copy the store beside "
+            "the result, or give the store's path"
+        )
+    named = doc.get("study")
+    return store, study or (named if isinstance(named, str) else None)
+
+
+def check_kind(stored: StoredStudy) -> None:
+    """Only a run or a comparison is run again (for now), with a clear refusal."""
+    if stored.kind not in REPRODUCE_KINDS:
+        raise SpecError(
+            f"study {stored.name!r} is a {stored.kind} study; assay reproduce runs again "
+            f"{' and '.join(REPRODUCE_KINDS)} studies (not yet {stored.kind})"
+        )
+
+
+def interval_stats(mean: float, half_width: float, n: int, confidence: float) -> VariantStats:
+    """The summary a PI's interval stands for: its mean, and the standard error its
+    half-width makes at its confidence with ``n - 1`` degrees of freedom (a run's
+    interval already holds its warm-up removal, merging and drift handling).
+
+    >>> s = interval_stats(10.0, 0.5, 21, 0.95)
+    >>> round(s.mean, 1), round((s.var / s.n) ** 0.5, 3)
+    (10.0, 0.24)
+    """
+    from scipy import stats
+
+    t = float(stats.t.ppf(0.5 + confidence / 2, max(n - 1, 1)))
+    se = half_width / t
+    return analyze_variant(SummaryStats(mean, se * se * n, n))
+
+
+def _judge(
+    pi: str,
+    variant: str | None,
+    unit: str,
+    new: VariantStats | None,
+    old: VariantStats | None,
+    tolerance: float,
+    confidence: float,
+    missing: str,
+) -> PIReproduction:
+    nan = math.nan
+    if new is None or old is None:
+        return PIReproduction(pi, variant, unit, nan, nan, nan, nan, nan, "undecided", missing)
+    est, low, high = ratio_interval(new, old, confidence)
+    v = judge_claim(ClaimRule("within", tolerance), est, low, high)
+    return PIReproduction(
+        pi, variant, unit, old.mean, new.mean, est, low, high, _VERDICTS[v.verdict], v.why
+    )
+
+
+def _run_stats(result: Any) -> dict[str, tuple[str, VariantStats | None]]:
+    out: dict[str, tuple[str, VariantStats | None]] = {}
+    for r in result.results:
+        ok = math.isfinite(r.mean) and math.isfinite(r.half_width) and r.n_samples >= 2
+        stats = interval_stats(r.mean, r.half_width, r.n_samples, r.confidence) if ok else None
+        out[r.name] = (r.unit, stats)
+    return out
+
+
+def pi_reproductions(
+    kind: str, original: Any, reproduction: Any, tolerance: float, confidence: float
+) -> list[PIReproduction]:
+    """Each PI (each variant's, in a comparison) of the original against the
+    reproduction."""
+    rows: list[PIReproduction] = []
+    if kind == "run":
+        old, new = _run_stats(original), _run_stats(reproduction)
+        for name, (unit, o) in old.items():
+            n = new.get(name, (unit, None))[1]
+            gone = "the original" if o is None else "the reproduction"
+            rows.append(
+                _judge(name, None, unit, n, o, tolerance, confidence, f"{gone} has no interval")
+            )
+        return rows
+    news = {c.name: c for c in reproduction.comparisons}
+    for c in original.comparisons:
+        nc = news.get(c.name)
+        for variant in c.ranking.order:
+            o = c.ranking.variants.get(variant)
+            n = None if nc is None else nc.ranking.variants.get(variant)
+            why = (
+                f"the original: {c.ranking.problems.get(variant, 'no valid samples')}"
+                if o is None
+                else "the reproduction: "
+                + (
+                    "no valid samples"
+                    if nc is None
+                    else nc.ranking.problems.get(variant, "no valid samples")
+                )
+            )
+            rows.append(_judge(c.name, variant, c.unit, n, o, tolerance, confidence, why))
+    return rows
+
+
+def claim_reproductions(original: Any, reproduction: Any) -> list[ClaimReproduction]:
+    """Each ``[[claim]]`` of the original judged again on the reproduction."""
+    out: list[ClaimReproduction] = []
+    new = {c.says: c for c in getattr(reproduction, "claims", [])}
+    for c in getattr(original, "claims", []):
+        n = new.get(c.says)
+        then = c.verdict.verdict
+        now = "undecided" if n is None else n.verdict.verdict
+        if now == "undecided":
+            verdict = "undecided"
+        elif then == "undecided":
+            verdict = "undecided"  # nothing to reproduce: the original did not decide
+        else:
+            verdict = "reproduced" if now == then else "not reproduced"
+
+        def num(x: float) -> float | None:
+            return x if math.isfinite(x) else None
+
+        est = None if n is None else num(n.verdict.estimate)
+        low = None if n is None else num(n.verdict.low)
+        high = None if n is None else num(n.verdict.high)
+        out.append(ClaimReproduction(c.says, then, now, verdict, est, low, high))
+    return out
+
+
+#: The environment keys shown side by side, in this order (others follow).
+ENVIRONMENT_ORDER = ("host", "cpu_model", "cpu_count", "cpu_freq_mhz", "memory_bytes",
+                     "kernel", "machine", "python", "assay")  # fmt: skip
+
+
+def environments(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+    """The two environments' plain values side by side (nested ones, such as the
+    executor's, left out), in :data:`ENVIRONMENT_ORDER` first.
+
+    >>> environments({"host": "a", "python": "3.11"}, {"host": "b", "python": "3.11"})
+    [('host', 'a', 'b'), ('python', '3.11', '3.11')]
+    """
+    keys = [k for k in ENVIRONMENT_ORDER if k in old or k in new]
+    keys += sorted((set(old) | set(new)) - set(keys))
+
+    def plain(x: Any) -> bool:
+        return x is None or isinstance(x, (str, int, float, bool))
+
+    return [(k, old.get(k), new.get(k)) for k in keys if plain(old.get(k)) and plain(new.get(k))]
+
+
+def judge_reproduction(
+    stored: StoredStudy,
+    original: Any,
+    reproduction: Any,
+    *,
+    original_path: Path,
+    tolerance: float = DEFAULT_TOLERANCE,
+) -> ReproduceResult:
+    """The reproduction judged against the original (both results as their runners
+    give them)."""
+    confidence = stored.spec.stop.confidence
+    sessions: Sequence[Mapping[str, Any]] = stored.sessions
+    when = sessions[-1].get("started") if sessions else None
+    return ReproduceResult(
+        study=stored.name,
+        kind=stored.kind,
+        original_store=str(original_path),
+        store=str(reproduction.store),
+        tolerance=tolerance,
+        confidence=claim_level(confidence),
+        pis=pi_reproductions(stored.kind, original, reproduction, tolerance, confidence),
+        claims=claim_reproductions(original, reproduction),
+        environments=environments(original.environment or {}, reproduction.environment or {}),
+        reproduction=reproduction,
+        original_when=None if when is None else str(when),
+    )
