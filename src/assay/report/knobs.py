@@ -19,10 +19,10 @@ from rich.text import Text
 
 from assay.report.export import save_figure
 from assay.report.fit import fitted
-from assay.report.format import format_estimate, trial_counts
+from assay.report.format import format_duration, format_estimate, trial_counts
 from assay.report.grid import Grid
 from assay.report.safe import plain
-from assay.report.terminal import LiveLine
+from assay.report.terminal import LiveLine, TrialPace
 from assay.stats.importance import KnobImportance, PIRanking, ValidationRow
 
 if TYPE_CHECKING:
@@ -408,9 +408,16 @@ def plot_importance(analysis: KnobAnalysis, path: str | Path, *, limit: int = 15
 class KnobsProgressView(LiveLine):
     """Which samples are being measured and how far along, or the stage of the study."""
 
+    def __init__(self, console: Console) -> None:
+        super().__init__(console)
+        self.pace = TrialPace()
+
     def update(self, p: KnobsProgress) -> None:
         if not p.measuring:
             self.show(p.stage, True)
             return
+        self.pace.update(p.done)
         failed = f" · {p.failed} failed" if p.failed else ""
-        self.show(f"measuring {p.stage}: {p.done}/{p.total}{failed}", p.done == p.total)
+        left = self.pace.seconds(p.total - p.done)
+        eta = "" if left is None else f" · ~{format_duration(left)} left"
+        self.show(f"measuring {p.stage}: {p.done}/{p.total}{eta}{failed}", p.done == p.total)

@@ -14,7 +14,7 @@ from assay.report.export import save_figure
 from assay.report.format import format_duration, format_estimate, trial_counts
 from assay.report.grid import Grid, columns
 from assay.report.safe import plain
-from assay.report.terminal import LiveLine, footer_lines
+from assay.report.terminal import LiveLine, TrialPace, footer_lines
 
 if TYPE_CHECKING:
     from assay.designs.sweep import Mismatch, StepResult
@@ -284,7 +284,12 @@ def _cell(v: Any) -> Any:
 class SweepProgressView(LiveLine):
     """Step, sampling rate, the lowest validation R², and the batch being measured."""
 
+    def __init__(self, console: Console) -> None:
+        super().__init__(console)
+        self.pace = TrialPace()
+
     def update(self, p: SweepProgress) -> None:
+        self.pace.update(p.batch_done)
         parts: list[str] = []
         if p.steps:
             s = p.steps[-1]
@@ -296,7 +301,14 @@ class SweepProgressView(LiveLine):
         else:
             parts.append(f"first batch ({p.n_candidates} valid settings in the space)")
         if p.batch_total:
-            parts.append(f"trial {p.batch_done}/{p.batch_total} of this batch")
+            line = f"trial {p.batch_done}/{p.batch_total} of this batch"
+            batch = self.pace.seconds(p.batch_total - p.batch_done)
+            if batch is not None:
+                line += f", ~{format_duration(batch)} left in it"
+                rest = self.pace.seconds(p.trials_left_max)
+                if rest is not None and p.trials_left_max > p.batch_total - p.batch_done:
+                    line += f" (at most ~{format_duration(rest)} to the end of the space)"
+            parts.append(line)
         if p.failed:
             parts.append(f"{p.failed} failed")
         self.show(" · ".join(parts))

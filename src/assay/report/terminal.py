@@ -81,6 +81,44 @@ class LiveLine:
             self.console.print(line, highlight=False, markup=False)
 
 
+class TrialPace:
+    """Wall seconds per trial as a live line sees them finish: the time since the first
+    trial finished over the trials finished since (the analyses between batches
+    included), from ``done`` counts that start again at 0 with each batch.
+
+    >>> pace = TrialPace()
+    >>> pace.per_trial() is None
+    True
+    """
+
+    def __init__(self) -> None:
+        self._start: float | None = None
+        self._trials = 0
+        self._last = 0
+
+    def update(self, done: int) -> None:
+        """A batch's finished-trial count, as each live update gives it."""
+        new = done - self._last if done >= self._last else done  # a new batch
+        self._last = done
+        if new <= 0:
+            return
+        if self._start is None:  # the first finish starts the clock
+            self._start = time.monotonic()
+            return
+        self._trials += new
+
+    def per_trial(self) -> float | None:
+        """Seconds per trial, None before two trials have finished."""
+        if self._start is None or self._trials == 0:
+            return None
+        return (time.monotonic() - self._start) / self._trials
+
+    def seconds(self, trials: int) -> float | None:
+        """The time ``trials`` more take at this pace; None with no pace yet."""
+        per = self.per_trial()
+        return None if per is None or trials <= 0 else per * trials
+
+
 class TimeLeft:
     """The time a study has left, as the live line shows it: smoothed from one look to
     the next on a log scale (a comparison's raw estimate jumped 21 s -> 7 h 11 min ->

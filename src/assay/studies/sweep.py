@@ -278,6 +278,9 @@ class SweepProgress:
     batch_done: int = 0
     batch_total: int = 0
     failed: int = 0
+    # trials the rest of the space (up to max_settings) would take, this batch's included:
+    # the most the loop can still run
+    trials_left_max: int = 0
 
 
 def lost_settings(
@@ -633,13 +636,18 @@ class SweepRunner:
     def _show(self, steps: list[StepResult], p: SettingsProgress | None = None) -> None:
         if self.on_progress is None:
             return
+        done, total = (0, 0) if p is None else (p.done, p.total)
+        reps = self.sweep.repetitions
+        measured = steps[-1].n_measured if steps else 0
+        unmeasured = max(0, self.design.max_settings - measured - total // max(reps, 1))
         self.on_progress(
             SweepProgress(
                 steps,
                 len(self.candidates),
-                0 if p is None else p.done,
-                0 if p is None else p.total,
+                done,
+                total,
                 0 if p is None else p.failed,
+                trials_left_max=(total - done) + unmeasured * reps,
             )
         )
 
