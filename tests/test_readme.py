@@ -314,6 +314,8 @@ RUN: dict[str, Run] = {
     "assay sweep --from bench/data/sqlite-sweep-grid.csv --params "
     "journal_mode,synchronous,batch,value_size --metric throughput --unit ops/s --log": Run(),
     "assay ls study.assay.db": Run(),
+    # a pilot of 9 trials (3 settings), a few seconds: the fixture store holds another study
+    "assay plan examples/sqlite-sweep.toml": Run(),
 }
 
 #: A sweep's outcome is what it measures: when (and whether) the R² target is reached,

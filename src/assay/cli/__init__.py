@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "knobs": ("knobs", "Find the few knobs that matter (LHS samples + random forests)."),
     "ls": ("ls", "List the studies in STORE (default: the quick-mode store)."),
     "order": ("order", "Detect the ordering trap: do results depend on test order?"),
+    "plan": ("plan", "Say what a study will do before it runs: trials, hosts, time, disk."),
     "report": ("report", "Write a stored study's report as one self-contained HTML file."),
     "reproduce": (
         "reproduce",
