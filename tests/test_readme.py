@@ -316,6 +316,7 @@ RUN: dict[str, Run] = {
     "assay ls study.assay.db": Run(),
     # a pilot of 9 trials (3 settings), a few seconds: the fixture store holds another study
     "assay plan examples/sqlite-sweep.toml": Run(),
+    "assay status study.assay.db": Run(),
 }
 
 #: A sweep's outcome is what it measures: when (and whether) the R² target is reached,

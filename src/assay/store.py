@@ -271,6 +271,8 @@ class _StudyLock:
                 os.close(fd)
                 continue
             info = {"pid": os.getpid(), "study": name, "argv": sys.argv, "started": time.time()}
+            with contextlib.suppress(OSError):  # where to run it again (assay status)
+                info["cwd"] = os.getcwd()
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, 0)
                 os.pwrite(fd, json.dumps(info).encode(), 0)
@@ -282,6 +284,30 @@ class _StudyLock:
             self.path.unlink()  # before the unlock: a waiter then sees a new file
         with contextlib.suppress(OSError):
             os.close(self._fd)
+
+
+def study_lock_state(store: Path, name: str) -> tuple[bool, dict[str, Any]]:
+    """Whether a process runs study ``name`` of ``store`` now (it holds the study's lock),
+    and what its lock file says (``pid``, ``argv``, ``started``; a holder killed with
+    SIGKILL leaves them behind, unlocked).  ``(False, {})`` when there is no lock file;
+    the file is only read (``O_NOFOLLOW``, this user's), never created."""
+    path = study_file(store, name, ".lock")
+    try:
+        fd = open_private(path, os.O_RDONLY)
+    except (OSError, UnsafePathError):
+        return False, {}
+    try:
+        info = _lock_holder(fd)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True, info
+        except OSError:  # a filesystem without flock: nothing can be told
+            return False, info
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False, info
+    finally:
+        os.close(fd)
 
 
 def _lock_holder(fd: int) -> dict[str, Any]:

@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rm": ("rm", "Remove STUDIES (their trials, sessions and readings) from a store."),
     "run": ("run", "Measure until every CI is as narrow as asked (Pilot's method)."),
     "show": ("show", "Show a stored study's result without running anything."),
+    "status": ("status", "Say where the studies of STORE stand: running, interrupted, finished."),
     "sweep": ("sweep", "Sweep a parameter space and say which parameters matter."),
 }
 

@@ -1,0 +1,188 @@
+"""``assay status``: where a study stands, from another terminal or after a detach or
+a reboot (issue #62, part 2).
+
+Read from the store (opened read-only) and the study's lock file (only read): whether a
+process runs the study now (it holds the lock: the kernel drops it when the process
+ends, SIGKILL included), its pid and command; the trials done and how the last one
+ended; the trials the design still has at most (:func:`assay.studies.plan.trial_counts`)
+and the time they take at the pace of the current session; and, when the last session
+never ended and nothing holds the lock, that the study was interrupted and how to
+resume it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assay.store import Store, TrialRecord, is_archived, study_lock_state
+from assay.studies.plan import TrialCounts, trial_counts
+
+
+@dataclass
+class StudyStatus:
+    """One study of a store, as :func:`study_statuses` finds it."""
+
+    study: str
+    kind: str
+    state: str  # running, interrupted, finished, not started
+    trials_ok: int
+    trials_failed: int
+    counts: TrialCounts
+    per_trial_s: float | None  # the current (or last) session's pace
+    last_trial: str  # "ok 3 s ago", "" without trials
+    pid: int | None = None
+    command: str = ""
+    since: float | None = None  # when the running (or last) session started
+    reason: str = ""  # a finished study's reason
+    resume: str = ""  # how to resume an interrupted one
+
+    @property
+    def done(self) -> int:
+        return self.trials_ok + self.trials_failed
+
+    @property
+    def left_most_s(self) -> float | None:
+        """The time the trials the design still has at most take, at this pace."""
+        if self.per_trial_s is None or self.state != "running":
+            return None
+        return max(0, self.counts.most - self.done) * self.per_trial_s
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "study": self.study,
+            "kind": self.kind,
+            "state": self.state,
+            "trials": {"ok": self.trials_ok, "failed": self.trials_failed},
+            "planned": {"least": self.counts.least, "most": self.counts.most},
+            "per_trial_s": self.per_trial_s,
+            "left_most_s": self.left_most_s,
+            "last_trial": self.last_trial,
+            "pid": self.pid,
+            "command": self.command,
+            "since": self.since,
+            "reason": self.reason,
+            "resume": self.resume,
+        }
+
+
+def _ago(seconds: float) -> str:
+    from assay.report.format import format_duration
+
+    return f"{format_duration(max(0.0, seconds))} ago"
+
+
+def _pace(trials: list[TrialRecord], since: float | None) -> float | None:
+    """Wall seconds a trial in the session that started at ``since``: from its first
+    trial's start to its last one's end, over its trials."""
+    mine = [t for t in trials if t.started is not None and (since is None or t.started >= since)]
+    if len(mine) < 2:
+        return None
+    first = min(t.started or 0.0 for t in mine)
+    last = max((t.started or 0.0) + (t.duration or 0.0) for t in mine)
+    return (last - first) / len(mine) if last > first else None
+
+
+def _command(argv: Any) -> str:
+    if not isinstance(argv, list) or not argv:
+        return ""
+    import shlex
+
+    return " ".join([Path(str(argv[0])).name, *(shlex.quote(str(a)) for a in argv[1:])])
+
+
+def study_statuses(store: Path, study: str | None = None) -> list[StudyStatus]:
+    """Each study of ``store`` (or the one named), as it stands now."""
+    from assay.studies.base import find_stored, open_stored
+    from assay.studies.stored import study_name
+
+    out: list[StudyStatus] = []
+    with Store(store, read_only=True) as db:
+        names = (
+            [study_name(db, study)]
+            if study is not None
+            else [n for n in db.study_names() if not is_archived(n)]
+        )
+        found = [(find_stored(db, n), open_stored(db, n).trials) for n in names]
+    now = time.time()
+    for stored, trials in found:
+        held, info = study_lock_state(store, stored.name)
+        sessions = stored.sessions
+        last = sessions[-1] if sessions else None
+        since = float(last["started"]) if last and last.get("started") is not None else None
+        ok = sum(1 for t in trials if t.ok)
+        tail = max(trials, key=lambda t: (t.started or 0.0, t.seq), default=None)
+        last_trial = ""
+        if tail is not None and tail.started is not None:
+            end = tail.started + (tail.duration or 0.0)
+            last_trial = f"{tail.status} {_ago(now - end)}"
+        status = StudyStatus(
+            stored.name,
+            stored.kind,
+            "not started",
+            ok,
+            len(trials) - ok,
+            trial_counts(stored.spec),
+            _pace(trials, since),
+            last_trial,
+            since=since,
+        )
+        if held:
+            status.state = "running"
+            pid = info.get("pid")
+            status.pid = pid if isinstance(pid, int) else None
+            status.command = _command(info.get("argv"))
+        elif last is not None and last.get("ended") is None:
+            status.state = "interrupted"
+            command = _command(info.get("argv"))
+            cwd = info.get("cwd")
+            where = f" in {cwd}" if isinstance(cwd, str) and cwd else ""
+            status.resume = (
+                f"run `{command}` again{where}: it resumes from the {len(trials)} trials stored"
+                if command
+                else f"run the study's command again (assay {stored.kind} STUDY.toml, with "
+                f"--store {store} if it is not the study's own): it resumes from the "
+                f"{len(trials)} trials stored"
+            )
+        elif last is not None:
+            status.state = "finished"
+            result = last.get("result") or {}
+            status.reason = str(result.get("reason") or "") if isinstance(result, dict) else ""
+        out.append(status)
+    return out
+
+
+def status_lines(s: StudyStatus) -> list[str]:
+    """One study's status in words."""
+    from assay.report.format import format_duration
+
+    c = s.counts
+    planned = f"{c.least}" if c.least == c.most else f"{c.least} to {c.most}"
+    lines = [f"{s.study} ({s.kind}): {s.state}"]
+    if s.state == "running":
+        lines.append(f"  process: pid {s.pid}, {s.command}" if s.pid else "  process: running")
+    lines.append(
+        f"  trials: {s.done} done ({s.trials_ok} ok, {s.trials_failed} failed) of the "
+        f"{planned} its design runs" + (f"; last: {s.last_trial}" if s.last_trial else "")
+    )
+    if s.per_trial_s is not None and s.state == "running":
+        left = s.left_most_s
+        lines.append(
+            f"  pace: {format_duration(s.per_trial_s)} a trial; at most "
+            f"~{format_duration(left or 0.0)} left (it stops sooner when its target is met "
+            "or its time budget ends)"
+        )
+    if s.since is not None:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.since))
+        lines.append(f"  {'running' if s.state == 'running' else 'last session'} since {stamp}")
+    if s.state == "interrupted":
+        lines.append(
+            "  the last session did not end and no process runs it (killed, or the machine "
+            "restarted)"
+        )
+        lines.append(f"  resume: {s.resume}")
+    if s.reason:
+        lines.append(f"  ended: {s.reason}")
+    return lines
