@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from test_gate import QUICK, invoke
 
 from assay.cli import exits
 from assay.spec import parse_spec_text
 from assay.studies.plan import plan_study, rounds_for_width, trial_counts
+from test_gate import QUICK, invoke
 
 HEAD = '[study]\nname = "p"\n[benchmark]\ncommand = ["true", "{a}"]\n[params]\na = 1\n'
 

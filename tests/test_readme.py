@@ -357,6 +357,15 @@ SLOW: dict[str, Run] = {
     "assay compare examples/artifact/sqlite-journal-claims.toml": Run(
         status=frozenset({0, 5}), why=BUSY
     ),
+    "assay report examples/artifact/sqlite-journal-claims.assay.db --artifact "
+    "-o artifact.html": Run(
+        status=frozenset({0}),
+        creates=("artifact.html",),
+        setup=(
+            "assay compare -q --no-overhead examples/artifact/sqlite-journal-claims.toml "
+            "|| test $? -eq 5",
+        ),
+    ),
     # its original first (that study, as above); the reproduction's PIs can stay
     # undecided on a busy machine (5), its claims are what the page shows
     "assay reproduce examples/artifact/sqlite-journal-claims.assay.db --tolerance 25%": Run(

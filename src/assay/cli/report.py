@@ -47,6 +47,10 @@ Exit status (not the study's: use assay show for that):
 @click.option("--plots", "plots_dir", metavar="DIR",
               help="Also write each plot as DIR/NAME.png and DIR/NAME.svg (one page "
               "only).")  # fmt: skip
+@click.option("--artifact", is_flag=True,
+              help="The page a reviewer attaches (one study): the claims and their "
+              "verdicts, ELECT's summary by rounds, the environment, how to run it "
+              "again (assay reproduce).")  # fmt: skip
 def report(args: tuple[str, ...], **opts: Any) -> None:
     """Write a stored study's report as one self-contained HTML file.
 
@@ -57,6 +61,7 @@ def report(args: tuple[str, ...], **opts: Any) -> None:
       assay report results.assay.db -o report.html
       assay report results.assay.db "my study" -o report.html --plots plots/
       assay report results.assay.db ci.assay.db -o site/
+      assay report results.assay.db --artifact -o artifact.html
     """
     err = err_console()
     if _site_mode(args, opts["html_out"]):
@@ -74,11 +79,15 @@ def report(args: tuple[str, ...], **opts: Any) -> None:
                 raise SpecError(f"--plots {plots_dir}: {problem}")
     except SpecError as exc:
         fail(err, exc)
-    from assay.report.html import study_report  # lazy: --help stays fast
+    from assay.report.html import artifact_report, study_report  # lazy: --help stays fast
 
     path = Path(store)
+    plots: list[Any]
     with stored_study_errors(err, path):
-        page, plots = study_report(path, study, png=plots_dir is not None)
+        if opts["artifact"]:
+            page, plots = artifact_report(path, study), []
+        else:
+            page, plots = study_report(path, study, png=plots_dir is not None)
     write_outputs(opts, {"html_out": lambda: page})
     if plots_dir is not None:
         out = Path(plots_dir)
@@ -91,7 +100,8 @@ def report(args: tuple[str, ...], **opts: Any) -> None:
                 with replacing(out / f"{p.name}.png") as tmp:
                     tmp.write_bytes(p.png)
     if opts["html_out"] != "-":
-        err.print(f"wrote {opts['html_out']} ({len(plots)} plots)", soft_wrap=True, markup=False)
+        what = "the artifact page" if opts["artifact"] else f"{len(plots)} plots"
+        err.print(f"wrote {opts['html_out']} ({what})", soft_wrap=True, markup=False)
 
 
 def _unusable_dir(path: Path) -> str | None:

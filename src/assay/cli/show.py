@@ -24,7 +24,7 @@ from assay.cli.sections import SectionedCommand
 from assay.errors import SpecError
 
 if TYPE_CHECKING:
-    from assay.store import TrialRecord
+    pass
 
 SHOW_HELP = """
 \b
@@ -80,6 +80,8 @@ def show(store: str, study: str | None, **opts: Any) -> None:
         stored, result, trials = stored_result(path, study)
         console = report_console(opts, _width(stored.kind))  # as its command
     if opts["summary"]:
+        from assay.report.summary import summary_lines
+
         for line in summary_lines(stored, trials):
             console.print(line, soft_wrap=True)
     else:
@@ -284,38 +286,3 @@ def _short(stored: Any, result: Any) -> str | None:
     if kind == "knobs" and result.not_measured:
         return f"{result.not_measured} planned samples not measured"
     return None
-
-
-def summary_lines(stored: Any, trials: list[TrialRecord]) -> list[str]:
-    """ELECT's summaries of a study: per PI, per variant (compare) or test (order)."""
-    from assay.report.summary import pi_block, resource_block
-    from assay.studies.base import watch_report
-
-    spec = stored.spec
-    if stored.kind in ("sweep", "knobs"):
-        # one round per setting: its readings are not rounds of one measurement
-        return [
-            f"--summary: per-round summaries are for run, compare and order studies, "
-            f"not {stored.kind} studies"
-        ]
-    groups: dict[str, list[TrialRecord]] = {"": trials}
-    if stored.kind == "compare":
-        groups = {f"variant: {v.name}": _of(trials, "variant", v.name) for v in spec.variants}
-    elif stored.kind == "order":
-        groups = {f"test: {t.name}": _of(trials, "test", t.name) for t in spec.tests}
-    lines: list[str] = []
-    for label, mine in groups.items():
-        where = f"study: {stored.name}" + (f", {label}" if label else "")
-        lines.append(f"[Exp info] {where}, kind: {stored.kind}, trials: {len(mine)}")
-        for pi in spec.pis:
-            values = [t.readings[pi.name] for t in mine if t.ok and pi.name in t.readings]
-            lines.extend(pi_block(pi.name, pi.unit, values))
-        lines.append(f"[Resource usage] {where}")
-        # watch_report: a study on several hosts adds its cluster summary
-        lines.extend(resource_block(watch_report(spec, mine)[1]))
-        lines.append("")
-    return lines[:-1]
-
-
-def _of(trials: list[TrialRecord], key: str, name: str) -> list[TrialRecord]:
-    return [t for t in trials if t.setting.get(key) == name]

@@ -149,6 +149,55 @@ def study_report(
     return html_report(stored, result, trials, plots, baseline, readings), plots
 
 
+def artifact_report(store_path: Path, study: str | None) -> str:
+    """The page a reviewer attaches to an artifact (``assay report --artifact``): the
+    answer, the claims with their verdicts, the summary by rounds in ELECT's form (1
+    round: the value; 2-4: average, min, max; more: a Student-t interval), the
+    environment, and how to run the study again and judge the reproduction.  Raises
+    what :func:`assay.studies.stored.stored_result` raises."""
+    from assay.report.summary import summary_lines
+    from assay.studies.stored import stored_result
+
+    stored, result, trials = stored_result(store_path, study)
+    doc = result.as_dict()
+    env = getattr(result, "environment", None) or doc.get("environment") or {}
+    parts = [
+        f"<h1>Artifact: {_e(stored.name)}</h1>",
+        f'<p class="muted">{_e(stored.kind)} study, {len(trials)} trials, from the store '
+        f"{_e(store_path.name)}; page by Assay {_e(__version__)} (nothing was run for it)</p>",
+        _answer(stored.kind, doc),
+        _section("Claims", _claims(doc)) if doc.get("claims") else "",
+        _section(
+            "Summary by rounds", f"<pre>{_e(chr(10).join(summary_lines(stored, trials)))}</pre>"
+        ),
+        _section("Environment", _dl(env.items()) if env else '<p class="muted">not recorded</p>'),
+        _section("How to run it again", _rerun(stored, store_path)),
+        _section("What was run", _what_was_run(stored, result, doc), collapsed=True),
+    ]
+    return html_document(f"{stored.name}: artifact", parts)
+
+
+def _rerun(stored: StoredStudy, store_path: Path) -> str:
+    """The commands a reviewer runs, and the study as stored (its fields, as JSON)."""
+    kind = stored.kind
+    steps = [
+        ("plan it (trials, time, disk; nothing stored)", f"assay plan {stored.name}.toml"),
+        ("run it", f"assay {kind} {stored.name}.toml"),
+        (
+            "or run it again from this store and judge it against this result",
+            f"assay reproduce {store_path.name}",
+        ),
+    ]
+    items = "".join(f"<li>{_e(what)}: <code>{_e(cmd)}</code></li>" for what, cmd in steps)
+    spec = json.dumps(stored.spec.model_dump(mode="json", exclude_none=True), indent=1)
+    return (
+        f"<ol>{items}</ol>"
+        f'<p class="muted">(the study file as {_e(stored.name)}.toml: its fields as stored '
+        "are below)</p>"
+        f"<details><summary>the study as stored</summary><pre>{_e(spec)}</pre></details>"
+    )
+
+
 def baseline_html(
     comparisons: Sequence[Any],
     readings: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
@@ -255,7 +304,9 @@ def _answer(kind: str, doc: Mapping[str, Any], baseline: Sequence[Any] = ()) -> 
         )
     # `name` marks a name as written (as the Markdown shows it): code, after escaping
     shown = re.sub(r"`([^`<>]*)`", r"<code>\1</code>", _e(text))
-    mark = "answer bad" if worse else "answer"
+    # a claim that fails is bad news too: never a green box above it
+    failed = any(c.get("verdict") == "fails" for c in doc.get("claims") or [])
+    mark = "answer bad" if worse or failed else "answer"
     return f'<p class="{mark}" id="answer">{shown}</p>' if text else ""
 
 

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from assay.execute.monitor import rounds_summary
 from assay.stats.intervals import t_interval
 from assay.stats.skewed_mean import cox_interval
+
+if TYPE_CHECKING:
+    from assay.store import TrialRecord
 
 __all__ = ["CONFIDENCE", "number", "pi_block", "resource_block", "round_line", "rounds"]
 
@@ -176,3 +179,37 @@ def cluster_block(cluster: Mapping[str, Any] | None) -> list[str]:
             round_line(g["network_bytes_per_trial"], GIB),
         ]
     return lines
+
+
+def summary_lines(stored: Any, trials: list[TrialRecord]) -> list[str]:
+    """ELECT's summaries of a study: per PI, per variant (compare) or test (order)."""
+    from assay.studies.base import watch_report
+
+    spec = stored.spec
+    if stored.kind in ("sweep", "knobs"):
+        # one round per setting: its readings are not rounds of one measurement
+        return [
+            f"--summary: per-round summaries are for run, compare and order studies, "
+            f"not {stored.kind} studies"
+        ]
+    groups: dict[str, list[TrialRecord]] = {"": trials}
+    if stored.kind == "compare":
+        groups = {f"variant: {v.name}": _of(trials, "variant", v.name) for v in spec.variants}
+    elif stored.kind == "order":
+        groups = {f"test: {t.name}": _of(trials, "test", t.name) for t in spec.tests}
+    lines: list[str] = []
+    for label, mine in groups.items():
+        where = f"study: {stored.name}" + (f", {label}" if label else "")
+        lines.append(f"[Exp info] {where}, kind: {stored.kind}, trials: {len(mine)}")
+        for pi in spec.pis:
+            values = [t.readings[pi.name] for t in mine if t.ok and pi.name in t.readings]
+            lines.extend(pi_block(pi.name, pi.unit, values))
+        lines.append(f"[Resource usage] {where}")
+        # watch_report: a study on several hosts adds its cluster summary
+        lines.extend(resource_block(watch_report(spec, mine)[1]))
+        lines.append("")
+    return lines[:-1]
+
+
+def _of(trials: list[TrialRecord], key: str, name: str) -> list[TrialRecord]:
+    return [t for t in trials if t.setting.get(key) == name]
