@@ -46,7 +46,7 @@ def test_the_designs_trial_counts() -> None:
             "k.toml",
         )
     )
-    assert knobs.least == knobs.most == 40 + 10
+    assert (knobs.least, knobs.most) == (40, 40 + 10)  # validation: max(10, samples / 4)
 
 
 def test_the_rounds_a_width_needs() -> None:

@@ -15,8 +15,6 @@ Light on purpose: the CLI imports it before ``--help`` (no pydantic, no NumPy).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
 import shlex
@@ -79,6 +77,9 @@ def quick_name(kind: str, command: str, measurement: dict[str, Any]) -> str:
     >>> quick_name("quick", "sleep 0.01", {"command": ["sleep", "0.01"]})
     'quick sleep-0-01 fefca889'
     """
+    import hashlib  # here: hashlib and json cost 4 ms of every command's start (#60)
+    import json
+
     digest = hashlib.sha256(json.dumps(measurement, sort_keys=True).encode()).hexdigest()
     from assay.spec import slug
 

@@ -416,7 +416,8 @@ class KnobsSpec(_Model):
     """The ``[knobs]`` section: how ``assay knobs`` samples, ranks and hands on the knobs."""
 
     samples: Annotated[int, Field(ge=10)] = 100  # Latin Hypercube samples of all knobs
-    validation_samples: Annotated[int, Field(ge=1)] | None = None  # top-k only; default samples/4
+    # top-k only; default max(10, samples / 4)
+    validation_samples: Annotated[int, Field(ge=1)] | None = None
     trees: Annotated[int, Field(ge=1)] = 300  # random-forest trees (the paper's 300)
     top_k: Annotated[int, Field(ge=1)] = 5
     seed: Annotated[int, Field(ge=0)] = 0

@@ -7,7 +7,6 @@ Exit statuses: :mod:`assay.cli.exits`.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import shlex
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -15,8 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
-from rich.console import Console
-from rich.text import Text
 
 from assay.cli import exits
 from assay.cli.fractions import SHARE, WIDTH
@@ -25,9 +22,11 @@ from assay.quick import SHELL_SYNTAX, quick_benchmark, quick_study_data
 from assay.quick import command_words as command_words  # re-exported to the commands
 from assay.quick import quick_name as quick_name
 from assay.quick import quick_store_path as quick_store_path
-from assay.report.safe import SafeConsole, plain
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.text import Text
+
     from assay.spec import Spec
 
 
@@ -44,12 +43,23 @@ INTERFERENCE_OPTION = click.option(
 
 def err_console() -> Console:
     """Progress, notes and errors: stderr, outside text never markup nor escapes."""
+    from assay.report.safe import SafeConsole  # rich: not for --help (start-up, #60)
+
     return SafeConsole(stderr=True, soft_wrap=True)
+
+
+def labelled(label: str, style: str, text: str) -> Text:
+    """``label`` in ``style``, then `` text`` as plain text (outside text is never
+    markup): the one-line error, warning and note form.  Rich is imported here, not at
+    the top: ``assay COMMAND --help`` starts without it (#60)."""
+    from rich.text import Text
+
+    return Text.assemble((label, style), f" {text}")
 
 
 def fail(err: Console, exc: Exception | str, status: int = exits.USAGE) -> NoReturn:
     """Print one error line (escaped: outside text is never markup) and exit."""
-    err.print(Text.assemble(("error:", "red"), f" {exc}"))
+    err.print(labelled("error:", "red", str(exc)))
     sys.exit(status)
 
 
@@ -64,14 +74,14 @@ def study_errors(err: Console, store_path: Path | str, resume: str) -> Iterator[
         yield
     except KeyboardInterrupt:
         err.print(
-            Text.assemble(
-                ("\ninterrupted.", "yellow"), f" Every finished trial is in {store_path}. {resume}"
+            labelled(
+                "\ninterrupted.", "yellow", f"Every finished trial is in {store_path}. {resume}"
             ),
             soft_wrap=True,  # no hard line breaks inside the store path or resume command
         )
         sys.exit(exits.INTERRUPTED)
     except (StoreError, StudyError) as exc:
-        err.print(Text.assemble(("error:", "red"), f" {exc}"))
+        err.print(labelled("error:", "red", str(exc)))
         sys.exit(exits.STUDY)
 
 
@@ -349,7 +359,7 @@ def quick_resumption(
         spec, store_path, fresh=bool(opts["fresh"]), resume=bool(opts.get("resume"))
     )
     if decided.note is not None:
-        err.print(Text.assemble(("note:", "cyan"), f" {decided.note}"))
+        err.print(labelled("note:", "cyan", decided.note))
     return decided.fresh, now
 
 
@@ -464,6 +474,8 @@ def refuse_unknown_option(target: tuple[str, ...]) -> None:
     ctx = click.get_current_context()
     name = first.split("=", 1)[0]
     known = sorted({o for p in ctx.command.params for o in p.opts if o.startswith("--")})
+    import difflib
+
     raise click.NoSuchOption(name, possibilities=difflib.get_close_matches(name, known), ctx=ctx)
 
 
@@ -533,6 +545,8 @@ def refuse_quick_only(target: tuple[str, ...], opts: dict[str, Any]) -> None:
 def trial_output_printer(err: Console) -> Callable[[Any], None]:
     """``--show-output``: each trial's stored output (head and tail), made safe to print."""
 
+    from assay.report.safe import plain
+
     def show(record: Any) -> None:
         err.print(f"── trial {record.seq} ({record.status}) ──", style="dim")
         for stream in (record.stdout, record.stderr):
@@ -573,7 +587,7 @@ def write_study_report(
         page = study_report(store_path, study, baseline=baseline, readings=readings)[0]
         write_text(path, page)
     except (StudyError, StoreError, SpecError, ValueError, OSError) as exc:
-        err.print(Text.assemble(("warning:", "yellow"), f" --report {path}: not written: {exc}"))
+        err.print(labelled("warning:", "yellow", f"--report {path}: not written: {exc}"))
         return
     err.print(f"report written to {path}", style="dim")
 

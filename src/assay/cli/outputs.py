@@ -9,12 +9,12 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TextIO, cast
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from assay.errors import SpecError
-from assay.report.safe import SafeConsole
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 # option key -> the option's name, for every command's file outputs ('-' = stdout)
 OUTPUTS = {
@@ -86,6 +86,8 @@ def report_console(opts: Mapping[str, Any], width: int) -> Console:
     without the trailing blanks rich pads tables with."""
     stream = sys.stderr if to_stdout(opts) is not None else sys.stdout
     terminal = stream.isatty()
+    from assay.report.safe import SafeConsole  # rich: not for --help (start-up, #60)
+
     return SafeConsole(
         file=stream if terminal else cast(TextIO, _RStripped(stream)),
         quiet=stream is sys.stderr and bool(opts.get("quiet")),

@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.text import Text
 
 from assay.cli import exits
-from assay.cli.common import err_console, fail
+from assay.cli.common import err_console, fail, labelled
 from assay.cli.outputs import check_outputs, report_console
 from assay.cli.sections import SectionedCommand
 from assay.errors import SpecError, StoreError, StudyError
@@ -74,7 +73,7 @@ def plan(study_file: str, **opts: Any) -> None:
     except (StoreError, StudyError) as exc:
         fail(err, exc, exits.STUDY)
     except ValueError as exc:  # the pilot measured nothing
-        err.print(Text.assemble(("error:", "red"), f" the pilot: {exc}"))
+        err.print(labelled("error:", "red", f"the pilot: {exc}"))
         status = exits.NO_RESULT
         result = plan_study(spec, store, pilot_trials=0)
     console = report_console(opts, 100)

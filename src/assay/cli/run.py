@@ -6,7 +6,6 @@ import sys
 from typing import Any
 
 import click
-from rich.text import Text
 
 from assay.cli import exits
 from assay.cli.common import (
@@ -14,6 +13,7 @@ from assay.cli.common import (
     err_console,
     fail,
     hoist_options,
+    labelled,
     prepare_local_session,
     quick_resumption,
     refuse_quick_only,
@@ -201,7 +201,7 @@ def run(target: tuple[str, ...], **opts: Any) -> None:
         result = runner.run()
     cannot_start = _cannot_start(result)
     if cannot_start:  # one line first, on stderr: what a shell would have said
-        err.print(Text.assemble(("error:", "red"), f" {cannot_start}"), soft_wrap=True)
+        err.print(labelled("error:", "red", cannot_start), soft_wrap=True)
     data = result.as_dict()
     if opts.get("runs") is not None:  # what a fixed count was asked for: hyperfine's summary
         warmup = spec.stop.warmup_rounds  # hyperfine's summary is of the measured runs

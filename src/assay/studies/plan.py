@@ -163,10 +163,13 @@ def trial_counts(spec: Spec) -> TrialCounts:
         )
     if kind == "knobs":
         k = spec.knobs_config
-        val = k.validation_samples or max(1, k.samples // 4)
-        n = k.samples + val
+        val = k.validation_samples or max(10, k.samples // 4)  # as KnobsRunner draws them
         return TrialCounts(
-            n, n, f"{k.samples} Latin Hypercube samples and {val} top-k validation samples", n
+            k.samples,
+            k.samples + val,
+            f"{k.samples} Latin Hypercube samples, then up to {val} top-k validation samples "
+            "(fewer when the top knobs have fewer distinct settings)",
+            k.samples + val,
         )
     if kind == "order":
         from assay.spec import OrderSpec
