@@ -54,23 +54,23 @@ def test_running_then_killed_then_resumable(tmp_path: Path) -> None:
     assert "run `" in res.stdout and "slow.toml" in res.stdout
 
 
-def test_a_finished_study_says_why_it_ended(tmp_path: Path) -> None:
+def finished(tmp_path: Path) -> Path:
+    """The store of a run study that ran its 10 rounds."""
     study = tmp_path / "s.toml"
     study.write_text(
         '[study]\nname = "s"\n[benchmark]\ncommand = ["true"]\n[stop]\nmax_rounds = 10\n'
     )
     invoke(tmp_path, "run", *QUICK, str(study))
-    res = invoke(tmp_path, "status", str(tmp_path / "s.assay.db"))
+    return tmp_path / "s.assay.db"
+
+
+def test_a_finished_study_says_why_it_ended(tmp_path: Path) -> None:
+    res = invoke(tmp_path, "status", str(finished(tmp_path)))
     assert res.exit_code == exits.OK, res.output
     assert res.stdout.startswith("s (run): finished\n")
     assert "  ended: " in res.stdout and "10 done (10 ok, 0 failed)" in res.stdout
 
 
 def test_an_unknown_study_names_the_stores_studies(tmp_path: Path) -> None:
-    study = tmp_path / "s.toml"
-    study.write_text(
-        '[study]\nname = "s"\n[benchmark]\ncommand = ["true"]\n[stop]\nmax_rounds = 10\n'
-    )
-    invoke(tmp_path, "run", *QUICK, str(study))
-    res = invoke(tmp_path, "status", str(tmp_path / "s.assay.db"), "nope")
+    res = invoke(tmp_path, "status", str(finished(tmp_path)), "nope")
     assert res.exit_code != exits.OK and "'s'" in res.output

@@ -48,6 +48,19 @@ def err_console() -> Console:
     return SafeConsole(stderr=True, soft_wrap=True)
 
 
+def checked_err_console(opts: Mapping[str, Any]) -> Console:
+    """The error console, once the outputs the options ask for are known writable (a
+    usage error, exit 2, before anything runs): how the reading commands start."""
+    from assay.cli.outputs import check_outputs
+
+    err = err_console()
+    try:
+        check_outputs(opts)
+    except SpecError as exc:
+        fail(err, exc)
+    return err
+
+
 def labelled(label: str, style: str, text: str) -> Text:
     """``label`` in ``style``, then `` text`` as plain text (outside text is never
     markup): the one-line error, warning and note form.  Rich is imported here, not at

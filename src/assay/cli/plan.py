@@ -10,8 +10,8 @@ from typing import Any
 import click
 
 from assay.cli import exits
-from assay.cli.common import err_console, fail, labelled
-from assay.cli.outputs import check_outputs, report_console
+from assay.cli.common import checked_err_console, fail, labelled
+from assay.cli.outputs import report_console
 from assay.cli.sections import SectionedCommand
 from assay.errors import SpecError, StoreError, StudyError
 
@@ -53,11 +53,7 @@ def plan(study_file: str, **opts: Any) -> None:
     Nothing is written to the study's store; the pilot (when there is no earlier
     store of the study) runs a few trials here, in a private temporary store.
     """
-    err = err_console()
-    try:
-        check_outputs(opts)
-    except SpecError as exc:
-        fail(err, exc)
+    err = checked_err_console(opts)
     from assay.spec import load_spec
 
     try:

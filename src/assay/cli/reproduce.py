@@ -12,15 +12,15 @@ import click
 
 from assay.cli import exits
 from assay.cli.common import (
+    checked_err_console,
     cluster_options,
-    err_console,
     fail,
     running_study,
     stored_study_errors,
     write_outputs,
 )
 from assay.cli.fractions import WIDTH
-from assay.cli.outputs import check_outputs, report_console
+from assay.cli.outputs import report_console
 from assay.cli.sections import SectionedCommand
 from assay.errors import SpecError
 
@@ -84,11 +84,7 @@ def reproduce(original: str, study: str | None, **opts: Any) -> None:
     the two environments (CPU, kernel, Python, Assay) are shown side by side, the
     differences marked. Run and compare studies (for now).
     """
-    err = err_console()
-    try:
-        check_outputs(opts)
-    except SpecError as exc:
-        fail(err, exc)
+    err = checked_err_console(opts)
     from assay.studies.reproduce import check_kind, judge_reproduction, original_store
     from assay.studies.stored import stored_result
 

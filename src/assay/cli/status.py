@@ -11,10 +11,9 @@ from typing import Any
 import click
 
 from assay.cli import exits
-from assay.cli.common import err_console, fail, stored_study_errors
-from assay.cli.outputs import check_outputs, report_console
+from assay.cli.common import checked_err_console, stored_study_errors
+from assay.cli.outputs import report_console
 from assay.cli.sections import SectionedCommand
-from assay.errors import SpecError
 
 STATUS_HELP = """
 \b
@@ -44,11 +43,7 @@ def status(store: str, study: str | None, **opts: Any) -> None:
     running study: its process, the trials done of those its design runs, the last
     trial's outcome and the time left at most at its pace.
     """
-    err = err_console()
-    try:
-        check_outputs(opts)
-    except SpecError as exc:
-        fail(err, exc)
+    err = checked_err_console(opts)
     from assay.studies.status import status_lines, study_statuses
 
     path = Path(store)

@@ -160,21 +160,21 @@ def judge_claim(rule: ClaimRule, estimate: float, low: float, high: float) -> Cl
 
 
 def _region_text(rule: ClaimRule) -> str:
-    lo, hi = rule.region
-    if rule.kind == "at_least":
-        return f"is at or above {lo:g}"
-    if rule.kind == "at_most":
-        return f"is at or below {hi:g}"
-    return f"lies inside {lo:g} ... {hi:g}"
+    return _where(rule, inside=True)
 
 
 def _outside_text(rule: ClaimRule) -> str:
+    return _where(rule, inside=False)
+
+
+def _where(rule: ClaimRule, *, inside: bool) -> str:
+    """Where an interval lies against the claimed region, in words."""
     lo, hi = rule.region
-    if rule.kind == "at_least":
-        return f"is below {lo:g}"
-    if rule.kind == "at_most":
-        return f"is above {hi:g}"
-    return f"lies outside {lo:g} ... {hi:g}"
+    if rule.kind == "within":
+        return f"lies {'inside' if inside else 'outside'} {lo:g} ... {hi:g}"
+    edge = lo if rule.kind == "at_least" else hi
+    above = (rule.kind == "at_least") == inside
+    return f"is {'at or ' if inside else ''}{'above' if above else 'below'} {edge:g}"
 
 
 def _boundary_text(rule: ClaimRule, low: float, high: float) -> str:
