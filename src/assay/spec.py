@@ -548,12 +548,14 @@ class StopSpec(_Model):
 
 class ClaimSpec(_Model):
     """A claim the study checks (``[[claim]]``, issue #62): the ratio of two variants'
-    means on a PI, and the region the claim says it lies in (exactly one of
-    ``at_least``, ``at_most``, ``within``); judged by :mod:`assay.stats.claims`."""
+    means (a comparison) or of two settings' means named by their values (a sweep:
+    ``{ replicas = 2, appendfsync = "always" }``) on a PI, and the region the claim says
+    it lies in (exactly one of ``at_least``, ``at_most``, ``within``); judged by
+    :mod:`assay.stats.claims`."""
 
     says: Annotated[str, Field(min_length=1)]
     pi: str | None = None  # default: the study's deciding PI (the first)
-    ratio: Annotated[list[str], Field(min_length=2, max_length=2)]
+    ratio: Annotated[list[str | dict[str, Scalar]], Field(min_length=2, max_length=2)]
     at_least: Annotated[float, Field(gt=0)] | None = None
     at_most: Annotated[float, Field(gt=0)] | None = None
     within: float | None = None  # a share: 0.1 or "10%"
@@ -561,14 +563,21 @@ class ClaimSpec(_Model):
     @field_validator("ratio", mode="before")
     @classmethod
     def _two_names(cls, v: Any) -> Any:
-        if isinstance(v, list) and any(isinstance(x, dict) for x in v):
-            raise ValueError(
-                "settings by their values ({ replicas = 2 }) are not supported yet; "
-                'name two variants: ratio = ["numerator", "denominator"]'
-            )
         if not isinstance(v, list) or len(v) != 2:
-            raise ValueError('expected two variant names: ratio = ["numerator", "denominator"]')
+            raise ValueError(
+                'expected two variant names, ratio = ["numerator", "denominator"], or two '
+                "settings of a sweep, ratio = [{ p = 2 }, { p = 1 }]"
+            )
         return v
+
+    def labels(self) -> tuple[str, str]:
+        """The numerator's and the denominator's names: a variant's, or a setting's
+        values (``replicas=2, appendfsync=always``)."""
+
+        def label(x: str | dict[str, Scalar]) -> str:
+            return x if isinstance(x, str) else ", ".join(f"{k}={v}" for k, v in x.items())
+
+        return label(self.ratio[0]), label(self.ratio[1])
 
     @field_validator("within", mode="before")
     @classmethod
@@ -651,10 +660,10 @@ class Spec(_Model):
             raise ValueError(f"pi: PI names must be unique; repeated: {', '.join(dupes)}")
         if not self.pis:
             raise ValueError("pi: at least one [[pi]] is needed")
-        if self.claims and not self.variants:
+        if self.claims and not self.variants and self.sweep is None:
             raise ValueError(
-                "claim: a claim compares two [[variant]]s of a comparison (assay compare); "
-                "claims on a sweep's or knob study's settings are not supported yet"
+                "claim: a claim compares two [[variant]]s of a comparison (assay compare) or "
+                "two settings of a sweep (assay sweep); not yet a knob study's samples"
             )
         roles = self.cluster.roles if self.cluster else None
         self._check_pack()
@@ -684,6 +693,7 @@ class Spec(_Model):
         if self.sweep is not None:
             self._check_sweep(known)
             known |= set(self.sweep.params)
+        self._check_claims()
         if self.knob_specs or self.knobs_options is not None:
             self._check_knobs(known)
             return self
@@ -695,7 +705,6 @@ class Spec(_Model):
             _check_placeholders("benchmark", templated, known)
             return self
         self._check_variants(known)
-        self._check_claims()
         return self
 
     def _check_sweep(self, known: set[str]) -> None:
@@ -909,11 +918,17 @@ class Spec(_Model):
         return out
 
     def _check_claims(self) -> None:
-        """Every claim names a PI of the study and two of its variants."""
-        if self.stop.until == "claims" and not self.claims:
+        """Every claim names a PI of the study and two of its variants (a comparison) or
+        two settings of its space (a sweep: a value of every swept parameter)."""
+        if self.stop.until == "claims" and (not self.claims or not self.variants):
             raise ValueError(
-                'stop.until: "claims" stops when every [[claim]] is decided, but the study '
-                'has none; add a [[claim]] or leave until = "ranking"'
+                'stop.until: "claims" stops a comparison when every [[claim]] is decided; '
+                + (
+                    "this study has none: add a [[claim]]"
+                    if not self.claims
+                    else "a sweep stops on its R²: its claims are judged at its end"
+                )
+                + ', or leave until = "ranking"'
             )
         pis = [p.name for p in self.pis]
         names = [v.name for v in self.variants]
@@ -921,14 +936,45 @@ class Spec(_Model):
             where = f"claim[{i}] ({c.says!r})"
             if c.pi is not None and c.pi not in pis:
                 raise ValueError(f"{where}.pi: {c.pi!r} is not a [[pi]] (known: {', '.join(pis)})")
-            for name in c.ratio:
-                if name not in names:
-                    raise ValueError(
-                        f"{where}.ratio: {name!r} is not a variant (the variants: "
-                        f"{', '.join(names)})"
-                    )
+            for side in c.ratio:
+                if self.variants:
+                    if not isinstance(side, str) or side not in names:
+                        raise ValueError(
+                            f"{where}.ratio: {side!r} is not a variant (the variants: "
+                            f"{', '.join(names)})"
+                        )
+                else:
+                    self._check_claimed_setting(where, side)
             if c.ratio[0] == c.ratio[1]:
-                raise ValueError(f"{where}.ratio: a variant against itself; name two variants")
+                raise ValueError(f"{where}.ratio: a side against itself; name two")
+
+    def _check_claimed_setting(self, where: str, side: str | dict[str, Scalar]) -> None:
+        """A sweep's claimed setting: every swept parameter, each at one of its values,
+        inside the constraints."""
+        assert self.sweep is not None
+        swept = self.sweep.params
+        example = ", ".join(f"{k} = {v[0]!r}" for k, v in swept.items())
+        if not isinstance(side, dict):
+            raise ValueError(
+                f"{where}.ratio: {side!r}: a sweep's claim names settings by their values, "
+                f"e.g. {{ {example} }}"
+            )
+        missing = [k for k in swept if k not in side]
+        extra = [k for k in side if k not in swept]
+        if missing or extra:
+            raise ValueError(
+                f"{where}.ratio: {side!r}: give a value of every swept parameter and no other "
+                f"({', '.join(swept)}; "
+                + (f"missing {', '.join(missing)}" if missing else f"not swept: {', '.join(extra)}")
+                + ")"
+            )
+        for k, v in side.items():
+            if v not in swept[k]:
+                raise ValueError(
+                    f"{where}.ratio: {k} = {v!r} is not one of its values {swept[k]!r}"
+                )
+        if not self.sweep.space().allows(side):
+            raise ValueError(f"{where}.ratio: {side!r} breaks sweep.constraints")
 
     def _check_variants(self, known: set[str]) -> None:
         if len(self.variants) < 2:

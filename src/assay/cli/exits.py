@@ -28,7 +28,7 @@ Exit status:
   0    done: the target was reached (or every planned trial measured, or
        run --runs N ran its N runs)
   1    --fail-if-worse (compare; run --baseline): worse than the baseline;
-       compare: a [[claim]] fails
+       compare, sweep: a [[claim]] fails
   2    usage error or bad study file     3  the store or study cannot go on
   4    no valid result (every trial failed, or too many: the report says why)
   5    the budget ran out before the target (CI width, decision, R²), or
@@ -105,24 +105,27 @@ def gate_status(result: Any) -> int:
     return _verdicts_status([g.verdict for g in result.gates])
 
 
-def compare_exit(result: Any) -> int:
-    """``assay compare``'s status: no valid result (4) first; then 1 when a
-    ``[[claim]]`` fails or the gate finds a variant worse; 5 when a claim (or the
-    gate) could not tell; otherwise the gate's status, or the ranking's
-    (:func:`compare_status`)."""
-    base = gate_status(result) if result.gates else compare_status(result)
+def with_claims(status: int, result: Any) -> int:
+    """``status`` with the study's ``[[claim]]`` verdicts laid over it: 1 when a claim
+    fails, 5 when one is undecided (never over a status that says there is no result
+    or that a study's settings failed)."""
     claims = [c.verdict.verdict for c in getattr(result, "claims", ())]
-    if base == NO_RESULT or not claims:
-        return base
-    if "fails" in claims or base == WORSE:
+    if not claims or status in (NO_RESULT, SETTINGS_FAILED, WORSE):
+        return status
+    if "fails" in claims:
         return WORSE
-    if "undecided" in claims:
-        return SHORT
-    # every claim decided: a study that stops on its claims (until = "claims") answered
-    # what it was asked, its ranking decided or not; a gate's own verdict still counts
-    if result.decision.reason.startswith("claims decided") and not result.gates:
-        return OK
-    return base
+    return SHORT if "undecided" in claims else status
+
+
+def compare_exit(result: Any) -> int:
+    """``assay compare``'s status: the gate's (or the ranking's, :func:`compare_status`)
+    with the claims' laid over it (:func:`with_claims`).  A study that stops on its
+    claims (``until = "claims"``) answered what it was asked once they are decided, its
+    ranking decided or not."""
+    base = gate_status(result) if result.gates else compare_status(result)
+    if base == SHORT and not result.gates and result.decision.reason.startswith("claims decided"):
+        base = OK
+    return with_claims(base, result)
 
 
 def order_status(result: Any) -> int:

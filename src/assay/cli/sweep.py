@@ -297,4 +297,4 @@ def sweep(target: str, **opts: Any) -> None:
         from assay.cli.show import remember_shown
 
         remember_shown(store_path, spec.study.name, (console.width,))
-    sys.exit(exits.sweep_status(result))
+    sys.exit(exits.with_claims(exits.sweep_status(result), result))

@@ -212,6 +212,16 @@ class ParameterSpace:
         """
         return cls([Parameter(n, v) for n, v in params.items()], constraints, repetitions)
 
+    def allows(self, setting: Mapping[str, Value]) -> bool:
+        """Whether ``setting`` (a value of every parameter) meets every constraint.
+
+        >>> space = ParameterSpace.from_mapping({"a": [1, 2], "b": [1, 2]}, ["a < b"])
+        >>> space.allows({"a": 2, "b": 1}), space.allows({"a": 1, "b": 2})
+        (False, True)
+        """
+        columns = {k: np.asarray([v]) for k, v in setting.items()}
+        return all(bool(c.evaluate(columns)[0]) for c in self.constraints)
+
     @property
     def names(self) -> list[str]:
         """The parameters' names, in order."""

@@ -134,6 +134,12 @@ def _order(doc: Mapping[str, Any]) -> str:
 
 
 def _sweep(doc: Mapping[str, Any]) -> str:
+    """The claims' verdicts first, where the study has claims (#62), then the terms."""
+    claims, terms = _claims(doc), _sweep_terms(doc)
+    return f"{claims}; {terms}" if claims and terms else claims or terms
+
+
+def _sweep_terms(doc: Mapping[str, Any]) -> str:
     analysis = doc.get("analysis") or {}
     terms = [
         f"{str(t.get('term')).replace(':', ' × ')} ({_num(t.get('pct_var')):.1f}%)"

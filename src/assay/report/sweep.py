@@ -124,7 +124,11 @@ def render_sweep(res: SweepResult, console: Console) -> None:
     """The steps, the summary (significant parameters, important points, the
     recommendation), the stopping reason and the footer."""
     mismatch, comparison = res.mismatch, res.comparison
-    parts: list[Text | Table | Group] = [Text(res.space, style="dim")]
+    parts: list[Any] = [Text(res.space, style="dim")]
+    if res.claims:  # what the study set out to show comes first (#62)
+        from assay.report.compare import claims_lines
+
+        parts.extend(claims_lines([c.as_dict() for c in res.claims], console))
     if res.steps:
         title = f"{res.study}: {res.pi.name} ({res.pi.unit})"
         parts.append(steps_table(res.steps, title, len(res.params)))

@@ -46,6 +46,7 @@ __all__ = [
     "claim_level",
     "claim_method",
     "judge_claim",
+    "judged",
     "ratio_interval",
 ]
 
@@ -236,6 +237,33 @@ class JudgedClaim:
             "confidence": self.level,
             "method": self.method,
         }
+
+
+def judged(
+    says: str,
+    pi: str,
+    labels: tuple[str, str],
+    rule: ClaimRule,
+    numerator: VariantStats | None,
+    denominator: VariantStats | None,
+    confidence: float,
+    *,
+    always_valid: bool = False,
+    missing: str = "no valid samples",
+) -> JudgedClaim:
+    """A claim judged on its two sides' stats (:func:`ratio_interval`,
+    :func:`judge_claim`); undecided, with ``missing`` said of the side that has none."""
+    level = claim_level(confidence)
+    if numerator is None or denominator is None:
+        side = labels[0] if numerator is None else labels[1]
+        nan = math.nan
+        verdict = ClaimVerdict("undecided", nan, nan, nan, rule, f"{side}: {missing}")
+    else:
+        verdict = judge_claim(
+            rule, *ratio_interval(numerator, denominator, confidence, always_valid=always_valid)
+        )
+    method = claim_method(rule, level, always_valid=always_valid)
+    return JudgedClaim(says, pi, labels[0], labels[1], verdict, level, method)
 
 
 def claim_method(rule: ClaimRule, level: float, *, always_valid: bool = False) -> str:

@@ -41,14 +41,7 @@ from assay.designs.compare import (
 from assay.designs.run_until_ci import INDEPENDENCE_ALPHA, Decision, pi_samples
 from assay.execute.overhead import LaunchOverhead
 from assay.spec import ClaimSpec, PISpec, Spec, SpecError
-from assay.stats.claims import (
-    ClaimVerdict,
-    JudgedClaim,
-    claim_level,
-    claim_method,
-    judge_claim,
-    ratio_interval,
-)
+from assay.stats.claims import JudgedClaim, judged
 from assay.stats.compare import PairDecision, pair_e_value
 from assay.stats.drift_bound import block_ratio_bound
 from assay.stats.gate import GateVerdict, gate_verdict, regression_gate, with_drift_bound
@@ -206,33 +199,23 @@ def judge_claims(
     the ratio of the two variants' means with its interval (:mod:`assay.stats.claims`);
     undecided, saying why, when a variant has no valid samples."""
     by_pi = {c.name: c for c in comparisons}
-    level = claim_level(confidence)
     out: list[JudgedClaim] = []
     for claim in claims:
         comp = by_pi[claim.pi or comparisons[0].name]
-        num, den = claim.ratio
+        labels = claim.labels()
         stats = comp.ranking.variants
-        rule = claim.rule
-        missing = [v for v in (num, den) if v not in stats]
-        if missing:
-            why = comp.ranking.problems.get(missing[0], "no valid samples")
-            verdict = ClaimVerdict(
-                "undecided", math.nan, math.nan, math.nan, rule, f"{missing[0]}: {why}"
-            )
-        else:
-            est, low, high = ratio_interval(
-                stats[num], stats[den], confidence, always_valid=always_valid
-            )
-            verdict = judge_claim(rule, est, low, high)
+        gone = next((v for v in labels if v not in stats), "")
         out.append(
-            JudgedClaim(
+            judged(
                 claim.says,
                 comp.name,
-                num,
-                den,
-                verdict,
-                level,
-                claim_method(rule, level, always_valid=always_valid),
+                labels,
+                claim.rule,
+                stats.get(labels[0]),
+                stats.get(labels[1]),
+                confidence,
+                always_valid=always_valid,
+                missing=comp.ranking.problems.get(gone, "no valid samples"),
             )
         )
     return out

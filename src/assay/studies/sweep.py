@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 from typing_extensions import Unpack
 
+from assay.designs.run_until_ci import INDEPENDENCE_ALPHA
 from assay.designs.space import ParameterSpace, SpaceError
 from assay.designs.sweep import (
     Analysis,
@@ -48,6 +49,7 @@ from assay.designs.sweep import (
 from assay.execute.executor import LocalExecutor
 from assay.execute.monitor import DISTURBED_CORES
 from assay.spec import PISpec, Spec, SweepSpec
+from assay.stats.claims import JudgedClaim, judged
 from assay.store import Store, TrialRecord
 from assay.studies.base import (
     StudyOptions,
@@ -349,6 +351,7 @@ class SweepResult:
     # values: the PI's mean and its t interval over the repetitions (setting_intervals)
     settings: pd.DataFrame = field(default_factory=pd.DataFrame)
     busy: BusyMachine | None = None  # what a sweep stopped on a busy machine saw
+    claims: list[JudgedClaim] = field(default_factory=list)  # [[claim]]: verdicts (#62)
 
     @property
     def lost_settings(self) -> list[dict[str, Any]]:
@@ -396,6 +399,7 @@ class SweepResult:
                 "sources": self.sources,
                 "transform": self.transform,
                 "busy": None if self.busy is None else self.busy.as_dict(),
+                "claims": [c.as_dict() for c in self.claims],
             }
             | {"min_share": self.min_share, "significant_material": self.material}
             | ({} if self.mismatch is None else {"mismatch": self.mismatch.to_dict()})
@@ -551,6 +555,13 @@ class SweepRunner:
         for unfinished in [*batches, self._short_of_repetitions(session)]:
             if unfinished and time.monotonic() < deadline:
                 session.measure(unfinished, reps, deadline=deadline, on_progress=progress)
+        # the settings a [[claim]] names are measured first (Algorithm 1 may never draw
+        # them), recorded as a batch of their own, as the loop's are
+        claimed = self._claimed_unmeasured(session)
+        if claimed and time.monotonic() < deadline:
+            batches.append(claimed)
+            st.store.set_study_value(st.study_id, BATCHES_KEY, batches)
+            session.measure(claimed, reps, deadline=deadline, on_progress=progress)
         rows = measured_trials(session.trials, self.params, self.pi, self.keys)
         busy: BusyMachine | None = None
         while True:
@@ -620,6 +631,58 @@ class SweepRunner:
             result = self._result(st.trials, steps, timed_out, st.environment, busy)
             result.resumed_trials = st.resumed
             return result
+
+    def _claimed_unmeasured(self, session: SettingsSession) -> list[dict[str, Any]]:
+        """The settings the claims name that have no trial yet, each once, in order."""
+        have = {setting_key({p: t.setting.get(p) for p in self.params}) for t in session.trials}
+        out: dict[str, dict[str, Any]] = {}
+        for claim in self.spec.claims:
+            for side in claim.ratio:
+                if isinstance(side, dict):
+                    key = setting_key(side)
+                    if key not in have:
+                        out.setdefault(key, {p: side[p] for p in self.params})
+        return list(out.values())
+
+    def _judge_claims(self, trials: list[TrialRecord]) -> list[JudgedClaim]:
+        """Each claim on the readings of its two settings (their repetitions), as the
+        live comparison analyses two variants' raw samples."""
+        from assay.stats.compare import InsufficientDataError, VariantStats, compare_samples
+
+        out: list[JudgedClaim] = []
+        confidence = self.spec.stop.confidence
+        for claim in self.spec.claims:
+            pi = claim.pi or self.pi.name
+            values = []
+            for side in claim.ratio:
+                key = setting_key(side if isinstance(side, dict) else {})
+                values.append(
+                    [
+                        t.readings[pi]
+                        for t in trials
+                        if t.ok
+                        and pi in t.readings
+                        and setting_key({p: t.setting.get(p) for p in self.params}) == key
+                    ]
+                )
+            stats: tuple[VariantStats | None, VariantStats | None] = (None, None)
+            missing = "not measured (the sweep's budget ended first)"
+            if all(len(v) >= 2 for v in values):
+                try:
+                    c = compare_samples(
+                        values[0], values[1], confidence, independence_alpha=INDEPENDENCE_ALPHA
+                    )
+                    stats = (c.a, c.b)
+                except InsufficientDataError as exc:
+                    missing = str(exc)
+            elif any(values):
+                missing = "fewer than 2 valid readings"
+            out.append(
+                judged(
+                    claim.says, pi, claim.labels(), claim.rule, *stats, confidence, missing=missing
+                )
+            )
+        return out
 
     def _short_of_repetitions(self, session: SettingsSession) -> list[dict[str, Any]]:
         """The space's settings with some but not all of their repetitions stored."""
@@ -734,6 +797,7 @@ class SweepRunner:
             # in the order [sweep.params] lists the values (the space sorts numbers)
             settings=setting_intervals(rows, self.params, self.pi.name, self.sweep.params),
             busy=busy,
+            claims=self._judge_claims(trials) if self.spec.claims else [],
         )
 
 
