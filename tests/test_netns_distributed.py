@@ -41,7 +41,7 @@ def _example(
     tmp_path: Path, hosts: Hosts, name: str = "redis-fsync-sweep.toml", requests: int = 3000
 ) -> Path:
     """An example as a user adapts it: the hosts' addresses (127.0.0.N is host N-1) and
-    keys; fewer requests and repetitions."""
+    keys; fewer requests (and, in a sweep, repetitions)."""
     work = tmp_path / "example"
     work.mkdir()
     shutil.copy(EXAMPLE / "redis_pair.py", work)
@@ -50,7 +50,7 @@ def _example(
         ('port = 2222\nkey = "~/.cache/assay/ssh-loopback/client_key"\n'
          'known_hosts = "~/.cache/assay/ssh-loopback/known_hosts"\n', hosts.cluster_toml()),
         ("requests = 20000", f"requests = {requests}"),
-        ("repetitions = 3", "repetitions = 2"),
+        *([("repetitions = 3", "repetitions = 2")] if "[sweep]" in text else []),
     ]:  # fmt: skip
         assert old in text, old
         text = text.replace(old, new)
@@ -346,3 +346,33 @@ def test_a_pool_packed_by_the_replica_count_runs_each_trial_on_its_own_hosts(
     assert len(executor["groups"]["hosts"]) == 3  # (p0, c0), (p1, c1), (p0, r0, c0)
     assert "trials packed onto 3 groups of hosts" in " ".join(done.stdout.split())
     assert hosts.left() == {}  # nothing of the study on any host
+
+
+def test_the_replica_claim_is_judged_on_three_hosts(tmp_path: Path, hosts: Hosts) -> None:
+    """#62: the artifact example's claim (a replica costs the primary at most a third of
+    its SET throughput), judged on namespace hosts; the exit status is its verdict's, the
+    replica takes part in its variant's trials only, and nothing is left."""
+    work = _example(tmp_path, hosts, "redis-replica-claims.toml")
+    done = subprocess.run(
+        [sys.executable, "-m", "assay", "compare", "redis-replica-claims.toml", "-q",
+         "--json", "r.json"],
+        cwd=work, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    doc = json.loads((work / "r.json").read_text())
+    (claim,) = doc["claims"]
+    assert claim["ratio"] == ["one-replica", "no-replica"] and claim["kind"] == "at_least"
+    assert done.returncode == {"holds": 0, "fails": 1, "undecided": 5}[claim["verdict"]], (
+        done.stderr
+    )
+    assert claim["estimate"] is not None and 0 < claim["estimate"] < 2
+    replica = hosts.addresses[2]  # host 3: 127.0.0.3 in the example
+    with Store(work / "redis-replica-claims.assay.db") as st:
+        found = st.find_study("redis-replica-claims")
+        assert found is not None
+        trials = st.trials(found[0])
+    assert trials and all(t.ok for t in trials), [t.error for t in trials]
+    for t in trials:
+        parts = {h.host for h in t.host_runs if h.what == "trial"}
+        with_replica = t.setting["variant"] == "one-replica"
+        assert (replica in parts) == with_replica, (t.setting, parts)
+    assert hosts.left() == {}

@@ -44,7 +44,8 @@ def status(store: str, study: str | None, **opts: Any) -> None:
     trial's outcome and the time left at most at its pace.
     """
     err = checked_err_console(opts)
-    from assay.studies.status import status_lines, study_statuses
+    from assay.report.status import status_lines
+    from assay.studies.status import study_statuses
 
     path = Path(store)
     with stored_study_errors(err, path):

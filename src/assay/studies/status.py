@@ -12,7 +12,6 @@ resume it.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,8 @@ class StudyStatus:
     trials_failed: int
     counts: TrialCounts
     per_trial_s: float | None  # the current (or last) session's pace
-    last_trial: str  # "ok 3 s ago", "" without trials
+    last_status: str  # the last trial's status ("" without trials)
+    last_end: float | None  # when it ended (epoch seconds)
     pid: int | None = None
     command: str = ""
     since: float | None = None  # when the running (or last) session started
@@ -59,19 +59,15 @@ class StudyStatus:
             "planned": {"least": self.counts.least, "most": self.counts.most},
             "per_trial_s": self.per_trial_s,
             "left_most_s": self.left_most_s,
-            "last_trial": self.last_trial,
+            "last_trial": {"status": self.last_status, "ended": self.last_end}
+            if self.last_status
+            else None,
             "pid": self.pid,
             "command": self.command,
             "since": self.since,
             "reason": self.reason,
             "resume": self.resume,
         }
-
-
-def _ago(seconds: float) -> str:
-    from assay.report.format import format_duration
-
-    return f"{format_duration(max(0.0, seconds))} ago"
 
 
 def _pace(trials: list[TrialRecord], since: float | None) -> float | None:
@@ -106,7 +102,6 @@ def study_statuses(store: Path, study: str | None = None) -> list[StudyStatus]:
             else [n for n in db.study_names() if not is_archived(n)]
         )
         found = [(find_stored(db, n), open_stored(db, n).trials) for n in names]
-    now = time.time()
     for stored, trials in found:
         held, info = study_lock_state(store, stored.name)
         sessions = stored.sessions
@@ -114,10 +109,9 @@ def study_statuses(store: Path, study: str | None = None) -> list[StudyStatus]:
         since = float(last["started"]) if last and last.get("started") is not None else None
         ok = sum(1 for t in trials if t.ok)
         tail = max(trials, key=lambda t: (t.started or 0.0, t.seq), default=None)
-        last_trial = ""
+        last_status, last_end = "", None
         if tail is not None and tail.started is not None:
-            end = tail.started + (tail.duration or 0.0)
-            last_trial = f"{tail.status} {_ago(now - end)}"
+            last_status, last_end = tail.status, tail.started + (tail.duration or 0.0)
         status = StudyStatus(
             stored.name,
             stored.kind,
@@ -126,7 +120,8 @@ def study_statuses(store: Path, study: str | None = None) -> list[StudyStatus]:
             len(trials) - ok,
             trial_counts(stored.spec),
             _pace(trials, since),
-            last_trial,
+            last_status,
+            last_end,
             since=since,
         )
         if held:
@@ -152,37 +147,3 @@ def study_statuses(store: Path, study: str | None = None) -> list[StudyStatus]:
             status.reason = str(result.get("reason") or "") if isinstance(result, dict) else ""
         out.append(status)
     return out
-
-
-def status_lines(s: StudyStatus) -> list[str]:
-    """One study's status in words."""
-    from assay.report.format import format_duration
-
-    c = s.counts
-    planned = f"{c.least}" if c.least == c.most else f"{c.least} to {c.most}"
-    lines = [f"{s.study} ({s.kind}): {s.state}"]
-    if s.state == "running":
-        lines.append(f"  process: pid {s.pid}, {s.command}" if s.pid else "  process: running")
-    lines.append(
-        f"  trials: {s.done} done ({s.trials_ok} ok, {s.trials_failed} failed) of the "
-        f"{planned} its design runs" + (f"; last: {s.last_trial}" if s.last_trial else "")
-    )
-    if s.per_trial_s is not None and s.state == "running":
-        left = s.left_most_s
-        lines.append(
-            f"  pace: {format_duration(s.per_trial_s)} a trial; at most "
-            f"~{format_duration(left or 0.0)} left (it stops sooner when its target is met "
-            "or its time budget ends)"
-        )
-    if s.since is not None:
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.since))
-        lines.append(f"  {'running' if s.state == 'running' else 'last session'} since {stamp}")
-    if s.state == "interrupted":
-        lines.append(
-            "  the last session did not end and no process runs it (killed, or the machine "
-            "restarted)"
-        )
-        lines.append(f"  resume: {s.resume}")
-    if s.reason:
-        lines.append(f"  ended: {s.reason}")
-    return lines
