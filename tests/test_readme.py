@@ -427,6 +427,10 @@ NOT_RUN: dict[str, str] = {
         "a cluster: four loopback SSH hosts (ssh-loopback-hosts.sh) running Redis; "
         "tests/test_netns_distributed.py runs it on namespace hosts"
     ),
+    "assay compare examples/distributed/redis-replica-claims.toml": (
+        "a cluster: three loopback SSH hosts (ssh-loopback-hosts.sh) running Redis; "
+        "tests/test_netns_distributed.py runs it on namespace hosts"
+    ),
     "assay sweep examples/distributed/redis-replicas-packed.toml --json r.json": (
         "a cluster: five loopback SSH hosts (ssh-loopback-hosts.sh) running Redis; "
         "tests/test_netns_distributed.py runs it on namespace hosts"
