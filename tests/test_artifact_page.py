@@ -44,6 +44,18 @@ def test_the_page_holds_what_a_reviewer_reads(page_path: Path) -> None:
     assert "assay reproduce g.assay.db" in html and "assay plan g.toml" in html
 
 
+def test_the_page_in_markdown(page_path: Path, tmp_path: Path) -> None:
+    out = tmp_path / "artifact.md"
+    res = invoke(tmp_path, "report", str(tmp_path / "g.assay.db"), "--artifact", "-o", str(out))
+    assert res.exit_code == exits.OK, res.output
+    text = out.read_text()
+    assert text.startswith("## Artifact: g\n")
+    assert "**claims: 1 holds, 1 fails" in text
+    assert text.index("### Claims") < text.index("### Summary by rounds")
+    assert "❌ fails" in text and "```text\n[Exp info] study: g, variant: old" in text
+    assert "`assay reproduce g.assay.db`" in text
+
+
 @needs_browser
 @pytest.mark.parametrize("width", [1280, 390])
 def test_the_page_in_the_browser(browser: Any, page_path: Path, tmp_path: Path, width: int) -> None:

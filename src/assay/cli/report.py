@@ -50,7 +50,7 @@ Exit status (not the study's: use assay show for that):
 @click.option("--artifact", is_flag=True,
               help="The page a reviewer attaches (one study): the claims and their "
               "verdicts, ELECT's summary by rounds, the environment, how to run it "
-              "again (assay reproduce).")  # fmt: skip
+              "again (assay reproduce); Markdown when -o ends in .md.")  # fmt: skip
 def report(args: tuple[str, ...], **opts: Any) -> None:
     """Write a stored study's report as one self-contained HTML file.
 
@@ -84,7 +84,11 @@ def report(args: tuple[str, ...], **opts: Any) -> None:
     path = Path(store)
     plots: list[Any]
     with stored_study_errors(err, path):
-        if opts["artifact"]:
+        if opts["artifact"] and str(opts["html_out"]).endswith(".md"):
+            from assay.report.markdown import artifact_markdown
+
+            page, plots = artifact_markdown(path, study), []
+        elif opts["artifact"]:
             page, plots = artifact_report(path, study), []
         else:
             page, plots = study_report(path, study, png=plots_dir is not None)

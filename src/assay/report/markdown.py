@@ -258,3 +258,37 @@ def compare_rows(
     on_median = any(r.get("statistic") == "median" for r in rows)
     shown = "estimate (CI)" if on_median else "mean ± CI half-width"
     return ["PI", "rank", "variant", shown, "vs best (CI)", "n", "verdict"], table
+
+
+def artifact_markdown(store_path: Any, study: str | None) -> str:
+    """The artifact page (:func:`assay.report.html.artifact_report`) as Markdown, for a
+    README, an artifact appendix or a PR: the answer, the claims, ELECT's summary by
+    rounds, the environment and how to run it again."""
+    from assay.report.answer import answer
+    from assay.report.summary import summary_lines
+    from assay.studies.stored import stored_result
+
+    stored, result, trials = stored_result(store_path, study)
+    doc = result.as_dict()
+    env = getattr(result, "environment", None) or doc.get("environment") or {}
+    kind, name = stored.kind, stored.name
+    parts = [
+        f"## Artifact: {_cell(name)}\n",
+        f"{_cell(kind)} study, {len(trials)} trials, from the store `{_cell(store_path.name)}`\n",
+        _answer(answer(kind, doc)),
+    ]
+    if doc.get("claims"):
+        parts.append("### Claims\n\n" + claims_markdown(doc["claims"]))
+    fence = "`" * 3
+    summary = "\n".join(summary_lines(stored, trials)).replace(fence, "'''")
+    parts.append(f"### Summary by rounds\n\n{fence}text\n{summary}\n{fence}\n")
+    if env:
+        parts.append("### Environment\n\n" + markdown_table(["", "value"], list(env.items())))
+    parts.append(
+        "### How to run it again\n\n"
+        f"1. plan it: `assay plan {_cell(name)}.toml`\n"
+        f"2. run it: `assay {kind} {_cell(name)}.toml`\n"
+        "3. or run it again from this store and judge it against this result: "
+        f"`assay reproduce {_cell(store_path.name)}`\n"
+    )
+    return "\n".join(parts)
