@@ -72,6 +72,9 @@ def test_a_report_whose_baseline_gate_failed_shows_no_green_answer() -> None:
     assert "the baseline gate failed: wall_time: this run is worse" in bad
     fine = NS(verdict="not worse", text=lambda: "")
     assert 'class="answer"' in _answer("run", doc, [NS(pi="wall_time", gate=fine)])
+    # a run short of its target (± ∞, "the target is not met") is never a green box
+    short = {"pis": [{**doc["pis"][0], "met": False, "half_width": None}]}
+    assert 'class="answer short"' in _answer("run", short)
 
 
 def test_a_command_that_cannot_start_says_so_in_one_line_first(tmp_path: Path) -> None:

@@ -47,6 +47,7 @@ figure{margin:1em 0 2em}figure svg{max-width:100%;height:auto}
 figcaption{font-weight:600;margin-bottom:.3em}.muted{color:#666}
 .answer{font-size:1.15em;font-weight:600;border-left:4px solid #2a7;padding:.3em .7em;
 background:#f3faf6}.answer.bad{border-left-color:#c33;background:#fbf0f0}
+.answer.short{border-left-color:#c90;background:#fdf8ec}
 td.claim-holds{color:#17723a;font-weight:600}td.claim-fails{color:#b3261e;font-weight:600}
 td.claim-undecided{color:#8a5a00}
 summary h2{display:inline;border:none}summary{cursor:pointer;margin-top:2em;
@@ -55,6 +56,7 @@ border-bottom:1px solid #ccc}
 a{color:#8ab4f8}a:visited{color:#c58af9}
 th{background:#222}th,td{border-color:#444}pre{background:#1c1c1c;border-color:#333}
 .muted{color:#999}.answer{background:#16261d}.answer.bad{background:#2a1616}
+.answer.short{background:#2a2413}
 td.claim-holds{color:#6fd08c}td.claim-fails{color:#ff8a80}td.claim-undecided{color:#e8c26a}
 figure svg{background:#fff}}
 @media print{details{display:block}table{display:table;width:100%;font-size:.7rem}
@@ -304,9 +306,10 @@ def _answer(kind: str, doc: Mapping[str, Any], baseline: Sequence[Any] = ()) -> 
         )
     # `name` marks a name as written (as the Markdown shows it): code, after escaping
     shown = re.sub(r"`([^`<>]*)`", r"<code>\1</code>", _e(text))
-    # a claim that fails is bad news too: never a green box above it
+    # a claim that fails is bad news too: never a green box above it; nor above an
+    # answer that fell short of its target (a run's "± ∞, the target is not met")
     failed = any(c.get("verdict") == "fails" for c in doc.get("claims") or [])
-    mark = "answer bad" if worse or failed else "answer"
+    mark = "answer bad" if worse or failed else "answer short" if _short(kind, doc) else "answer"
     return f'<p class="{mark}" id="answer">{shown}</p>' if text else ""
 
 
@@ -322,6 +325,25 @@ def _claims(doc: Mapping[str, Any]) -> str:
             f'data-label="verdict">{v}<', f'data-label="verdict" class="claim-{v}">{v}<'
         )
     return table + f'<p class="muted">{_e(claims_note(doc["claims"]))}</p>'
+
+
+def _short(kind: str, doc: Mapping[str, Any]) -> bool:
+    """Whether the answer fell short of what the study asked: a run's PI whose target
+    was not met, a comparison left undecided (unless it stopped on its decided claims),
+    a claim undecided.
+
+    >>> _short("run", {"pis": [{"met": True}, {"met": False}]}), _short("run", {"pis": []})
+    (True, False)
+    """
+    if any(c.get("verdict") == "undecided" for c in doc.get("claims") or []):
+        return True
+    if kind == "run":
+        return any(not p.get("met") for p in doc.get("pis") or [])
+    if kind == "compare":
+        return not doc.get("decided") and not str(doc.get("reason", "")).startswith(
+            "claims decided"
+        )
+    return False
 
 
 def _dl(rows: Iterable[tuple[str, Any]]) -> str:
