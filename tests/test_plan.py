@@ -58,7 +58,7 @@ def test_the_rounds_a_width_needs() -> None:
 def test_without_a_pilot_the_plan_says_why(tmp_path: Path) -> None:
     p = plan_study(spec(""), tmp_path / "p.assay.db", pilot_trials=0)
     assert p.per_trial_s is None and p.seconds(10) is None
-    assert p.timing_from == "no pilot (--pilot 0)"
+    assert p.timing_from == "no pilot (--pilot 0), and no earlier store of this study"
     assert p.hosts == ["this machine, one trial at a time"]
 
 

@@ -99,24 +99,31 @@ def plan_lines(p: Any) -> list[str]:
         )
 
     typical = (
-        f", typically {c.typical} ({when(c.typical)}, store {disk(c.typical)})"
+        f"; typically {c.typical} ({when(c.typical)}, store {disk(c.typical)})"
         if c.typical is not None and c.typical not in (c.least, c.most)
         else ""
     )
     most = p.within_budget(c.most)
-    capped = f" ({c.most} without the time budget)" if most != c.most else ""
-    span = (
-        f"{c.least} trials ({when(c.least)}, store {disk(c.least)})"
-        if c.least == c.most
-        else f"{c.least} to {most} trials{capped} ({when(c.least)} to {when(most)}; store "
-        f"{disk(c.least)} to {disk(most)}){typical}"
-    )
+    capped = f" in its time budget (at most {c.most} without it)" if most != c.most else ""
+    if p.per_trial_s is None:  # counts only: the time line says why
+        span = f"{c.least} trials" if c.least == c.most else f"{c.least} to {c.most} trials"
+    elif c.least == c.most:
+        span = f"{c.least} trials: {when(c.least)}, store {disk(c.least)}"
+    else:
+        span = (
+            f"{c.least} to {most} trials{capped}: {when(c.least)} to {when(most)}, store "
+            f"{disk(c.least)} to {disk(most)}{typical}"
+        )
     per = "unknown" if p.per_trial_s is None else f"{format_duration(p.per_trial_s)} a trial"
     lines = [
         f"plan: {p.study} ({p.kind}){' from ' + p.source if p.source else ''}",
         f"  trials: {span}",
         f"  how: {c.how}",
-        f"  time: {per}, from {p.timing_from}"
+        (
+            f"  time: {per}, from {p.timing_from}"
+            if p.per_trial_s
+            else f"  time: unknown: {p.timing_from}"
+        )
         + (
             ""
             if p.max_time_s is None

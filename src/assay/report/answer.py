@@ -14,6 +14,7 @@ study, ``--from`` data and a result read back say the same.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -61,6 +62,9 @@ def _run(doc: Mapping[str, Any]) -> str:
 def _compare(doc: Mapping[str, Any]) -> str:
     """The claims' verdicts first, where the study has claims (#62), then the ranking."""
     claims, ranking = _claims(doc), _ranking(doc)
+    if str(doc.get("reason", "")).startswith("claims decided"):
+        # it stopped on its claims: its ranking is said, not called undecided
+        ranking = re.sub(r"^not decided (after \d+ cycles): ", r"\1, ", ranking)
     return f"{claims}; {ranking}" if claims and ranking else claims or ranking
 
 

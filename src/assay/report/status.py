@@ -28,8 +28,9 @@ def status_lines(s: StudyStatus) -> list[str]:
         left = s.left_most_s
         lines.append(
             f"  pace: {format_duration(s.per_trial_s)} a trial; at most "
-            f"~{format_duration(left or 0.0)} left (it stops sooner when its target is met "
-            "or its time budget ends)"
+            f"~{format_duration(left or 0.0)} left"
+            + (" (to the end of its time budget)" if s.budget_left_s is not None else "")
+            + "; it stops sooner when its target is met"
         )
     if s.since is not None:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.since))

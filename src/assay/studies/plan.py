@@ -204,7 +204,8 @@ def hosts_needed(spec: Spec) -> list[str]:
     return out
 
 
-def _budget(spec: Spec, kind: str) -> float | None:
+def time_budget(spec: Spec, kind: str) -> float | None:
+    """The study's time budget in measured seconds (None: none)."""
     if kind == "sweep" and spec.sweep is not None:
         return spec.sweep.max_time
     if kind in ("run", "compare"):
@@ -342,7 +343,7 @@ def plan_study(spec: Spec, store: Path, *, pilot_trials: int = PILOT_TRIALS) -> 
         spec.source_path or "",
         counts,
         hosts_needed(spec),
-        _budget(spec, kind),
+        time_budget(spec, kind),
     )
     earlier = from_store(spec, store)
     if earlier is not None:
@@ -350,7 +351,7 @@ def plan_study(spec: Spec, store: Path, *, pilot_trials: int = PILOT_TRIALS) -> 
         result.timing_from = f"its earlier store {store} ({n} trials)"
         return result
     if pilot_trials <= 0:
-        result.timing_from = "no pilot (--pilot 0)"
+        result.timing_from = "no pilot (--pilot 0), and no earlier store of this study"
         return result
     if spec.cluster is not None:
         result.timing_from = (

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.store import Store, TrialRecord, is_archived, study_lock_state
-from assay.studies.plan import TrialCounts, trial_counts
+from assay.studies.plan import TrialCounts, time_budget, trial_counts
 
 
 @dataclass
@@ -36,6 +36,8 @@ class StudyStatus:
     pid: int | None = None
     command: str = ""
     since: float | None = None  # when the running (or last) session started
+    budget_left_s: float | None = None  # measured seconds its time budget still allows
+    wall_per_measured: float = 1.0  # wall seconds per measured second, at its pace
     reason: str = ""  # a finished study's reason
     resume: str = ""  # how to resume an interrupted one
 
@@ -48,7 +50,10 @@ class StudyStatus:
         """The time the trials the design still has at most take, at this pace."""
         if self.per_trial_s is None or self.state != "running":
             return None
-        return max(0, self.counts.most - self.done) * self.per_trial_s
+        left = max(0, self.counts.most - self.done) * self.per_trial_s
+        if self.budget_left_s is not None:  # the time budget ends it sooner
+            left = min(left, max(0.0, self.budget_left_s) * self.wall_per_measured)
+        return left
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -124,6 +129,12 @@ def study_statuses(store: Path, study: str | None = None) -> list[StudyStatus]:
             last_end,
             since=since,
         )
+        budget = time_budget(stored.spec, stored.kind)
+        measured = sum(t.duration or 0.0 for t in trials)
+        if budget is not None:
+            status.budget_left_s = budget - measured
+            if status.per_trial_s is not None and measured > 0:
+                status.wall_per_measured = max(1.0, status.per_trial_s * len(trials) / measured)
         if held:
             status.state = "running"
             pid = info.get("pid")
