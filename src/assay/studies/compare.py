@@ -547,7 +547,8 @@ def claims_decision(
     pairs = getattr(ranking, "undecided", ())
     if not open_:
         counts = {v: sum(c.verdict.verdict == v for c in claims) for v in ("holds", "fails")}
-        said = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
+        # "1 holds", "2 hold"
+        said = ", ".join(f"{n} {v if n == 1 else v[:-1]}" for v, n in counts.items() if n)
         return CompareDecision(True, f"claims decided: {said}", 0, decided=decided, undecided=pairs)
     if budget is not None:
         return CompareDecision(
