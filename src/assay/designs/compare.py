@@ -19,7 +19,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from assay.designs.run_until_ci import Decision
+from assay.designs.run_until_ci import Decision, budget_spent
 from assay.stats.compare import (
     Comparison,
     Direction,
@@ -385,11 +385,7 @@ def compare_decision(
         raise ValueError(f"statistic must be one of {', '.join(STATISTICS)}, got {statistic!r}")
     median = statistic == "median"
     done_rounds = _check_nonneg_int(rounds_done, "rounds_done")
-    budget = None
-    if max_rounds is not None and done_rounds >= max_rounds:
-        budget = f"budget spent: {done_rounds} rounds (max_rounds)"
-    elif max_time is not None and elapsed >= max_time:
-        budget = f"budget spent: {elapsed:.0f} s (max_time)"
+    budget = budget_spent(done_rounds, max_rounds, elapsed, max_time)
     if median and sequential != "every-cycle":
         # the e-value is Welch's: ranks get the looks' alpha spending, whichever was asked
         note = (

@@ -1335,11 +1335,28 @@ def decide(
         )
     if met:
         rounds_left = stop.confirm_rounds - met_streak - 1
-    if rounds_done >= stop.max_rounds:
-        return Decision(True, f"budget spent: {rounds_done} rounds (max_rounds)", rounds_left, met)
-    if elapsed >= stop.max_time:
-        return Decision(True, f"budget spent: {elapsed:.0f} s (max_time)", rounds_left, met)
+    spent = budget_spent(rounds_done, stop.max_rounds, elapsed, stop.max_time)
+    if spent is not None:
+        return Decision(True, spent, rounds_left, met)
     return Decision(False, "confirming the target" if met else "running", rounds_left, met)
+
+
+def budget_spent(
+    rounds: int, max_rounds: int | None, elapsed: float, max_time: float | None
+) -> str | None:
+    """The reason a study stops on its budget, or None while the budget lasts: its
+    rounds (``max_rounds``) first, then its measured seconds (``max_time``).
+
+    >>> budget_spent(10, 10, 3.2, 60.0), budget_spent(4, 10, 61.0, 60.0)
+    ('budget spent: 10 rounds (max_rounds)', 'budget spent: 61 s (max_time)')
+    >>> budget_spent(4, 10, 3.2, None) is None
+    True
+    """
+    if max_rounds is not None and rounds >= max_rounds:
+        return f"budget spent: {rounds} rounds (max_rounds)"
+    if max_time is not None and elapsed >= max_time:
+        return f"budget spent: {elapsed:.0f} s (max_time)"
+    return None
 
 
 def _rounds_left(

@@ -33,6 +33,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from assay.values import finite_or_none
+
 if TYPE_CHECKING:  # numpy and scipy only where a ratio is computed: study files load fast
     from assay.stats.compare import VariantStats
 
@@ -111,14 +113,11 @@ class ClaimVerdict:
     why: str  # the interval against the region, in words
 
     def as_dict(self) -> dict[str, Any]:
-        def num(x: float) -> float | None:
-            return x if math.isfinite(x) else None
-
         return {
             "verdict": self.verdict,
-            "estimate": num(self.estimate),
-            "low": num(self.low),
-            "high": num(self.high),
+            "estimate": finite_or_none(self.estimate),
+            "low": finite_or_none(self.low),
+            "high": finite_or_none(self.high),
             "kind": self.rule.kind,
             "bound": self.rule.bound,
             "why": self.why,

@@ -38,7 +38,7 @@ from assay.designs.compare import (
     cycle_order,
     undecided_text,
 )
-from assay.designs.run_until_ci import INDEPENDENCE_ALPHA, Decision, pi_samples
+from assay.designs.run_until_ci import INDEPENDENCE_ALPHA, Decision, budget_spent, pi_samples
 from assay.execute.overhead import LaunchOverhead
 from assay.spec import ClaimSpec, PISpec, Spec, SpecError
 from assay.stats.claims import JudgedClaim, judged
@@ -541,7 +541,7 @@ def claims_decision(
 ) -> CompareDecision:
     """``[stop] until = "claims"``: done when every claim holds or fails (the ranking's
     own decision then only says how its pairs stand), or when the ``budget`` is spent
-    (what was spent, in words; None while it lasts)."""
+    (:func:`~assay.designs.run_until_ci.budget_spent`'s reason; None while it lasts)."""
     open_ = [c.says for c in claims if c.verdict.verdict == "undecided"]
     decided = getattr(ranking, "decided", False)
     pairs = getattr(ranking, "undecided", ())
@@ -553,7 +553,7 @@ def claims_decision(
     if budget is not None:
         return CompareDecision(
             True,
-            f"budget spent: {budget}; claims still undecided: {'; '.join(open_)}",
+            f"{budget}; claims still undecided: {'; '.join(open_)}",
             None,
             decided=decided,
             undecided=pairs,
@@ -680,13 +680,7 @@ class CompareRunner(Study):
         ):
             return decision
         stop = self.spec.stop
-        budget = (
-            f"{cycles} rounds (max_rounds)"
-            if cycles >= stop.max_rounds
-            else f"{elapsed:.0f} s (max_time)"
-            if elapsed >= stop.max_time
-            else None
-        )
+        budget = budget_spent(cycles, stop.max_rounds, elapsed, stop.max_time)
         return claims_decision(decision, self._judge(comp, trials), budget)
 
     def _judge(self, comp: PIComparison, trials: list[TrialRecord]) -> list[JudgedClaim]:

@@ -25,6 +25,7 @@ from typing import Any
 
 from assay.spec import Spec
 from assay.studies.base import study_kind
+from assay.values import plain
 
 #: Trials a pilot runs (per variant of a comparison, per setting of a sweep).
 PILOT_TRIALS = 3
@@ -273,14 +274,10 @@ def pilot_spec(spec: Spec, kind: str, trials: int) -> list[Spec]:
         picks = sorted({0, len(space) // 2, len(space) - 1})
         out = []
         for i in picks:
-            row = {k: _plain(v) for k, v in space.iloc[i].to_dict().items()}
+            row = {k: plain(v) for k, v in space.iloc[i].to_dict().items()}
             out.append(spec.model_copy(update={**base, "params": {**spec.params, **row}}))
         return out
     return []
-
-
-def _plain(v: Any) -> Any:
-    return v.item() if hasattr(v, "item") else v
 
 
 def pilot(specs: list[Spec]) -> tuple[float, float, float | None]:
@@ -289,6 +286,7 @@ def pilot(specs: list[Spec]) -> tuple[float, float, float | None]:
     for real in a private temporary store, on this machine."""
     from assay.execute.executor import LocalExecutor
     from assay.privatefs import private_temp
+    from assay.stats.spread import spread
     from assay.studies.run import Runner
 
     walls, sizes, cvs = 0.0, 0, []
@@ -304,11 +302,9 @@ def pilot(specs: list[Spec]) -> tuple[float, float, float | None]:
             walls += result.elapsed_s + OWN_COST_S * result.trials_total
             n += result.trials_total
             for row in result.samples[:1]:
-                vals = [float(x) for x in row["values"]]
-                if len(vals) >= 2:
-                    m = sum(vals) / len(vals)
-                    sd = math.sqrt(sum((x - m) ** 2 for x in vals) / (len(vals) - 1))
-                    cvs.append(sd / abs(m) if m else math.nan)
+                got = spread([float(x) for x in row["values"]])
+                if got.sd is not None and got.mean is not None:
+                    cvs.append(got.sd / abs(got.mean) if got.mean else math.nan)
             sizes += sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
             for p in list(folder.iterdir()):
                 if p.is_file():

@@ -25,6 +25,7 @@ from assay.errors import SpecError
 from assay.stats.claims import ClaimRule, claim_level, judge_claim, ratio_interval
 from assay.stats.compare import SummaryStats, VariantStats, analyze_variant
 from assay.studies.base import StoredStudy
+from assay.values import finite_or_none
 
 #: The kinds of study ``assay reproduce`` runs again.
 REPRODUCE_KINDS = ("run", "compare")
@@ -51,18 +52,15 @@ class PIReproduction:
     why: str
 
     def as_dict(self) -> dict[str, Any]:
-        def num(x: float) -> float | None:
-            return x if math.isfinite(x) else None
-
         return {
             "pi": self.pi,
             "variant": self.variant,
             "unit": self.unit,
-            "original": num(self.original),
-            "reproduced": num(self.reproduced),
-            "ratio": num(self.ratio),
-            "low": num(self.low),
-            "high": num(self.high),
+            "original": finite_or_none(self.original),
+            "reproduced": finite_or_none(self.reproduced),
+            "ratio": finite_or_none(self.ratio),
+            "low": finite_or_none(self.low),
+            "high": finite_or_none(self.high),
             "verdict": self.verdict,
             "why": self.why,
         }
@@ -276,13 +274,9 @@ def claim_reproductions(original: Any, reproduction: Any) -> list[ClaimReproduct
             verdict = "undecided"  # nothing to reproduce: the original did not decide
         else:
             verdict = "reproduced" if now == then else "not reproduced"
-
-        def num(x: float) -> float | None:
-            return x if math.isfinite(x) else None
-
-        est = None if n is None else num(n.verdict.estimate)
-        low = None if n is None else num(n.verdict.low)
-        high = None if n is None else num(n.verdict.high)
+        est = None if n is None else finite_or_none(n.verdict.estimate)
+        low = None if n is None else finite_or_none(n.verdict.low)
+        high = None if n is None else finite_or_none(n.verdict.high)
         out.append(ClaimReproduction(c.says, then, now, verdict, est, low, high))
     return out
 

@@ -632,9 +632,13 @@ class SweepRunner:
             result.resumed_trials = st.resumed
             return result
 
+    def _key(self, trial: TrialRecord) -> str:
+        """The :func:`setting_key` of the swept parameters' values ``trial`` ran with."""
+        return setting_key({p: trial.setting.get(p) for p in self.params})
+
     def _claimed_unmeasured(self, session: SettingsSession) -> list[dict[str, Any]]:
         """The settings the claims name that have no trial yet, each once, in order."""
-        have = {setting_key({p: t.setting.get(p) for p in self.params}) for t in session.trials}
+        have = {self._key(t) for t in session.trials}
         out: dict[str, dict[str, Any]] = {}
         for claim in self.spec.claims:
             for side in claim.ratio:
@@ -651,20 +655,20 @@ class SweepRunner:
 
         out: list[JudgedClaim] = []
         confidence = self.spec.stop.confidence
+        by_setting: dict[str, list[TrialRecord]] = {}
+        for t in trials:
+            if t.ok:
+                by_setting.setdefault(self._key(t), []).append(t)
         for claim in self.spec.claims:
             pi = claim.pi or self.pi.name
-            values = []
-            for side in claim.ratio:
-                key = setting_key(side if isinstance(side, dict) else {})
-                values.append(
-                    [
-                        t.readings[pi]
-                        for t in trials
-                        if t.ok
-                        and pi in t.readings
-                        and setting_key({p: t.setting.get(p) for p in self.params}) == key
-                    ]
-                )
+            values = [
+                [
+                    t.readings[pi]
+                    for t in by_setting.get(setting_key(side if isinstance(side, dict) else {}), [])
+                    if pi in t.readings
+                ]
+                for side in claim.ratio
+            ]
             stats: tuple[VariantStats | None, VariantStats | None] = (None, None)
             missing = "not measured (the sweep's budget ended first)"
             if all(len(v) >= 2 for v in values):
