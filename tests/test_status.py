@@ -74,3 +74,19 @@ def test_a_finished_study_says_why_it_ended(tmp_path: Path) -> None:
 def test_an_unknown_study_names_the_stores_studies(tmp_path: Path) -> None:
     res = invoke(tmp_path, "status", str(finished(tmp_path)), "nope")
     assert res.exit_code != exits.OK and "'s'" in res.output
+
+
+def test_a_lock_file_planted_as_a_link_is_not_followed(tmp_path: Path) -> None:
+    """The status only reads a study's lock file, and never through a link another user
+    planted in the store's folder: it is taken for no lock, and its target is untouched."""
+    from assay.store import study_file, study_lock_state
+
+    store = finished(tmp_path)
+    target = tmp_path / "victim"
+    target.write_text('{"pid": 1, "argv": ["rm", "-rf", "/"]}')
+    lock = study_file(store, "s", ".lock")
+    lock.symlink_to(target)
+    assert study_lock_state(store, "s") == (False, {})
+    assert target.read_text() == '{"pid": 1, "argv": ["rm", "-rf", "/"]}'
+    res = invoke(tmp_path, "status", str(store))
+    assert res.exit_code == exits.OK and "rm -rf" not in res.output
