@@ -127,6 +127,8 @@ def claim_rows(claims: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[lis
     """Each ``[[claim]]`` of a result (its ``claims`` entries, issue #62): what it says,
     the ratio, the estimate with its interval, the claimed region and the verdict,
     as the terminal, the Markdown and the HTML report show them."""
+    from assay.stats.claims import ClaimRule
+
     rows: list[list[object]] = []
     for c in claims:
         num, den = c["ratio"]
@@ -138,12 +140,7 @@ def claim_rows(claims: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[lis
             value = f"{est:.3g}× (no interval)"
         else:
             value = f"{est:.4g}× [{low:.4g}, {high:.4g}] ({level:.0%})"
-        kind, bound = c["kind"], float(c["bound"])
-        region = (
-            f"within {bound * 100:g}%"
-            if kind == "within"
-            else (f"{kind.replace('_', ' ')} {bound:g}×")
-        )
+        region = ClaimRule(c["kind"], float(c["bound"])).text()
         rows.append([c["says"], f"{num} / {den} ({c['pi']})", value, region, c["verdict"]])
     return ["claim", "ratio (PI)", "estimate [interval]", "claimed", "verdict"], rows
 

@@ -95,10 +95,10 @@ class ClaimRule:
         return 1.0 - self.bound, 1.0 + self.bound
 
     def text(self) -> str:
-        """The claimed region in words: "at least 1.5x", "at most 0.8x", "within 5%"."""
+        """The claimed region in words: "at least 1.5×", "at most 0.8×", "within 5%"."""
         if self.kind == "within":
             return f"within {self.bound * 100:g}%"
-        return f"{self.kind.replace('_', ' ')} {self.bound:g}x"
+        return f"{self.kind.replace('_', ' ')} {self.bound:g}×"
 
 
 @dataclass(frozen=True)
