@@ -4,8 +4,12 @@
 #   (redis-benchmark, redis-cli), fio, and openssh-server (sshd: the SSH-cluster tests
 #   start a private one on a free loopback port), chromium (the HTML report's
 #   browser tests drive it through Playwright), and jq (the README's examples pipe
-#   JSON through it; tests/test_readme.py runs them). SQLite needs nothing: it is in
-#   Python.
+#   JSON through it; tests/test_readme.py runs them), etcd-server and etcd-client (the
+#   etcd target: a Raft cluster), and go-ycsb (YCSB: python3 -m assay.targets ycsb),
+#   built from the Go module proxy (github.com/pingcap/go-ycsb, a pinned version) with
+#   the Go toolchain (Debian's golang-go when there is no go) and installed as
+#   /usr/local/bin/go-ycsb (~/.local/bin/go-ycsb when not root). SQLite needs nothing:
+#   it is in Python.
 #
 # Idempotent: when every program is already there it does nothing (no apt-get at all).
 # Needs root (or passwordless sudo) only when something is missing.
@@ -33,9 +37,46 @@ command -v cc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
 # tc (iproute2): the namespace hosts' slow link (bench/bench_cluster_ssh.py)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v tc >/dev/null 2>&1 || missing+=(iproute2)
+# the etcd target (etcd, etcdctl)
+command -v etcd >/dev/null 2>&1 || [[ -x /usr/bin/etcd ]] || missing+=(etcd-server)
+command -v etcdctl >/dev/null 2>&1 || missing+=(etcd-client)
+
+# go-ycsb: a pinned module version, built here from the Go module proxy (no binary
+# download); the version file beside the binary names it (the ycsb driver reports it)
+GO_YCSB_MODULE=github.com/pingcap/go-ycsb
+GO_YCSB_VERSION=v1.0.3
+if [[ $(id -u) -eq 0 ]]; then go_ycsb_bin=/usr/local/bin/go-ycsb; else go_ycsb_bin=$HOME/.local/bin/go-ycsb; fi
+need_go_ycsb=0
+if [[ ! -x $go_ycsb_bin || "$(cat "$go_ycsb_bin.version" 2>/dev/null)" != "$GO_YCSB_VERSION" ]]; then
+    need_go_ycsb=1
+    command -v go >/dev/null 2>&1 || missing+=(golang-go)
+    [[ -e /usr/include/sqlite3.h ]] || missing+=(libsqlite3-dev)  # its SQLite binding (cgo)
+fi
+
+build_go_ycsb() {
+    [[ $need_go_ycsb -eq 1 ]] || return 0
+    echo "install-targets: building go-ycsb $GO_YCSB_VERSION from the Go module proxy (a few minutes)"
+    local work
+    work=$(mktemp -d)  # mode 700, a fresh name
+    trap 'rm -rf "$work"' RETURN
+    local src
+    src=$(cd "$work" && GOFLAGS=-mod=mod go mod download -json "$GO_YCSB_MODULE@$GO_YCSB_VERSION" \
+        | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+    [[ -n $src && -d $src ]] || { echo "install-targets: go mod download $GO_YCSB_MODULE@$GO_YCSB_VERSION failed" >&2; return 2; }
+    cp -r "$src" "$work/src"
+    chmod -R u+w "$work/src"
+    # its go.mod has replace directives, so it is built as the main module (go install
+    # MODULE@VERSION refuses that); the tag links SQLite from libsqlite3
+    (cd "$work/src" && go build -tags libsqlite3 -o "$work/go-ycsb" ./cmd/go-ycsb)
+    mkdir -p "$(dirname "$go_ycsb_bin")"
+    install -m 755 "$work/go-ycsb" "$go_ycsb_bin"
+    echo "$GO_YCSB_VERSION" > "$go_ycsb_bin.version"
+    echo "install-targets: installed $go_ycsb_bin ($GO_YCSB_MODULE $GO_YCSB_VERSION)"
+}
 
 if [[ ${#missing[@]} -eq 0 ]]; then
-    echo "install-targets: postgresql, redis, fio, sshd, chromium, jq, gcc, time, openssl and tc are installed; nothing to do"
+    build_go_ycsb
+    echo "install-targets: postgresql, redis, fio, sshd, chromium, jq, gcc, time, openssl, tc, etcd and go-ycsb are installed"
     exit 0
 fi
 
@@ -71,4 +112,5 @@ cleanup() { if [[ $own_policy -eq 1 ]]; then "${sudo[@]}" rm -f "$policy"; fi; }
 trap cleanup EXIT
 "${sudo[@]}" apt-get update -qq
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+build_go_ycsb
 echo "install-targets: done"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Five "hosts" on this machine for the multi-host examples: a private sshd listening on
-# 127.0.0.1 to 127.0.0.5 (Linux routes all of 127/8 to loopback), accepting
+# 127.0.0.1 to 127.0.0.5 (Linux routes all of 127/8 to loopback; HOSTS=6 adds
+# 127.0.0.6, as the etcd example's five members and a client need), accepting
 # one key made here, for the current user.  Dask's SSH cluster then starts one worker per
 # address, as it would on five machines.
 #   bash examples/distributed/ssh-loopback-hosts.sh [DIR] [PORT]   # start
@@ -15,6 +16,12 @@ set -euo pipefail
 home=$(getent passwd "$(id -u)" | cut -d: -f6)  # not $HOME, which sudo may keep
 dir=${1:-$home/.cache/assay/ssh-loopback}
 port=${2:-2222}
+hosts=${HOSTS:-5}
+case $hosts in
+    [1-9]) ;;
+    *) echo "HOSTS must be a number from 1 to 9 (127.0.0.1 to 127.0.0.HOSTS)" >&2; exit 1 ;;
+esac
+addresses=$(seq -f '127.0.0.%g' 1 "$hosts")
 sshd=/usr/sbin/sshd
 [ -x "$sshd" ] || { echo "no $sshd: run scripts/install-targets.sh (openssh-server)" >&2; exit 1; }
 . "$(dirname -- "${BASH_SOURCE[0]}")/../../scripts/private-dir.sh"
@@ -50,16 +57,12 @@ done
 cp "$dir/client_key.pub" "$dir/authorized_keys"
 read -r kind key _ < "$dir/host_key.pub"
 : > "$dir/known_hosts"
-for a in 127.0.0.1 127.0.0.2 127.0.0.3 127.0.0.4 127.0.0.5; do
+for a in $addresses; do
     echo "[$a]:$port $kind $key" >> "$dir/known_hosts"
 done
 cat > "$dir/sshd_config" <<CONF
 Port $port
-ListenAddress 127.0.0.1
-ListenAddress 127.0.0.2
-ListenAddress 127.0.0.3
-ListenAddress 127.0.0.4
-ListenAddress 127.0.0.5
+$(for a in $addresses; do echo "ListenAddress $a"; done)
 HostKey $dir/host_key
 AuthorizedKeysFile $dir/authorized_keys
 PidFile $dir/sshd.pid
@@ -74,7 +77,7 @@ if [ "$(id -u)" = 0 ]; then mkdir -p /run/sshd; fi  # the privilege-separation f
 setsid "$sshd" -D -f "$dir/sshd_config" -E "$dir/sshd.log" < /dev/null > /dev/null 2>&1 &
 echo $! > "$dir/sshd.pid"
 for _ in $(seq 100); do
-    (echo > "/dev/tcp/127.0.0.5/$port") 2> /dev/null && break
+    (echo > "/dev/tcp/127.0.0.$hosts/$port") 2> /dev/null && break
     sleep 0.05
 done
-echo "sshd on 127.0.0.1-5 port $port (key $dir/client_key, known hosts $dir/known_hosts)"
+echo "sshd on 127.0.0.1-$hosts port $port (key $dir/client_key, known hosts $dir/known_hosts)"

@@ -6,7 +6,7 @@ prints one JSON object: PIs under ``pi``, unit readings under ``units`` (see
 :class:`assay.targets.base.RunResult`).
 
 >>> sorted(TARGETS)
-['fio', 'postgres', 'redis', 'sqlite']
+['etcd', 'fio', 'postgres', 'redis', 'sqlite']
 >>> target_class("sqlite").__name__
 'SqliteTarget'
 """
@@ -25,6 +25,7 @@ TARGETS: dict[str, str] = {
     "postgres": "assay.targets.postgres:PostgresTarget",
     "redis": "assay.targets.redis:RedisTarget",
     "fio": "assay.targets.fio:FioTarget",
+    "etcd": "assay.targets.etcd:EtcdTarget",
 }
 
 

@@ -63,11 +63,17 @@ def execute(name: str, argv: list[str]) -> dict[str, object] | None:
 def main(argv: list[str] | None = None) -> int:
     """The command-line entry; returns the exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "ycsb":  # a workload driver over the targets, with its own actions
+        from assay.targets.ycsb import main as ycsb_main
+
+        return ycsb_main(args[1:])
     if not args or args[0] not in TARGETS:
         asked = bool(args) and args[0] in ("-h", "--help")
         print(
             "usage: python3 -m assay.targets NAME ACTION [options]\n"
             f"  NAME: {', '.join(TARGETS)}\n  ACTION: {', '.join(ACTIONS)}\n"
+            "  python3 -m assay.targets ycsb load|run|teardown --db BINDING ...: YCSB\n"
+            "  (go-ycsb) against the sqlite, redis, postgres or etcd target\n"
             "  python3 -m assay.targets NAME --help lists a target's options\n"
             "  postgres and redis keep their state in a private directory (mode 700)\n"
             f"  of this user, by default {default_state_dir('NAME')}",

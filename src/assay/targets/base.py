@@ -207,8 +207,11 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def check_port_free(port: int, host: str = "127.0.0.1") -> None:
-    """Raise :class:`TargetError` when ``port`` is taken on ``host``."""
+    """Raise :class:`TargetError` when ``port`` is taken on ``host`` (by a listener: a
+    connection of a server stopped just before, in TIME-WAIT, does not keep its server
+    from listening again, as servers set SO_REUSEADDR)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError as exc:
