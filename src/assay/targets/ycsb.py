@@ -394,6 +394,8 @@ def run_phase(opts: argparse.Namespace, phase: str) -> RunResult:
     fresh = phase == "load" or bool(opts.load)
     with binding(opts.db, opts, fresh) as conn:
         merged = {**props, **conn}
+        # where it connected, for the record: every property but the secrets
+        connection = {k: v for k, v in conn.items() if "password" not in k}
         if phase == "run" and opts.load:
             run_ycsb("load", opts.db, load_properties(merged), opts.interval, opts.timeout)
         report, _ = run_ycsb(
@@ -422,6 +424,7 @@ def run_phase(opts: argparse.Namespace, phase: str) -> RunResult:
             "elapsed_s": report.elapsed_s,
             "series": series,
             "summary": report.summary,
+            "connection": connection,
         },
         version=_version(),
         params={k: v for k, v in props.items()},

@@ -1,0 +1,93 @@
+"""#63: the etcd example sweep on network-namespace hosts (tests/netns_hosts.py), cut
+to a size for the test suite: members 1 and 3 of three member hosts, workloads A and C,
+one field size, two repetitions. Every member count is its own Raft cluster (set up
+again when it changes), YCSB runs on the client host against the trial's members, and
+nothing is left on any host or in the state directory. Skipped where namespaces, etcd
+or go-ycsb are missing."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from assay.store import Store
+from netns_hosts import Hosts, netns_hosts, why_not
+from test_ycsb import needs_go_ycsb
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "distributed"
+
+
+@pytest.fixture
+def hosts(tmp_path: Path) -> Iterator[Hosts]:
+    reason = why_not("etcd", "etcdctl", "openssl")
+    if reason is not None:
+        pytest.skip(reason)
+    with netns_hosts(4, tmp_path) as made:
+        yield made
+
+
+def _example(tmp_path: Path, hosts: Hosts, state: Path) -> Path:
+    """The example as a user adapts it: these hosts (the first is the client), a state
+    directory of the test's own, a smaller space and fewer operations."""
+    work = tmp_path / "example"
+    work.mkdir()
+    text = (EXAMPLE / "etcd-ycsb-sweep.toml").read_text()
+    quoted = json.dumps(str(state))
+    client, *members = hosts.addresses
+    for old, new in [
+        ('port = 2222\nkey = "~/.cache/assay/ssh-loopback/client_key"\n'
+         'known_hosts = "~/.cache/assay/ssh-loopback/known_hosts"\n', hosts.cluster_toml()),
+        ('"etcd", "setup",', f'"etcd", "setup", "--state", {quoted},'),
+        ('"etcd", "teardown",', f'"etcd", "teardown", "--state", {quoted},'),
+        ('"--db", "etcd",', f'"--db", "etcd", "--state", {quoted},'),
+        ("operations = 4000", "operations = 1000"),
+        ("repetitions = 3", "repetitions = 2"),
+        ("members = [1, 3, 5]", "members = [1, 3]"),
+        ('workload = ["a", "b", "c"]', 'workload = ["a", "c"]'),
+        ("field_length = [100, 1000]\n", ""),
+        ("threads = 16\n", "threads = 16\nfield_length = 100\n"),
+        ('member = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6"]',
+         f"member = {json.dumps(members)}"),
+        ('client = ["127.0.0.1"]', f"client = {json.dumps([client])}"),
+    ]:  # fmt: skip
+        assert old in text, old
+        text = text.replace(old, new)
+    (work / "etcd-ycsb-sweep.toml").write_text(text)
+    return work
+
+
+@needs_go_ycsb
+@pytest.mark.skipif(not shutil.which("etcd"), reason="etcd: run scripts/install-targets.sh")
+def test_the_member_count_sweep_on_namespace_hosts(tmp_path: Path, hosts: Hosts) -> None:
+    state = tmp_path / "etcd-state"  # one file system: every host sees it
+    work = _example(tmp_path, hosts, state)
+    done = subprocess.run(
+        [sys.executable, "-m", "assay", "sweep", "etcd-ycsb-sweep.toml", "-q", "--json",
+         "r.json"],
+        cwd=work, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode in (0, 5), done.stderr
+    client, *members = hosts.addresses
+    with Store(work / "etcd-ycsb-sweep.assay.db") as st:
+        found = st.find_study("etcd-ycsb-sweep")
+        assert found is not None
+        trials = st.trials(found[0])
+    assert len(trials) == 8 and all(t.ok for t in trials), [t.error for t in trials]
+    for t in trials:
+        n = int(t.setting["members"])
+        parts = {h.host for h in t.host_runs if h.what == "trial"}
+        assert parts == {client, *members[:n]}
+        doc = json.loads(t.stdout)
+        assert doc["report"]["connection"]["etcd.endpoints"].count("https://") == n
+        assert doc["pi"]["errors"] == 0 and t.readings["throughput"] > 0
+    doc = json.loads((work / "r.json").read_text())
+    assert {int(s["members"]) for s in doc["settings"]} == {1, 3}
+    assert all(s["throughput"] > 0 for s in doc["settings"])
+    assert hosts.left() == {}  # no member, no Dask process on any host
+    assert not state.exists()  # the last teardown removed the CA, the records, the logs
