@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -47,6 +47,10 @@ class RoleStepsSpec(BaseModel):
     reset: Annotated[list[str], Field(min_length=1)] | None = None
     teardown: Annotated[list[str], Field(min_length=1)] | None = None
     command: Annotated[list[str], Field(min_length=1)] | None = None
+    # a [[fault]]'s steps on a host of the role: ``fault`` at its time in a trial,
+    # ``restore`` after its duration (or once the trial ended); {fault.action} is its action
+    fault: Annotated[list[str], Field(min_length=1)] | None = None
+    restore: Annotated[list[str], Field(min_length=1)] | None = None
     # a regular expression the command prints (stdout) once it is ready: the measured
     # command starts only then (default: once the command has started)
     ready: str | None = None
@@ -69,7 +73,15 @@ class RoleStepsSpec(BaseModel):
             raise ValueError("ready: the role has no command to print it")
         return self
 
-    @field_validator("setup", "reset", "teardown", "command")
+    @model_validator(mode="after")
+    def _fault_needs_restore(self) -> RoleStepsSpec:
+        if (self.fault is None) != (self.restore is None):
+            raise ValueError(
+                "fault and restore: give both (a fault's restore runs before the next trial)"
+            )
+        return self
+
+    @field_validator("setup", "reset", "teardown", "command", "fault", "restore")
     @classmethod
     def _no_empty_argv0(cls, v: list[str] | None) -> list[str] | None:
         if v is not None and not v[0].strip():
@@ -79,7 +91,142 @@ class RoleStepsSpec(BaseModel):
     def argvs(self) -> dict[str, list[str]]:
         """The role's steps that are given, by name."""
         steps = {"setup": self.setup, "reset": self.reset, "teardown": self.teardown}
-        return {k: v for k, v in {**steps, "command": self.command}.items() if v is not None}
+        faults = {"fault": self.fault, "restore": self.restore}
+        return {
+            k: v for k, v in {**steps, "command": self.command, **faults}.items() if v is not None
+        }
+
+
+#: The placeholders a fault's ``fault`` and ``restore`` steps get besides the host's.
+FAULT_KEYS = ("fault.action", "fault.at", "fault.duration")
+#: A fault's action: one word, given to the role's steps as {fault.action}.
+FAULT_ACTION = re.compile(r"[a-z][a-z0-9-]{0,31}")
+
+
+def seconds(value: object, what: str) -> float:
+    """A duration: a number of seconds, or a string such as ``"5s"``, ``"500ms"`` or
+    ``"2m"``; ValueError naming ``what`` otherwise.
+
+    >>> seconds("500ms", "at"), seconds(3, "at"), seconds("2m", "at")
+    (0.5, 3.0, 120.0)
+    """
+    if isinstance(value, bool):
+        raise ValueError(f'{what}: expected seconds, e.g. 5 or "5s", got {value!r}')
+    if isinstance(value, int | float):
+        return float(value)
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m)?\s*", str(value))
+    if m is None:
+        raise ValueError(f'{what}: expected seconds, e.g. 5, "5s", "500ms" or "2m", got {value!r}')
+    return float(m[1]) * {"ms": 0.001, "s": 1.0, "m": 60.0, None: 1.0}[m[2]]
+
+
+class FaultSpec(BaseModel):
+    """``[[fault]]``: something done to a host of a role at a set time inside every
+    trial (of ``variants``, when given), undone after ``duration`` (or when the trial
+    ends): the role's ``fault`` step runs on that host ``at`` seconds after the measured
+    command started, its ``restore`` step after ``duration``, both with
+    ``{fault.action}``. ``host`` is the host's place in its role, or ``"all"``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    at: float
+    role: str
+    action: str
+    host: int | str = 0
+    duration: float | None = None
+    variants: list[str] | None = None
+
+    @field_validator("at", "duration", mode="before")
+    @classmethod
+    def _seconds(cls, v: object, info: Any) -> object:
+        if v is None:
+            return v
+        got = seconds(v, info.field_name)
+        if got < 0 or (info.field_name == "duration" and got == 0):
+            raise ValueError(f"{info.field_name}: expected a positive time, got {v!r}")
+        return got
+
+    @field_validator("action")
+    @classmethod
+    def _word(cls, v: str) -> str:
+        if not FAULT_ACTION.fullmatch(v):
+            raise ValueError(
+                f"expected one lowercase word such as kill, stop or link-down, got {v!r}"
+            )
+        return v
+
+    @field_validator("host")
+    @classmethod
+    def _place(cls, v: int | str) -> int | str:
+        if (
+            isinstance(v, bool)
+            or (isinstance(v, int) and v < 0)
+            or (isinstance(v, str) and v != "all")
+        ):
+            raise ValueError(
+                f'expected a host\'s place in its role (0, 1, ...) or "all", got {v!r}'
+            )
+        return v
+
+    def values(self) -> dict[str, str]:
+        """The values of :data:`FAULT_KEYS`."""
+        return {
+            "fault.action": self.action,
+            "fault.at": f"{self.at:g}",
+            "fault.duration": "" if self.duration is None else f"{self.duration:g}",
+        }
+
+
+def check_faults(
+    faults: Sequence[FaultSpec],
+    steps: Mapping[str, RoleStepsSpec],
+    roles: Mapping[str, Sequence[str]] | None,
+    measured: str | None,
+    timeout: float,
+    variants: Sequence[str],
+) -> None:
+    """``[[fault]]``: a role of ``[cluster.roles]`` other than the measured one, with
+    ``fault`` and ``restore`` steps; a host it has; within the trial's timeout; variants
+    the study has; one fault per host. ValueError naming the field."""
+    taken: set[tuple[str, int]] = set()
+    for i, f in enumerate(faults):
+        where = f"fault[{i}]"
+        if not roles:
+            raise ValueError(f"{where}: a fault runs on a host of a role: add [cluster.roles]")
+        if f.role not in roles:
+            raise ValueError(f"{where}.role: expected one of {', '.join(roles)}, got {f.role!r}")
+        if f.role == measured:
+            raise ValueError(
+                f"{where}.role: {f.role} is the measured role (its host runs the trial's "
+                "command); a fault goes to another role's host"
+            )
+        if f.role not in steps or steps[f.role].fault is None:
+            raise ValueError(
+                f"{where}: the role {f.role} has no fault and restore steps: add them to "
+                f"[benchmark.roles.{f.role}] (what the action does, and what undoes it)"
+            )
+        size = len(roles[f.role])
+        places = range(size) if f.host == "all" else [int(f.host)]
+        if f.host != "all" and int(f.host) >= size:
+            raise ValueError(
+                f"{where}.host: {f.role} has {size} host(s) (0 to {size - 1}), got {f.host}"
+            )
+        for place in places:
+            if (f.role, place) in taken:
+                raise ValueError(f"{where}: {f.role}[{place}] has a fault already (one per host)")
+            taken.add((f.role, place))
+        end = f.at + (f.duration or 0.0)
+        if end >= timeout:
+            raise ValueError(
+                f"{where}: at {f.at:g} s + duration {f.duration or 0:g} s is not within the "
+                f"trial's timeout ({timeout:g} s, [benchmark] timeout)"
+            )
+        unknown = sorted(set(f.variants or []) - set(variants))
+        if unknown:
+            raise ValueError(
+                f"{where}.variants: {', '.join(unknown)} is no [[variant]] of the study "
+                f"(variants: {', '.join(variants) or 'none'})"
+            )
 
 
 def check_roles(roles: Mapping[str, Sequence[str]], hosts: Sequence[str]) -> None:

@@ -39,9 +39,12 @@ from assay.errors import SpecError as SpecError  # re-exported: assay.spec.SpecE
 from assay.inputfile import is_kernel_path
 from assay.knob_range import range_problem
 from assay.rolespec import (
+    FAULT_KEYS,
+    FaultSpec,
     HostGroup,
     Need,
     RoleStepsSpec,
+    check_faults,
     check_groups,
     check_role_steps,
     check_roles,
@@ -642,6 +645,7 @@ class Spec(_Model):
     stop: StopSpec = Field(default_factory=StopSpec)
     variants: Annotated[list[VariantSpec], Field(alias="variant")] = Field(default_factory=list)
     claims: Annotated[list[ClaimSpec], Field(alias="claim")] = Field(default_factory=list)
+    faults: Annotated[list[FaultSpec], Field(alias="fault")] = Field(default_factory=list)
     tests: Annotated[list[OrderTestSpec], Field(alias="test")] = Field(default_factory=list)
     order: OrderSpec | None = None
     knob_specs: Annotated[list[KnobSpec], Field(alias="knob")] = Field(default_factory=list)
@@ -672,8 +676,16 @@ class Spec(_Model):
         known = set(self.params) | cluster_placeholders(roles)
         for where, argv in check_role_steps(self.benchmark.roles, roles):
             # rendered with each trial's setting and the hosts: a role is set up again
-            # when a value its steps use changes (#42)
-            _check_placeholders(where, argv, known | self.per_trial_names())
+            # when a value its steps use changes (#42); a fault's also with its own
+            faulty = set(FAULT_KEYS) if where.endswith((".fault", ".restore")) else set()
+            _check_placeholders(where, argv, known | self.per_trial_names() | faulty)
+        if self.faults:
+            assert self.cluster is not None or not roles
+            check_faults(
+                self.faults, self.benchmark.roles, roles,
+                measured_role(roles, self.cluster.measure) if roles and self.cluster else None,
+                self.benchmark.timeout, [v.name for v in self.variants],
+            )  # fmt: skip
         if self.benchmark.conclude and roles:
             raise ValueError(
                 "benchmark.conclude: not with [cluster.roles]; end what a trial started in "
@@ -904,10 +916,10 @@ class Spec(_Model):
         return out
 
     def _role_step_names(self) -> dict[str, str]:
-        """Each placeholder of the [benchmark.roles] steps (host placeholders aside),
-        with the first step that uses it."""
+        """Each placeholder of the [benchmark.roles] steps (host and fault placeholders
+        aside), with the first step that uses it."""
         roles = self.cluster.roles if self.cluster else None
-        host = cluster_placeholders(roles)
+        host = cluster_placeholders(roles) | set(FAULT_KEYS)
         out: dict[str, str] = {}
         for where, argv in check_role_steps(self.benchmark.roles, roles):
             step = f"[{where.rsplit('.', 1)[0]}] {where.rsplit('.', 1)[1]}"
@@ -1169,6 +1181,8 @@ class Spec(_Model):
             payload["combine"] = dict(sorted(self.cluster.combine.items()))
         if self.cluster is not None and self.cluster.counts:  # likewise: the hosts measured
             payload["counts"] = dict(sorted(self.cluster.counts.items()))
+        if self.faults:  # likewise: a trial with a node killed measures something else
+            payload["faults"] = [f.model_dump(mode="json") for f in self.faults]
         blob = json.dumps(payload, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 

@@ -1,7 +1,8 @@
 """Argument templates: ``{name}`` is replaced by a parameter's value.
 
 Only ``{identifier}`` is a placeholder, and the cluster's dotted names ``{host.NAME}``
-and ``{hosts.NAME}`` (a multi-host study's roles: :mod:`assay.execute.roles`); any other
+and ``{hosts.NAME}`` (a multi-host study's roles: :mod:`assay.execute.roles`) and a
+fault's ``{fault.NAME}`` (its steps': :class:`assay.rolespec.FaultSpec`); any other
 brace (Python f-strings, JSON, awk, ``{obj.attr}``) is left as it is, and ``{{`` / ``}}``
 stand for literal braces around a name.
 
@@ -9,8 +10,8 @@ stand for literal braces around a name.
 ['rows']
 >>> render("--rows={rows} {{rows}} {x + 1}", {"rows": 5})
 '--rows=5 {rows} {x + 1}'
->>> placeholders("-h {hosts.server} --id {host.index} {self.x}")
-['hosts.server', 'host.index']
+>>> placeholders("-h {hosts.server} --id {host.index} {self.x} {fault.action}")
+['hosts.server', 'host.index', 'fault.action']
 >>> parts("a{{b}} {x}!")
 (('a{b} ', 'x'), ('!', None))
 """
@@ -21,8 +22,8 @@ import functools
 import re
 from collections.abc import Mapping
 
-# dotted names only under host./hosts.: an f-string's {obj.attr} stays text, as before
-_TOKEN = re.compile(r"\{\{|\}\}|\{((?:hosts?\.)?[A-Za-z_][A-Za-z0-9_]*)\}")
+# dotted names only under host./hosts./fault.: an f-string's {obj.attr} stays text
+_TOKEN = re.compile(r"\{\{|\}\}|\{((?:hosts?\.|fault\.)?[A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 @functools.lru_cache(maxsize=1024)

@@ -41,7 +41,15 @@ from assay.execute.command import render_argv, run_command
 from assay.execute.dask_executor import RESOURCE, DaskExecutor, _worker_monitor, blocks
 from assay.execute.executor import ExecutorStatus
 from assay.execute.trial import Step, TrialJob, TrialRequest, run_trial
-from assay.rolespec import Need, active_roles, host_values, measured_role, role_size, trial_need
+from assay.rolespec import (
+    FaultSpec,
+    Need,
+    active_roles,
+    host_values,
+    measured_role,
+    role_size,
+    trial_need,
+)
 from assay.store import DISTURBED, HostRun, TrialRecord
 
 if TYPE_CHECKING:
@@ -106,8 +114,10 @@ class RolePlan:
         counts: Mapping[str, str | int] | None = None,
         packed: bool = False,
         ready: Mapping[str, str] | None = None,
+        faults: Sequence[FaultSpec] = (),
     ) -> None:
         self.roles = {r: list(h) for r, h in roles.items()}
+        self.faults = list(faults)  # [[fault]]: done to a host of a role inside trials
         self.ready = dict(ready or {})  # role -> what its command prints once ready
         self.counts = dict(counts or {})  # role -> the parameter (or number) that sizes it
         self.packed = packed
@@ -145,7 +155,7 @@ class RolePlan:
             return self
         sub = RolePlan(
             roles, self.measured, self.steps, self.params, self.env, self.shell,
-            self.per_trial, self.counts, self.packed, self.ready,
+            self.per_trial, self.counts, self.packed, self.ready, self.faults,
         )  # fmt: skip
         whole = {s.host: s for s in self.slots}
         sub.slots = [
@@ -169,7 +179,35 @@ class RolePlan:
             spec.cluster.counts,
             spec.cluster.pack,
             {r: s.ready for r, s in b.roles.items() if s.ready},
+            spec.faults,
         )
+
+    def fault_plan(self, slot: HostSlot, setting: Mapping[str, object]) -> FaultPlan | None:
+        """The ``[[fault]]`` of ``slot``'s host in a trial of ``setting`` (its variant's,
+        the host taking part), its steps rendered; None when it has none.
+
+        >>> from assay.rolespec import FaultSpec
+        >>> plan = RolePlan({"client": ["a"], "db": ["b", "c"]}, None,
+        ...                 {"db": {"fault": ["kill", "{host.name}", "{fault.action}"],
+        ...                         "restore": ["start", "{host.name}"]}}, {}, {},
+        ...                 faults=[FaultSpec(at=5, role="db", host=1, action="stop")])
+        >>> plan.fault_plan(plan.slots[2], {}).fault.argv
+        ('kill', 'c', 'stop')
+        >>> plan.fault_plan(plan.slots[1], {}) is None
+        True
+        """
+        for f in self.faults:
+            if f.role != slot.role or (f.host != "all" and int(f.host) != slot.index):
+                continue
+            if f.variants and setting.get("variant") not in f.variants:
+                continue
+            if not self.active(slot, setting):
+                continue
+            values = {**setting, **f.values()}
+            fault, restore = self.step(slot, "fault", values), self.step(slot, "restore", values)
+            assert fault is not None and restore is not None  # (the study file's check)
+            return FaultPlan(f.action, f.at, f.duration, fault, restore)
+        return None
 
     def uses(self, role: str) -> set[str]:
         """The parameters ``role``'s steps depend on: their placeholders and those of
@@ -404,11 +442,59 @@ class ReadySignal:
             self.say()
 
 
+@dataclass(frozen=True)
+class FaultPlan:
+    """A host's ``[[fault]]`` in one trial: its action, time and duration (s), and its
+    rendered ``fault`` and ``restore`` steps."""
+
+    action: str
+    at: float
+    duration: float | None
+    fault: Step
+    restore: Step
+
+
+def _faulted(
+    job: TrialJob, slot: HostSlot, plan: FaultPlan, go: Any, end: Any, wait_s: float
+) -> list[HostRun]:
+    """Run ``plan`` on this host: its fault step ``plan.at`` seconds after the measured
+    command started (``go``), its restore step after ``plan.duration`` or once the trial
+    ended (``end``), whichever comes first. Nothing when the trial ended before the
+    fault's time (a run that says so). Each run's ``info`` has the action, the planned
+    time and when it ran after the start (``offset_s``)."""
+    deadline = time.monotonic() + wait_s
+    while not go.wait(0.5):
+        if end.is_set() or time.monotonic() > deadline:
+            return []
+    start = time.time()
+    info = {"action": plan.action, "at_s": plan.at, "duration_s": plan.duration}
+    if end.wait(plan.at):
+        run = HostRun("fault", slot.role, slot.host, slot.place, "ok", started=start)
+        return [replace(run, info={**info, "fired": False, "offset_s": None})]
+    fault = _host_steps(job, slot, "fault", [plan.fault])
+    fault.info.update(info, fired=True, offset_s=(fault.started or start) - start)
+    if plan.duration is not None:
+        end.wait(max(0.0, plan.duration - (time.time() - (fault.started or start))))
+    else:
+        end.wait(max(0.0, deadline - time.monotonic()))
+    restore = _host_steps(job, slot, "restore", [plan.restore])
+    restore.info.update(info, offset_s=(restore.started or start) - start)
+    return [fault, restore]
+
+
 def _host_part(
-    job: TrialJob, slot: HostSlot, step: Step | None, tag: str, monitor: bool, wait_s: float
-) -> HostRun:
+    job: TrialJob,
+    slot: HostSlot,
+    step: Step | None,
+    tag: str,
+    monitor: bool,
+    wait_s: float,
+    fault: FaultPlan | None = None,
+) -> HostRun | list[HostRun]:
     """A host's part of a trial that it does not measure: the watch (and its role's
-    command) from the moment it says it is ready until the measured command has ended."""
+    command) from the moment it says it is ready until the measured command has ended;
+    with ``fault``, also its fault and restore steps (:func:`_faulted`, in a thread of
+    its own: a host's worker runs one task at a time), whose runs follow its own."""
     from distributed import Event
 
     watch = _worker_monitor() if monitor else None
@@ -418,6 +504,28 @@ def _host_part(
         watch.start()
     res = None
     unready = ""
+    faults: list[HostRun] = []
+    faulting: threading.Thread | None = None
+    if fault is not None:
+        from distributed import get_client
+
+        # the worker's client, got here: the fault's thread is no task thread, where an
+        # event would look for one and find none
+        client = get_client()
+        go = Event(f"{tag}-go", client=client)  # type: ignore[no-untyped-call]
+        end = Event(tag, client=client)  # type: ignore[no-untyped-call]
+
+        def inject() -> None:
+            try:
+                faults.extend(_faulted(job, slot, fault, go, end, wait_s))
+            except Exception as exc:  # a fault that did not happen fails its trial
+                why = f"its fault ({fault.action}) could not be done: {exc!r}"
+                faults.append(
+                    HostRun("fault", slot.role, slot.host, slot.place, "failed", error=why)
+                )
+
+        faulting = threading.Thread(target=inject, name=f"assay-fault-{tag}", daemon=True)
+        faulting.start()
     try:
         ready = ReadySignal(
             Event(f"{tag}-ready-{slot.worker}").set,  # type: ignore[no-untyped-call]
@@ -449,8 +557,10 @@ def _host_part(
         Event(tag).wait(wait_s)  # type: ignore[no-untyped-call]
     finally:
         series = watch.stop().series if watch is not None else {}
+        if faulting is not None:  # its restore runs once the trial ended
+            faulting.join(job.timeout + GRACE_S)
     status = "failed" if unready else "ok" if res is None else res.status
-    return HostRun(
+    own = HostRun(
         "trial",
         slot.role,
         slot.host,
@@ -465,6 +575,14 @@ def _host_part(
         info=info,
         resources=series,
     )
+    if fault is None:
+        return own
+    if faulting is not None and faulting.is_alive():
+        faults.append(
+            HostRun("fault", slot.role, slot.host, slot.place, "timeout",
+                    error=f"its fault or restore step ({fault.action}) did not end in time")
+        )  # fmt: skip
+    return [own, *faults]
 
 
 def _measured_part(
@@ -1345,14 +1463,13 @@ class RoleExecutor(DaskExecutor):
         fut = self._submit(
             measured, addresses[measured], _measured_part, remote, request, measured, self.monitor
         )
+        if any(g.plan.fault_plan(s, request.setting) for s in watchers):
+            self._go(tag)  # a fault's clock starts with the measured command
         try:
             got = self._wait({measured: fut}, addresses, wait_s, stoppable=stoppable)[measured]
         finally:
             self._release(tag)
-        parts = self._wait(watchers, addresses, wait_s)
-        hosts = [
-            r if isinstance(r, HostRun) else _lost_run("trial", s, r.why) for s, r in parts.items()
-        ]
+        hosts = _host_runs(self._wait(watchers, addresses, wait_s))
         if isinstance(got, _Lost):
             lost = _lost_run("trial", measured, got.why)
             return _failed_record(request, measured, [*resets, lost, *hosts], failure_text([lost]))
@@ -1381,6 +1498,7 @@ class RoleExecutor(DaskExecutor):
                 tag,
                 self.monitor,
                 wait_s,
+                g.plan.fault_plan(s, setting),
             )
             for s in g.plan.slots
             if s.role != self.plan.measured and g.plan.active(s, setting)
@@ -1443,10 +1561,7 @@ class RoleExecutor(DaskExecutor):
             got = self._wait(parts, addresses, wait_s, stoppable=stoppable)
         finally:
             self._release(tag)
-        done = self._wait(watchers, addresses, wait_s)
-        hosts = [
-            r if isinstance(r, HostRun) else _lost_run("trial", s, r.why) for s, r in done.items()
-        ]
+        hosts = _host_runs(self._wait(watchers, addresses, wait_s))
         records = [
             r
             if isinstance(r, TrialRecord)
@@ -1486,6 +1601,13 @@ class RoleExecutor(DaskExecutor):
             return True
 
         return ready
+
+    def _go(self, tag: str) -> None:
+        """Tell trial ``tag``'s hosts that its measured command starts (a fault's clock)."""
+        from distributed import Event
+
+        with contextlib.suppress(OSError, futures_cancelled):
+            Event(f"{tag}-go", client=self.client).set()  # type: ignore[no-untyped-call]
 
     def _release(self, tag: str) -> None:
         """End the hosts' parts of trial ``tag`` (their watch waits for it).  Nothing to
@@ -1574,6 +1696,20 @@ def _with_hosts(record: TrialRecord, resets: list[HostRun], hosts: list[HostRun]
         record.readings.clear()
         record.unit_readings.clear()
     return record
+
+
+def _host_runs(parts: Mapping[HostSlot, Any]) -> list[HostRun]:
+    """The hosts' parts of a trial as runs: a host with a fault gives several (its part,
+    its fault's and restore's), a lost host one that says why."""
+    runs: list[HostRun] = []
+    for slot, got in parts.items():
+        if isinstance(got, HostRun):
+            runs.append(got)
+        elif isinstance(got, list):
+            runs.extend(got)
+        else:
+            runs.append(_lost_run("trial", slot, got.why))
+    return runs
 
 
 def _lost_run(what: str, slot: HostSlot, why: str) -> HostRun:

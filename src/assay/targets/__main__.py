@@ -3,7 +3,8 @@
 Actions: ``setup`` (start the system afresh with the ``--knob`` baseline and load its
 data), ``run`` (apply ``--knob`` over the baseline when it differs from what runs,
 run the workload, print one JSON object), ``reset`` (fresh data), ``teardown`` (stop
-and remove everything), ``describe`` (version and configuration as JSON).
+and remove everything), ``describe`` (version and configuration as JSON), ``fault``
+and ``restore`` (a study's ``[[fault]]`` steps, on targets that have faults: etcd).
 A failure is one paragraph on stderr and exit status 2.
 """
 
@@ -17,7 +18,7 @@ from assay.targets import TARGETS, target_class
 from assay.targets.base import TargetError, parse_knobs
 from assay.targets.private import default_state_dir
 
-ACTIONS = ("setup", "run", "reset", "teardown", "describe")
+ACTIONS = ("setup", "run", "reset", "teardown", "describe", "fault", "restore")
 
 
 def build_parser(name: str) -> argparse.ArgumentParser:
@@ -57,6 +58,12 @@ def execute(name: str, argv: list[str]) -> dict[str, object] | None:
     if opts.action == "teardown":
         target.stop()
         return None
+    if opts.action == "fault":
+        if cls.faults and opts.fault not in cls.faults:
+            raise TargetError(f"--fault {opts.fault!r}: expected one of {', '.join(cls.faults)}")
+        return target.fault(getattr(opts, "fault", "") or "", opts)
+    if opts.action == "restore":
+        return target.restore(opts)
     return target.describe()
 
 

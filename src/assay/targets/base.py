@@ -116,6 +116,18 @@ class Target(ABC):
     def describe(self) -> dict[str, Any]:
         """Version and configuration of the system, as JSON-able data."""
 
+    #: the faults :meth:`fault` can do (a study's ``[[fault]] action``); none by default
+    faults: ClassVar[tuple[str, ...]] = ()
+
+    def fault(self, action: str, opts: argparse.Namespace) -> dict[str, Any]:
+        """Do fault ``action`` to this host's part of the system (a ``[[fault]]``'s step);
+        return what was done."""
+        raise TargetError(f"the {type(self).__name__} target has no faults to inject")
+
+    def restore(self, opts: argparse.Namespace) -> dict[str, Any]:
+        """Undo this host's faults (a ``[[fault]]``'s restore step); nothing when none."""
+        raise TargetError(f"the {type(self).__name__} target has no faults to restore")
+
 
 _KNOB_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 

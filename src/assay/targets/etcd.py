@@ -46,6 +46,7 @@ import ipaddress
 import json
 import os
 import shutil
+import signal
 import ssl
 import subprocess
 import time
@@ -83,7 +84,14 @@ from assay.targets.private import (
     owned_private_dir,
     remove_private_dir,
 )
-from assay.targets.process import ProcessIdentity, kill, server_env, verified, wait_gone
+from assay.targets.process import (
+    ProcessIdentity,
+    kill,
+    send_signal,
+    server_env,
+    verified,
+    wait_gone,
+)
 
 HOST = "127.0.0.1"
 CA = "ca.pem"  # the CA's key and certificate (made once; copied to other file systems)
@@ -343,6 +351,13 @@ class EtcdTarget(Target):
             default=PEER_PORT,
             help=f"with --cluster: every member's peer port ({PEER_PORT})",
         )
+        g.add_argument(
+            "--fault",
+            choices=cls.faults,
+            help="fault: what to do to this host's member ({fault.action})",
+        )
+        g.add_argument("--leader-only", action="store_true",
+                       help="fault: only to a member that is the leader now")  # fmt: skip
         from assay.targets.ycsb import add_workload_arguments
 
         add_workload_arguments(parser)
@@ -380,33 +395,42 @@ class EtcdTarget(Target):
         return member_records(self.state, self.host)
 
     def _spawn(self, member: Member, cluster: str, token: str, knobs: Mapping[str, str]) -> None:
-        etcd = binary("etcd")
         data = make_private_dir("assay-etcd-", None, self.state, None)
         rec: dict[str, Any] = {
             "name": member.name, "address": member.address, "client_port": member.client_port,
             "peer_port": member.peer_port, "data": str(data), "server": None,
-            "knobs": dict(knobs), "cluster": cluster,
+            "knobs": dict(knobs), "cluster": cluster, "token": token,
         }  # fmt: skip
         self.state.write(member.record, json.dumps(rec))  # before the start: teardown finds it
-        cert, key = self.state.file(f"{member.name}-{member.address}.crt"), self.state.file(
-            f"{member.name}-{member.address}.key")  # fmt: skip
+        self._launch(rec, data)
+
+    def _launch(self, rec: dict[str, Any], data: Path) -> None:
+        """Start the member ``rec`` records, on its data directory ``data`` (a new
+        member's, or a killed one's that ``restore`` starts again: etcd then takes its
+        cluster from the data), and record its process."""
+        etcd = binary("etcd")
+        member = Member(rec["name"], rec["address"], int(rec["client_port"]), int(rec["peer_port"]))
+        base = f"{member.name}-{member.address}"
+        cert, key = self.state.file(f"{base}.crt"), self.state.file(f"{base}.key")
         ca = self.state.file(CA_CERT)
         peer_url = f"https://{url_host(member.address)}:{member.peer_port}"
         argv = [
             etcd, "--name", member.name, "--data-dir", str(data / "data"),
             "--listen-client-urls", member.client_url, "--advertise-client-urls", member.client_url,
             "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
-            "--initial-cluster", cluster, "--initial-cluster-state", "new",
-            "--initial-cluster-token", token,
+            "--initial-cluster", str(rec["cluster"]), "--initial-cluster-state", "new",
+            "--initial-cluster-token", str(rec["token"]),
             "--client-cert-auth", "--trusted-ca-file", str(ca),
             "--cert-file", str(cert), "--key-file", str(key),
             "--peer-client-cert-auth", "--peer-trusted-ca-file", str(ca),
             "--peer-cert-file", str(cert), "--peer-key-file", str(key),
             "--logger", "zap", "--log-outputs", "stderr",
         ]  # fmt: skip
+        knobs = dict(rec.get("knobs") or {})
+        check_knobs(knobs)  # (read back from the state file)
         for k, v in knobs.items():
-            argv += [f"--{k}", v]
-        logfd = self.state.open_log(f"{member.name}-{member.address}.log")
+            argv += [f"--{k}", str(v)]
+        logfd = self.state.open_log(f"{base}.log")
         try:
             proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=logfd, stderr=subprocess.STDOUT,
@@ -421,7 +445,7 @@ class EtcdTarget(Target):
                 break
             time.sleep(0.01)
         rec["server"] = ident.to_json() if ident else None
-        self.state.write(member.record, json.dumps(rec))
+        self.state.write(member.record, json.dumps({k: v for k, v in rec.items() if k != "_file"}))
 
     def _wait_ready(self, members: Sequence[Member]) -> None:
         deadline = time.monotonic() + READY_S
@@ -482,8 +506,9 @@ class EtcdTarget(Target):
         for rec in self._records():
             server = verified(rec.get("server"), etcd, uid) if etcd else None
             if server is not None:
-                with contextlib.suppress(OSError):
-                    os.kill(server.pid, 15)
+                if rec.get("faulted") == "stop":  # a stopped process ends only once continued
+                    send_signal(server, signal.SIGCONT)
+                send_signal(server, signal.SIGTERM)
                 if not wait_gone(server, 5):
                     kill(server)
             data = owned_private_dir(rec.get("data"), uid, self.state)
@@ -512,20 +537,88 @@ class EtcdTarget(Target):
 
     def describe(self) -> dict[str, Any]:
         members = self.endpoints()
-        status = json.loads(self.etcdctl("endpoint", "status", "-w", "json") or "[]")
-        version = ""
-        leader = None
-        for st in status:
-            version = str(st.get("Status", {}).get("version", version))
-            hdr = st.get("Status", {})
-            if hdr.get("leader") and hdr.get("leader") == hdr.get("header", {}).get("member_id"):
-                leader = st.get("Endpoint")
+        version, leader = "", None
+        for m in members:  # one at a time: a member that is down answers nothing
+            try:
+                status = json.loads(etcdctl(self.state, m.client_url, "endpoint", "status",
+                                            "-w", "json") or "[]")  # fmt: skip
+            except (TargetError, ValueError):
+                continue
+            for st in status:
+                hdr = st.get("Status", {})
+                version = str(hdr.get("version", version))
+                if hdr.get("leader") and hdr.get("leader") == hdr.get("header", {}).get(
+                    "member_id"
+                ):
+                    leader = m.client_url
         recs = self._records()
         return {
             "target": self.name, "version": version, "state": str(self.state.path),
             "members": [m.client_url for m in members], "leader": leader,
             "knobs": recs[0].get("knobs", {}) if recs else {},
         }  # fmt: skip
+
+    faults = ("kill", "stop")
+
+    def _is_leader(self, member: Member) -> bool:
+        """Whether ``member`` is the cluster's leader now (its own status says so)."""
+        status = json.loads(etcdctl(self.state, member.client_url, "endpoint", "status",
+                                    "-w", "json") or "[]")  # fmt: skip
+        for st in status:
+            hdr = st.get("Status", {})
+            return bool(hdr.get("leader")) and hdr.get("leader") == hdr.get("header", {}).get(
+                "member_id"
+            )
+        return False
+
+    def fault(self, action: str, opts: argparse.Namespace) -> dict[str, Any]:
+        """``kill`` (SIGKILL) or ``stop`` (SIGSTOP: a member that hangs) this host's
+        member (``--host``); with ``--leader-only``, only when it is the leader now."""
+        recs = self._records()
+        if not recs:
+            raise self.state.not_running("etcd", "etcd")
+        done = []
+        for rec in recs:
+            member = Member(rec["name"], rec["address"], int(rec["client_port"]),
+                            int(rec["peer_port"]))  # fmt: skip
+            if getattr(opts, "leader_only", False) and not self._is_leader(member):
+                done.append({"member": member.name, "fault": None, "why": "not the leader"})
+                continue
+            server = verified(rec.get("server"), binary("etcd"), os.geteuid())
+            if server is None:
+                raise TargetError(f"etcd member {member.name} ({member.address}) does not run")
+            send_signal(server, signal.SIGKILL if action == "kill" else signal.SIGSTOP)
+            if action == "kill":
+                wait_gone(server, 10)
+            rec["faulted"] = action
+            self.state.write(rec.pop("_file"), json.dumps(rec))
+            done.append({"member": member.name, "fault": action, "pid": str(server.pid)})
+        return {"target": self.name, "faults": done, "at": time.time()}
+
+    def restore(self, opts: argparse.Namespace) -> dict[str, Any]:
+        """Undo this host's faults: a killed member started again on its data (it catches
+        up with the cluster), a stopped one continued; then wait until it answers."""
+        done = []
+        for rec in self._records():
+            action = rec.get("faulted")
+            if not action:
+                continue
+            member = Member(rec["name"], rec["address"], int(rec["client_port"]),
+                            int(rec["peer_port"]))  # fmt: skip
+            clean = {k: v for k, v in rec.items() if k not in ("_file", "faulted")}
+            if action == "stop":
+                server = verified(rec.get("server"), binary("etcd"), os.geteuid())
+                if server is not None:
+                    send_signal(server, signal.SIGCONT)
+                self.state.write(member.record, json.dumps(clean))
+            else:
+                data = owned_private_dir(rec.get("data"), os.geteuid(), self.state)
+                if data is None:
+                    raise TargetError(f"etcd member {member.name}: its data directory is gone")
+                self._launch(clean, data)  # (records its new process)
+            self._wait_ready([member])
+            done.append({"member": member.name, "restored": action})
+        return {"target": self.name, "restored": done, "at": time.time()}
 
     def apply(self, knobs: Mapping[str, str]) -> dict[str, str]:
         """The knobs the members run with; ``knobs`` must be those (etcd reads its

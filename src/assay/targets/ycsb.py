@@ -339,6 +339,9 @@ def binding(name: str, opts: argparse.Namespace, fresh: bool) -> Any:
 
 
 # -- running go-ycsb ---------------------------------------------------------------------
+RAW_FILE = "ops.csv"  # go-ycsb's raw measurements, in the run's private folder
+
+
 def run_ycsb(
     phase: str,
     db: str,
@@ -346,9 +349,10 @@ def run_ycsb(
     interval: int,
     timeout: float,
     max_time: float | None = None,
-) -> tuple[YcsbReport, str]:
+) -> tuple[YcsbReport | None, str]:
     """Run ``go-ycsb PHASE DB`` with ``props`` (in a private mode-600 property file that
-    is removed after it); return its parsed report and its output. After ``max_time``
+    is removed after it); return its parsed report and its output (with raw
+    measurements, no report: the raw file's text). After ``max_time``
     seconds it is asked to stop (SIGTERM: it ends its threads and prints its report;
     go-ycsb ignores YCSB's maxexecutiontime)."""
     binary = find_binary()
@@ -373,6 +377,12 @@ def run_ycsb(
             proc.kill()
             proc.communicate()
             raise TargetError(f"go-ycsb {phase} did not finish within {timeout:g} s") from None
+        raw = None
+        if props.get("measurementtype") == "raw" and proc.returncode == 0:
+            try:
+                raw = (folder / RAW_FILE).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise TargetError(f"go-ycsb wrote no raw measurements: {exc}") from None
     out = stdout.decode(errors="replace")
     if proc.returncode != 0:
         err = stderr.decode(errors="replace")
@@ -380,6 +390,8 @@ def run_ycsb(
             f"go-ycsb {phase} {db} failed (exit status {proc.returncode}): "
             f"{_tail(out + chr(10) + err)}"
         )
+    if raw is not None:
+        return None, raw
     return parse_ycsb(out, float(interval)), out
 
 
@@ -392,26 +404,34 @@ def run_phase(opts: argparse.Namespace, phase: str) -> RunResult:
     if why:
         raise TargetError(f"workload {opts.workload.upper()} on {opts.db}: {why}")
     fresh = phase == "load" or bool(opts.load)
+    windowed = phase == "run" and opts.windows is not None
+    if windowed:  # one line per operation: figures of any window, per-second series
+        props.update({"measurementtype": "raw", "measurement.output_file": RAW_FILE})
     with binding(opts.db, opts, fresh) as conn:
         merged = {**props, **conn}
         # where it connected, for the record: every property but the secrets
         connection = {k: v for k, v in conn.items() if "password" not in k}
         if phase == "run" and opts.load:
             run_ycsb("load", opts.db, load_properties(merged), opts.interval, opts.timeout)
-        report, _ = run_ycsb(
+        report, text = run_ycsb(
             phase, opts.db, merged if phase == "run" else load_properties(merged),
             opts.interval, opts.timeout,
             opts.max_time if phase == "run" else None,
         )  # fmt: skip
+    extra: dict[str, float] = {}
+    times: list[float] | None = None
+    found: dict[str, dict[str, float]] = {}
+    if report is None:  # raw measurements (--windows)
+        report, times, extra, found = _raw_report(text, opts.windows)
     if "TOTAL" not in report.ops:
         raise TargetError(
             f"go-ycsb {phase} {opts.db}: every operation failed ({report.errors} errors); "
             "is the data loaded (ycsb load, or run --load)?"
         )
-    pi = report_pis(report)
+    pi = {**report_pis(report), **extra}
     units = report.interval_ops or [pi["throughput"]]
     series = {
-        "t_s": [opts.interval * (i + 1) for i in range(len(report.interval_ops))],
+        "t_s": times or [opts.interval * (i + 1) for i in range(len(report.interval_ops))],
         "ops_per_s": report.interval_ops,
     }
     return RunResult(
@@ -425,10 +445,49 @@ def run_phase(opts: argparse.Namespace, phase: str) -> RunResult:
             "series": series,
             "summary": report.summary,
             "connection": connection,
+            **({"windows": found} if windowed else {}),
         },
         version=_version(),
         params={k: v for k, v in props.items()},
     )
+
+
+def _raw_report(
+    text: str, spec: tuple[float, float | None]
+) -> tuple[YcsbReport, list[float], dict[str, float], dict[str, dict[str, float]]]:
+    """A run's report from its raw measurements: YCSB's figures, the per-second series
+    (seconds since this command started), the windows' PIs and figures."""
+    import psutil
+
+    from assay.targets.oplog import parse_oplog, per_second, summarise, window_pis, windows
+
+    log = parse_oplog(text)
+    t0 = psutil.Process().create_time()  # the command's start: the fault's clock
+    ops = summarise(log)
+    times, rates = per_second(log, t0)
+    found = windows(log, t0, spec[0], spec[1])
+    report = YcsbReport(ops=ops, elapsed_s=ops.get("TOTAL", {}).get("takes_s", 0.0),
+                        interval_ops=rates)  # fmt: skip
+    return report, times, window_pis(found), found
+
+
+def _windows(text: str) -> tuple[float, float | None]:
+    """``--windows AT[,UNTIL]``: seconds since the command's start."""
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        values = [float(p) for p in parts]
+    except ValueError:
+        values = []
+    if (
+        not 1 <= len(values) <= 2
+        or any(v < 0 for v in values)
+        or (len(values) == 2 and values[1] <= values[0])
+    ):
+        raise argparse.ArgumentTypeError(
+            f"expected AT or AT,UNTIL in seconds since the command's start (AT < UNTIL), "
+            f"got {text!r}"
+        )
+    return values[0], values[1] if len(values) == 2 else None
 
 
 def _version() -> str:
@@ -485,6 +544,12 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
         help="run: stop after S seconds (the operations done by then count)",
     )
     g.add_argument("--timeout", type=float, default=600.0, help="give go-ycsb at most S seconds")
+    g.add_argument(
+        "--windows", type=_windows, metavar="AT[,UNTIL]",
+        help="run: also the figures before AT, from AT to UNTIL and after (seconds since "
+        "this command started: a [[fault]]'s at and at + duration), from one record per "
+        "operation: throughput_before, total_p99_us_during, errors_after, ...",
+    )  # fmt: skip
     g.add_argument("--endpoints", help="etcd: the members' addresses, comma-separated "
                    "({hosts.member}; port 2379 unless ADDRESS:PORT); default: those the "
                    "state directory records")  # fmt: skip
