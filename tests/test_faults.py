@@ -207,3 +207,31 @@ def test_durations() -> None:
     assert seconds("250ms", "at") == 0.25 and seconds(" 2 s ", "at") == 2.0
     with pytest.raises(ValueError, match="expected seconds"):
         seconds(True, "at")
+
+
+def test_the_report_draws_each_trials_series_with_its_fault(tmp_path: Path) -> None:
+    from assay.report.html import _fault_series
+    from assay.store import HostRun
+    from assay.studies.faults import fault_timelines
+
+    def trial(seq: int, variant: str, faulted: bool) -> TrialRecord:
+        series = {"t_s": [1, 2, 3, 4], "ops_per_s": [100, 100, 5 if faulted else 100, 90]}
+        runs = [
+            HostRun("fault", "member", "m1", 1, "ok",
+                    info={"action": "kill", "fired": True, "offset_s": 2.0}),
+            HostRun("restore", "member", "m1", 1, "ok", info={"offset_s": 3.5}),
+        ] if faulted else []  # fmt: skip
+        return TrialRecord(seq=seq, status="ok", setting={"variant": variant},
+                           stdout=json.dumps({"report": {"series": series}}).encode(),
+                           host_runs=runs)  # fmt: skip
+
+    lines = fault_timelines([trial(0, "calm", False), trial(1, "killed", True)])
+    assert [(x.label, x.faults, x.restores) for x in lines] == [
+        ("calm", [], []),
+        ("killed", [("kill", "m1", 2.0)], [3.5]),
+    ]
+    assert fault_timelines([trial(0, "calm", False)]) == []  # no fault: no plot
+    out = tmp_path / "f.svg"
+    _fault_series(lines, out)
+    svg = out.read_text()
+    assert "dashed: the fault (kill)" in svg and "killed" in svg and "calm" in svg

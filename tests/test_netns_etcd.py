@@ -91,3 +91,68 @@ def test_the_member_count_sweep_on_namespace_hosts(tmp_path: Path, hosts: Hosts)
     assert all(s["throughput"] > 0 for s in doc["settings"])
     assert hosts.left() == {}  # no member, no Dask process on any host
     assert not state.exists()  # the last teardown removed the CA, the records, the logs
+
+
+def _leader_kill(tmp_path: Path, hosts: Hosts, state: Path) -> Path:
+    """The leader-kill example on these hosts (the first is the client), with a state
+    directory of the test's own."""
+    work = tmp_path / "kill"
+    work.mkdir()
+    text = (EXAMPLE / "etcd-leader-kill.toml").read_text()
+    quoted = json.dumps(str(state))
+    client, *members = hosts.addresses
+    for old, new in [
+        ('port = 2222\nkey = "~/.cache/assay/ssh-loopback/client_key"\n'
+         'known_hosts = "~/.cache/assay/ssh-loopback/known_hosts"\n', hosts.cluster_toml()),
+        ('"--db", "etcd",', f'"--db", "etcd", "--state", {quoted},'),
+        ('"etcd", "setup",', f'"etcd", "setup", "--state", {quoted},'),
+        ('"etcd", "teardown",', f'"etcd", "teardown", "--state", {quoted},'),
+        ('"etcd", "fault",', f'"etcd", "fault", "--state", {quoted},'),
+        ('"etcd", "restore",', f'"etcd", "restore", "--state", {quoted},'),
+        ('member = ["127.0.0.2", "127.0.0.3", "127.0.0.4"]', f"member = {json.dumps(members)}"),
+        ('client = ["127.0.0.1"]', f"client = {json.dumps([client])}"),
+    ]:  # fmt: skip
+        assert old in text, old
+        text = text.replace(old, new)
+    (work / "etcd-leader-kill.toml").write_text(text)
+    return work
+
+
+@needs_go_ycsb
+@pytest.mark.skipif(not shutil.which("etcd"), reason="etcd: run scripts/install-targets.sh")
+def test_the_leader_killed_mid_trial_on_namespace_hosts(tmp_path: Path) -> None:
+    reason = why_not("etcd", "etcdctl", "openssl")
+    if reason is not None:
+        pytest.skip(reason)
+    state = tmp_path / "etcd-state"
+    with netns_hosts(4, tmp_path) as hosts:
+        work = _leader_kill(tmp_path, hosts, state)
+        done = subprocess.run(
+            [sys.executable, "-m", "assay", "compare", "etcd-leader-kill.toml", "-q",
+             "--max-rounds", "2", "--json", "r.json"],
+            cwd=work, capture_output=True, text=True, timeout=900,
+        )  # fmt: skip
+        assert done.returncode in (0, 5), done.stderr
+        with Store(work / "etcd-leader-kill.assay.db") as st:
+            found = st.find_study("etcd-leader-kill")
+            assert found is not None
+            trials = st.trials(found[0])
+        assert len(trials) == 4 and all(t.ok for t in trials), [t.error for t in trials]
+        for t in trials:
+            faults = [h for h in t.host_runs if h.what == "fault"]
+            restores = [h for h in t.host_runs if h.what == "restore"]
+            series = json.loads(t.stdout)["report"]["series"]["ops_per_s"]
+            if t.setting["variant"] == "no-fault":
+                assert not faults and not restores
+                continue
+            # every member host ran the step; only the leader's member was killed
+            assert sorted(h.host for h in faults) == sorted(hosts.addresses[1:])
+            killed = [h for h in faults if b'"fault":"kill"' in h.stdout]
+            assert len(killed) == 1 and all(h.ok for h in faults + restores)
+            assert all(h.info["offset_s"] >= 3.0 for h in faults)
+            # the cluster had no leader for a while: a second of less than half the
+            # run's usual throughput
+            assert min(series) < 0.5 * sorted(series)[len(series) // 2], series
+            assert {"throughput_before", "throughput_during", "throughput_after"} <= set(t.readings)
+        assert hosts.left() == {}
+    assert not state.exists()

@@ -27,6 +27,7 @@ from assay.report.grid import Grid
 from assay.stats.intervals import t_interval
 from assay.store import TrialRecord
 from assay.studies.base import StoredStudy
+from assay.studies.faults import FaultTimeline, fault_timelines
 
 #: The page's sections, in order (the browser tests look for each heading).
 #: The page's sections, in order: the results first, the details (collapsed) last.
@@ -761,7 +762,39 @@ def study_plots(
         makers = _sweep_plots(result)
     elif kind == "knobs":
         makers = _knobs_plots(result)
+    lines = fault_timelines(trials)
+    if any(line.series[0] for line in lines):
+        title = "Each trial's throughput per second, its fault's time shaded (to its restore)"
+        makers.append(("faults", title, lambda p: _fault_series(lines, p)))
     return [_render(name, title, draw, png) for name, title, draw in makers]
+
+
+def _fault_series(lines: Sequence[FaultTimeline], path: Path) -> None:
+    """The measured command's per-second series of every trial, one colour per variant
+    (or faulted or not), with each faulted trial's window from its fault to its restore
+    shaded and its fault's time marked."""
+    fig, (ax,) = _figure(8.0, 3.8)
+    colours: dict[str, str] = {}
+    palette = ["tab:blue", "tab:red", "tab:green", "tab:orange", "tab:purple"]
+    for line in lines:
+        xs, ys = line.series
+        key = line.label or ("with a fault" if line.faults else "no fault")
+        first = key not in colours  # one legend entry per variant
+        colour = colours.setdefault(key, palette[len(colours) % len(palette)])
+        ax.plot(xs, ys, "-", lw=1, color=colour, alpha=0.8, label=key if first else None)
+        if line.faults:
+            start = min(f[2] for f in line.faults)
+            end = max(line.restores, default=max(xs, default=start))
+            ax.axvspan(start, end, color=colour, alpha=0.06)
+            ax.axvline(start, color=colour, lw=0.8, ls="--")
+    actions = sorted({f[0] for line in lines for f in line.faults})
+    ax.set_title(f"per-second throughput; dashed: the fault ({', '.join(actions)}), shaded: "
+                 "until its restore", parse_math=False, fontsize=10)  # fmt: skip
+    ax.set_xlabel("seconds after the measured command started")
+    ax.set_ylabel("operations per second")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize="small")
+    _save(fig, path)
 
 
 def _render(name: str, title: str, draw: Callable[[Path], Any], png: bool) -> Plot:
