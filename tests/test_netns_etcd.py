@@ -8,6 +8,7 @@ or go-ycsb are missing."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -32,34 +33,48 @@ def hosts(tmp_path: Path) -> Iterator[Hosts]:
         yield made
 
 
-def _example(tmp_path: Path, hosts: Hosts, state: Path) -> Path:
-    """The example as a user adapts it: these hosts (the first is the client), a state
-    directory of the test's own, a smaller space and fewer operations."""
-    work = tmp_path / "example"
+def _adapted(
+    tmp_path: Path, hosts: Hosts, state: Path, name: str, more: list[tuple[str, str]]
+) -> Path:
+    """Example ``name`` as a user adapts it: these hosts (the first is the client, the
+    others the members), a state directory of the test's own for every etcd and YCSB
+    step, and the replacements ``more``; the folder it is in."""
+    work = tmp_path / name.removesuffix(".toml")
     work.mkdir()
-    text = (EXAMPLE / "etcd-ycsb-sweep.toml").read_text()
+    text = (EXAMPLE / name).read_text()
     quoted = json.dumps(str(state))
     client, *members = hosts.addresses
+    listed = re.search(r"^member = \[.*\]$", text, re.M)
+    assert listed is not None
+    steps = [
+        (f'"etcd", "{a}",', f'"etcd", "{a}", "--state", {quoted},')
+        for a in ("setup", "teardown", "fault", "restore")
+        if f'"etcd", "{a}",' in text
+    ]
     for old, new in [
         ('port = 2222\nkey = "~/.cache/assay/ssh-loopback/client_key"\n'
          'known_hosts = "~/.cache/assay/ssh-loopback/known_hosts"\n', hosts.cluster_toml()),
-        ('"etcd", "setup",', f'"etcd", "setup", "--state", {quoted},'),
-        ('"etcd", "teardown",', f'"etcd", "teardown", "--state", {quoted},'),
         ('"--db", "etcd",', f'"--db", "etcd", "--state", {quoted},'),
+        (listed[0], f"member = {json.dumps(members)}"),
+        ('client = ["127.0.0.1"]', f"client = {json.dumps([client])}"),
+        *steps, *more,
+    ]:  # fmt: skip
+        assert old in text, old
+        text = text.replace(old, new)
+    (work / name).write_text(text)
+    return work
+
+
+def _example(tmp_path: Path, hosts: Hosts, state: Path) -> Path:
+    """The sweep example with a smaller space and fewer operations."""
+    return _adapted(tmp_path, hosts, state, "etcd-ycsb-sweep.toml", [
         ("operations = 4000", "operations = 1000"),
         ("repetitions = 3", "repetitions = 2"),
         ("members = [1, 3, 5]", "members = [1, 3]"),
         ('workload = ["a", "b", "c"]', 'workload = ["a", "c"]'),
         ("field_length = [100, 1000]\n", ""),
         ("threads = 16\n", "threads = 16\nfield_length = 100\n"),
-        ('member = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6"]',
-         f"member = {json.dumps(members)}"),
-        ('client = ["127.0.0.1"]', f"client = {json.dumps([client])}"),
-    ]:  # fmt: skip
-        assert old in text, old
-        text = text.replace(old, new)
-    (work / "etcd-ycsb-sweep.toml").write_text(text)
-    return work
+    ])  # fmt: skip
 
 
 @needs_go_ycsb
@@ -94,28 +109,8 @@ def test_the_member_count_sweep_on_namespace_hosts(tmp_path: Path, hosts: Hosts)
 
 
 def _leader_kill(tmp_path: Path, hosts: Hosts, state: Path) -> Path:
-    """The leader-kill example on these hosts (the first is the client), with a state
-    directory of the test's own."""
-    work = tmp_path / "kill"
-    work.mkdir()
-    text = (EXAMPLE / "etcd-leader-kill.toml").read_text()
-    quoted = json.dumps(str(state))
-    client, *members = hosts.addresses
-    for old, new in [
-        ('port = 2222\nkey = "~/.cache/assay/ssh-loopback/client_key"\n'
-         'known_hosts = "~/.cache/assay/ssh-loopback/known_hosts"\n', hosts.cluster_toml()),
-        ('"--db", "etcd",', f'"--db", "etcd", "--state", {quoted},'),
-        ('"etcd", "setup",', f'"etcd", "setup", "--state", {quoted},'),
-        ('"etcd", "teardown",', f'"etcd", "teardown", "--state", {quoted},'),
-        ('"etcd", "fault",', f'"etcd", "fault", "--state", {quoted},'),
-        ('"etcd", "restore",', f'"etcd", "restore", "--state", {quoted},'),
-        ('member = ["127.0.0.2", "127.0.0.3", "127.0.0.4"]', f"member = {json.dumps(members)}"),
-        ('client = ["127.0.0.1"]', f"client = {json.dumps([client])}"),
-    ]:  # fmt: skip
-        assert old in text, old
-        text = text.replace(old, new)
-    (work / "etcd-leader-kill.toml").write_text(text)
-    return work
+    """The leader-kill example as it stands."""
+    return _adapted(tmp_path, hosts, state, "etcd-leader-kill.toml", [])
 
 
 @needs_go_ycsb
