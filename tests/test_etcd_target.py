@@ -183,6 +183,11 @@ def test_ycsb_on_the_cluster_through_the_target_and_the_driver(
     assert reads["pi"]["read_count"] == 1000
     refused = _etcd("run", "--state", state, "--workload", "e", check=False)
     assert refused.returncode == 2 and "fails nearly every scan" in refused.stderr
+    # more records asked for than loaded: etcd fails the reads of the others, and says so
+    short = _etcd("run", "--state", state, "--records", "2000", "--operations", "500",
+                  "--workload", "c", "--distribution", "uniform")  # fmt: skip
+    assert json.loads(short.stdout)["pi"]["errors"] > 0
+    assert "operations failed (read " in short.stderr and "load as many" in short.stderr
 
 
 @needs_etcd

@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
             "  python3 -m assay.targets ycsb load|run|teardown --db BINDING ...: YCSB\n"
             "  (go-ycsb) against the sqlite, redis, postgres or etcd target\n"
             "  python3 -m assay.targets NAME --help lists a target's options\n"
-            "  postgres and redis keep their state in a private directory (mode 700)\n"
+            "  postgres, redis and etcd keep their state in a private directory (mode 700)\n"
             f"  of this user, by default {default_state_dir('NAME')}",
             file=sys.stdout if asked else sys.stderr,
         )

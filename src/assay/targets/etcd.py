@@ -49,6 +49,7 @@ import shutil
 import signal
 import ssl
 import subprocess
+import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -633,7 +634,7 @@ class EtcdTarget(Target):
         return running
 
     def run(self, workload: Mapping[str, Any]) -> RunResult:
-        from assay.targets.ycsb import run_phase
+        from assay.targets.ycsb import failed_operations, run_phase
 
         applied = self.apply(dict(workload.get("knobs") or {}))
         opts = workload["ycsb"]
@@ -641,4 +642,7 @@ class EtcdTarget(Target):
         result = run_phase(opts, "load" if opts.action == "load" else "run")
         result.target = self.name
         result.knobs = applied
+        failed = failed_operations(result.pi)
+        if failed:  # the JSON counts them; a person running it by hand is told
+            print(f"warning: etcd: {failed}", file=sys.stderr)
         return result

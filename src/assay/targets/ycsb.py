@@ -187,6 +187,27 @@ def report_pis(report: YcsbReport) -> dict[str, float]:
     return pi
 
 
+def failed_operations(pi: Mapping[str, float]) -> str:
+    """What a run's errors say, for a warning: how many failed, of which kind, and the
+    usual cause; "" when none did.
+
+    >>> failed_operations({"errors": 3.0, "total_count": 97.0, "read_error_count": 3.0})[:40]
+    '3 of 100 operations failed (read 3): a r'
+    """
+    errors = int(pi.get("errors", 0))
+    if not errors:
+        return ""
+    kinds = ", ".join(
+        f"{k.removesuffix('_error_count')} {int(v)}" for k, v in pi.items()
+        if k.endswith("_error_count") and v
+    )  # fmt: skip
+    total = errors + int(pi.get("total_count", 0))
+    return (
+        f"{errors} of {total} operations failed ({kinds}): a read of a record that was not "
+        "loaded fails on etcd; load as many as --records (ycsb load, or run --load)"
+    )
+
+
 def _tail(text: str, keep: int = 400) -> str:
     """The end of go-ycsb's output without its properties block (it prints every
     property, the binding's password among them)."""
@@ -583,6 +604,9 @@ def main(argv: Sequence[str]) -> int:
     except TargetError as exc:
         print(f"error: ycsb: {exc}", file=sys.stderr)
         return 2
+    failed = failed_operations(out["pi"])
+    if failed:
+        print(f"warning: ycsb: {failed}", file=sys.stderr)
     text = json.dumps(out, separators=(",", ":"))
     print(text, flush=True)
     if opts.output:
