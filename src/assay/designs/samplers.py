@@ -33,8 +33,6 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy.spatial import cKDTree
-from scipy.stats import qmc
 
 __all__ = [
     "SAMPLERS",
@@ -445,6 +443,8 @@ class DistributionSampler:
         d = len(enc.cards)
         nb = self.neighbors if self.neighbors is not None else min(2**d, self.max_neighbors)
         nb = max(2, min(nb, len(known)))
+        from scipy.spatial import cKDTree  # here: a stored study need not load it
+
         tree = cKDTree(xy[known])
         out = np.zeros(len(query))
         xk = xy[known]
@@ -506,9 +506,13 @@ class LHSSampler:
         if d == 0:
             return _as_positions(free[:m])
         # cell centres of the chosen value indices, in the same space as the settings
+        from scipy.stats import qmc  # here: scipy.stats costs a stored report ~0.5 s
+
         u = qmc.LatinHypercube(d=d, scramble=self.scramble, rng=rng).random(m)
         target = (np.floor(u * cards) + 0.5) / cards
         pts = (enc.codes[free] + 0.5) / cards
+        from scipy.spatial import cKDTree  # here: a stored study need not load it
+
         tree = cKDTree(pts)
         chosen = np.zeros(len(free), dtype=bool)
         out: list[int] = []

@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 
 from assay._version import __version__
-from assay.designs.run_until_ci import WPS_PI
 from assay.report.format import format_estimate
 from assay.report.grid import Grid
 from assay.stats.intervals import t_interval
@@ -916,6 +915,8 @@ def _run_plots(
             ("histogram", "Distribution of the readings, with the mean and its CI", histogram),
             ("ci-narrowing", "CI half-width narrowing over rounds, and the final CI", narrowing),
         ]
+    from assay.designs.run_until_ci import WPS_PI  # here: a sweep's page need not load it
+
     wps = next((r for r in result.results if r.name == WPS_PI), None)
     pairs = [(t.work, t.duration) for t in ok if t.work is not None and t.duration is not None]
     if wps is not None and pairs:
