@@ -235,3 +235,15 @@ def test_the_report_draws_each_trials_series_with_its_fault(tmp_path: Path) -> N
     _fault_series(lines, out)
     svg = out.read_text()
     assert "dashed: the fault (kill)" in svg and "killed" in svg and "calm" in svg
+
+
+def test_the_plan_says_what_a_fault_does() -> None:
+    from assay.studies.plan import hosts_needed
+
+    spec = parse_spec_text(
+        BASE + '[[fault]]\nrole = "server"\nhost = "all"\nat = 3\nduration = 2\naction = "kill"\n',
+        "f.toml",
+    )
+    assert hosts_needed(spec)[-1] == (
+        "fault: kill on every host of role server, 3 s into every trial, for 2 s"
+    )

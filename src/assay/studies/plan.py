@@ -190,7 +190,8 @@ def trial_counts(spec: Spec) -> TrialCounts:
 
 
 def hosts_needed(spec: Spec) -> list[str]:
-    """The machines a study runs on, in words: this machine, or its cluster's roles."""
+    """The machines a study runs on, in words: this machine, or its cluster's roles (and
+    what its ``[[fault]]``s do to them)."""
     cluster = spec.cluster
     if cluster is None:
         return ["this machine, one trial at a time"]
@@ -202,6 +203,14 @@ def hosts_needed(spec: Spec) -> list[str]:
             out.append(f"{cluster.groups} groups of hosts run trials in parallel")
     else:
         out.append(f"{len(cluster.hosts)} host(s) over SSH ({', '.join(cluster.hosts)})")
+    for f in spec.faults:
+        where = "every host" if f.host == "all" else f"host {f.host}"
+        until = f"for {f.duration:g} s" if f.duration is not None else "until the trial ends"
+        which = f" of variant(s) {', '.join(f.variants)}" if f.variants else ""
+        out.append(
+            f"fault: {f.action} on {where} of role {f.role}, {f.at:g} s into every "
+            f"trial{which}, {until}"
+        )
     return out
 
 
