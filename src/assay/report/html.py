@@ -775,6 +775,7 @@ def _fault_series(lines: Sequence[FaultTimeline], path: Path) -> None:
     fig, (ax,) = _figure(8.0, 3.8)
     colours: dict[str, str] = {}
     palette = ["tab:blue", "tab:red", "tab:green", "tab:orange", "tab:purple"]
+    windows: dict[str, list[tuple[float, float]]] = {}
     for line in lines:
         xs, ys = line.series
         key = line.label or ("with a fault" if line.faults else "no fault")
@@ -783,9 +784,14 @@ def _fault_series(lines: Sequence[FaultTimeline], path: Path) -> None:
         ax.plot(xs, ys, "-", lw=1, color=colour, alpha=0.8, label=key if first else None)
         if line.faults:
             start = min(f[2] for f in line.faults)
-            end = max(line.restores, default=max(xs, default=start))
-            ax.axvspan(start, end, color=colour, alpha=0.06)
-            ax.axvline(start, color=colour, lw=0.8, ls="--")
+            windows.setdefault(key, []).append(
+                (start, max(line.restores, default=max(xs, default=start)))
+            )
+    for key, spans in windows.items():  # one shade per variant: its trials' median window
+        start = float(np.median([a for a, _ in spans]))
+        end = float(np.median([b for _, b in spans]))
+        ax.axvspan(start, end, color=colours[key], alpha=0.12)
+        ax.axvline(start, color=colours[key], lw=0.8, ls="--")
     actions = sorted({f[0] for line in lines for f in line.faults})
     ax.set_title(f"per-second throughput; dashed: the fault ({', '.join(actions)}), shaded: "
                  "until its restore", parse_math=False, fontsize=10)  # fmt: skip
