@@ -211,6 +211,16 @@ def _names(address: str) -> list[str]:
     return [address, "127.0.0.1"] if ip.is_loopback and address != "127.0.0.1" else [address]
 
 
+def leads(status: Mapping[str, Any]) -> bool:
+    """Whether the member whose ``etcdctl endpoint status`` this is leads the cluster.
+
+    >>> leads({"leader": 7, "header": {"member_id": 7}}), leads({"leader": 7, "header": {}})
+    (True, False)
+    """
+    leader = status.get("leader")
+    return bool(leader) and leader == (status.get("header") or {}).get("member_id")
+
+
 @contextlib.contextmanager
 def locked(state: StateDir) -> Iterator[None]:
     """The state directory, locked against the setups and teardowns of other members
@@ -536,22 +546,24 @@ class EtcdTarget(Target):
         """Run etcdctl against the cluster's recorded members."""
         return etcdctl(self.state, ",".join(m.client_url for m in self.endpoints()), *args)
 
+    def _status(self, member: Member) -> dict[str, Any]:
+        """``member``'s own status (etcdctl endpoint status: version, leader, its id)."""
+        status = json.loads(etcdctl(self.state, member.client_url, "endpoint", "status",
+                                    "-w", "json") or "[]")  # fmt: skip
+        got = status[0].get("Status", {}) if status else {}
+        return got if isinstance(got, dict) else {}
+
     def describe(self) -> dict[str, Any]:
         members = self.endpoints()
         version, leader = "", None
         for m in members:  # one at a time: a member that is down answers nothing
             try:
-                status = json.loads(etcdctl(self.state, m.client_url, "endpoint", "status",
-                                            "-w", "json") or "[]")  # fmt: skip
+                status = self._status(m)
             except (TargetError, ValueError):
                 continue
-            for st in status:
-                hdr = st.get("Status", {})
-                version = str(hdr.get("version", version))
-                if hdr.get("leader") and hdr.get("leader") == hdr.get("header", {}).get(
-                    "member_id"
-                ):
-                    leader = m.client_url
+            version = str(status.get("version", version))
+            if leads(status):
+                leader = m.client_url
         recs = self._records()
         return {
             "target": self.name, "version": version, "state": str(self.state.path),
@@ -560,17 +572,6 @@ class EtcdTarget(Target):
         }  # fmt: skip
 
     faults = ("kill", "stop")
-
-    def _is_leader(self, member: Member) -> bool:
-        """Whether ``member`` is the cluster's leader now (its own status says so)."""
-        status = json.loads(etcdctl(self.state, member.client_url, "endpoint", "status",
-                                    "-w", "json") or "[]")  # fmt: skip
-        for st in status:
-            hdr = st.get("Status", {})
-            return bool(hdr.get("leader")) and hdr.get("leader") == hdr.get("header", {}).get(
-                "member_id"
-            )
-        return False
 
     def fault(self, action: str, opts: argparse.Namespace) -> dict[str, Any]:
         """``kill`` (SIGKILL) or ``stop`` (SIGSTOP: a member that hangs) this host's
@@ -582,7 +583,7 @@ class EtcdTarget(Target):
         for rec in recs:
             member = Member(rec["name"], rec["address"], int(rec["client_port"]),
                             int(rec["peer_port"]))  # fmt: skip
-            if getattr(opts, "leader_only", False) and not self._is_leader(member):
+            if getattr(opts, "leader_only", False) and not leads(self._status(member)):
                 done.append({"member": member.name, "fault": None, "why": "not the leader"})
                 continue
             server = verified(rec.get("server"), binary("etcd"), os.geteuid())
