@@ -51,7 +51,7 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -666,16 +666,24 @@ class RedisTarget(Target):
         """Run redis-benchmark (``argv``) as the run's own ACL user (see
         :func:`bench_acl`): only that user's one-run password is on its command line,
         never the server's. The report's argv leaves it out."""
-        password = new_secret()
-        redis_command(endpoint, "ACL", "SETUSER", BENCH_USER, *bench_acl(password))
-        try:
+        with run_user(endpoint, BENCH_USER) as password:
             return subprocess.run(
                 [*argv, "--user", BENCH_USER, "-a", password],
                 capture_output=True, stdin=subprocess.DEVNULL, check=False,
             )  # fmt: skip
-        finally:
-            with contextlib.suppress(OSError, RedisReplyError, ConnectionError):
-                redis_command(endpoint, "ACL", "DELUSER", BENCH_USER)
+
+
+@contextlib.contextmanager
+def run_user(endpoint: Endpoint, name: str) -> Iterator[str]:
+    """An ACL user ``name`` made for one run with the rights of :func:`bench_acl` and a
+    fresh password (yielded), deleted after it (which also closes its connections)."""
+    password = new_secret()
+    redis_command(endpoint, "ACL", "SETUSER", name, *bench_acl(password))
+    try:
+        yield password
+    finally:
+        with contextlib.suppress(OSError, RedisReplyError, ConnectionError):
+            redis_command(endpoint, "ACL", "DELUSER", name)
 
 
 #: what redis-benchmark says on every run as the benchmark user: the user may not read

@@ -59,7 +59,7 @@ from typing import Any
 
 from assay.privatefs import private_temp, write_private
 from assay.targets.base import RunResult, TargetError
-from assay.targets.private import StateDir, default_state_dir, new_secret
+from assay.targets.private import StateDir, default_state_dir
 
 ACTIONS = ("load", "run", "teardown")
 BINDINGS = ("sqlite", "redis", "postgres", "etcd")
@@ -289,23 +289,18 @@ def sqlite_binding(state: StateDir, fresh: bool) -> Iterator[dict[str, str]]:
 @contextlib.contextmanager
 def redis_binding(state_path: str | None, fresh: bool) -> Iterator[dict[str, str]]:
     """The Redis target's server, through an ACL user made for this run."""
-    from assay.targets.redis import RedisReplyError, RedisTarget, bench_acl, redis_command
+    from assay.targets.redis import RedisTarget, redis_command, run_user
 
     target = RedisTarget(state_path)
     st, _ = target._running()
     endpoint = target._endpoint(st)
     if fresh:
         redis_command(endpoint, "FLUSHALL")
-    password = new_secret()
-    redis_command(endpoint, "ACL", "SETUSER", YCSB_USER, *bench_acl(password))
-    try:
+    with run_user(endpoint, YCSB_USER) as password:
         yield {
             "redis.mode": "single", "redis.network": "unix", "redis.addr": endpoint.socket,
             "redis.username": YCSB_USER, "redis.password": password,
         }  # fmt: skip
-    finally:
-        with contextlib.suppress(OSError, RedisReplyError, ConnectionError):
-            redis_command(endpoint, "ACL", "DELUSER", YCSB_USER)
 
 
 @contextlib.contextmanager
