@@ -6,7 +6,7 @@ Run from the repository root::
     python bench/bench_report_speed.py STORE [STORE ...] [--launches 7] [--src DIR ...]
 
 Each launch is ``python -m assay show STORE`` (its output thrown away) and ``python -m
-assay report STORE -o PAGE.html`` in a fresh temporary folder, interleaved; ``--src DIR``
+assay report STORE -o PAGE.html`` in a fresh private temporary folder, interleaved; ``--src DIR``
 (repeatable) also runs each with ``PYTHONPATH=DIR`` (an older revision's ``src``, from
 ``git archive REV src | tar -x -C /tmp/old``), interleaved with the installed tree.
 Prints a Markdown table (median and min of the wall times, the ratio of the medians)
@@ -21,9 +21,10 @@ import platform
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from assay.privatefs import private_temp
 
 
 def _launch(argv: list[str], src: str | None) -> float:
@@ -51,7 +52,7 @@ def main() -> int:
         times: dict[tuple[str | None, str], list[float]] = {}
         for _ in range(opts.launches):
             for tree in trees:
-                with tempfile.TemporaryDirectory() as tmp:
+                with private_temp("assay-bench-report-") as tmp:
                     show = [sys.executable, "-m", "assay", "show", str(store.resolve())]
                     page = str(Path(tmp) / "page.html")
                     report = [sys.executable, "-m", "assay", "report", str(store.resolve()),
