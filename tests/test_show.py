@@ -489,3 +489,112 @@ def test_a_store_that_cannot_be_written_keeps_no_report_and_says_nothing(
     con.close()
     remember_shown(tmp_path / "none.db", "sweep-show")  # no store: nothing made, no error
     assert not (tmp_path / "none.db").exists()
+
+
+# --- the analysis kept in the store (issue #60: reports as fast as show) ---------------
+
+_ANALYSES = {
+    "sweep": ("sweep_points",),
+    "knobs": ("knob_rankings", "knob_samples", "knob_validation"),
+}
+
+
+def _values(db: Path, keys: tuple[str, ...]) -> dict[str, Any]:
+    with sqlite3.connect(db) as con:
+        rows = con.execute(
+            f"SELECT key, value_json FROM study_values WHERE key IN ({','.join('?' * len(keys))})",
+            keys,
+        ).fetchall()
+    con.close()
+    return {k: json.loads(v) for k, v in rows}
+
+
+def _set_value(db: Path, key: str, value: Any) -> None:
+    with sqlite3.connect(db) as con:
+        if value is None:
+            con.execute("DELETE FROM study_values WHERE key = ?", (key,))
+        else:
+            con.execute("UPDATE study_values SET value_json = ? WHERE key = ?",
+                        (json.dumps(value), key))  # fmt: skip
+    con.close()
+
+
+@pytest.mark.parametrize("kind", ["sweep", "knobs"])
+def test_a_study_keeps_its_analysis_and_show_reads_it_rather_than_computing_it_again(
+    tmp_path: Path, kind: str
+) -> None:
+    """A sweep's important points and a knob study's forests and designs are kept at the
+    end of its run under a digest of what they came from; show (and report) read them,
+    and compute them again (to the same result) when they are gone, were made from
+    something else, or do not parse."""
+    text, args = (SWEEP, ["--no-monitor"]) if kind == "sweep" else (KNOBS, ["--jobs", "1"])
+    _, _, _, doc = _study_shown(tmp_path, kind, text, *args)
+    db = tmp_path / f"{kind}.assay.db"
+    _keep(db, None)  # the kept report aside: the analysis is built again
+    kept = _values(db, _ANALYSES[kind])
+    assert set(kept) == set(_ANALYSES[kind])
+    assert all(set(v) == {"made_from", "value"} for v in kept.values())
+    # what is kept is what is read: a marked value shows its mark
+    key = _ANALYSES[kind][0]
+    if kind == "sweep":
+        mark = [[["w"], "w", "knee", 3.0, 9.0, 99.0, None, None]]
+    else:
+        mark = json.loads(json.dumps(kept[key]["value"]))
+        mark[0]["top"], mark[0]["seed"] = ["b"], 12345
+    _set_value(db, key, {**kept[key], "value": mark})
+    _, marked = _shown(db)
+    if kind == "sweep":
+        assert marked["analysis"]["important_points"][0]["value"] == 3
+    else:
+        assert marked["rankings"][0]["seed"] == 12345
+    # made from something else, not parseable, or gone: the analysis of the trials again
+    for value in (
+        {**kept[key], "value": mark, "made_from": "0" * 64},
+        {**kept[key], "value": [["nonsense"]]},
+        None,
+    ):
+        for k, v in kept.items():
+            _set_value(db, k, v)
+        _set_value(db, key, value)
+        _, again = _shown(db)
+        _assert_close(again, doc)
+    # a store opened read-only (show's) keeps nothing new
+    assert key not in _values(db, (key,))
+
+
+def test_kept_or_made_reads_a_value_made_from_the_same_things_and_keeps_a_new_one(
+    tmp_path: Path,
+) -> None:
+    from assay.studies.kept import kept_or_made
+
+    made: list[int] = []
+
+    def make() -> int:
+        made.append(1)
+        return 41 + len(made)
+
+    with Store(tmp_path / "s.db") as db:
+        sid = db.open_study("s", "h", {})
+        both = (db, sid)
+        assert kept_or_made(both, "v", [1], make, int, int) == 42
+        assert kept_or_made(both, "v", [1], make, int, int) == 42  # read, not made
+        assert kept_or_made(both, "v", [2], make, int, int) == 43  # other inputs: made
+        assert db.study_value(sid, "v")["value"] == 43  # replacing the one before
+        assert kept_or_made(both, "v", [1], make, int, int) == 44
+    with Store(tmp_path / "s.db", read_only=True) as db:
+        assert kept_or_made((db, sid), "v", [9], make, int, int) == 45
+        assert db.study_value(sid, "v")["value"] == 44  # nothing written
+    assert len(made) == 4
+
+
+def test_a_kept_report_that_names_no_store_is_replayed_under_any_name(tmp_path: Path) -> None:
+    """A knob study's report names its store only in its JSON: shown as another path,
+    the kept report is still printed (it was analysed again, seconds of forests)."""
+    _study_shown(tmp_path, "knobs", KNOBS, "--jobs", "1")
+    db = tmp_path / "knobs.assay.db"
+    kept = _kept(db)
+    assert not any(str(db.name) in t for t in kept["texts"].values())
+    _keep(db, {**kept, "texts": {"130": "kept mark\n"}})
+    other = os.path.relpath(db)
+    assert _invoke("show", other).stdout == "kept mark\n"
+    assert json.loads(_invoke("show", other, "--json", "-", "-q").stdout)["store"] == other

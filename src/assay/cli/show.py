@@ -170,7 +170,8 @@ def recall_shown(path: Path, study: str | None) -> dict[str, Any] | None:
 
 def _renamed(kept: dict[str, Any], text: str, path: Path) -> tuple[str, str] | None:
     """The kept report and JSON naming the store as ``path`` does (they name it as the
-    study's command did), or None when the report's line naming it cannot be found."""
+    study's command did), or None when the report names it on more than one line (a
+    knob study's report names it on none: only its JSON does)."""
     import json
 
     from assay.report.export import to_json
@@ -181,9 +182,10 @@ def _renamed(kept: dict[str, Any], text: str, path: Path) -> tuple[str, str] | N
     lines = text.split("\n")
     at = [i for i, line in enumerate(lines) if _SGR.sub("", line) == f"store: {old}"]
     doc = json.loads(str(kept["json"]))
-    if len(at) != 1 or not isinstance(doc, dict) or doc.get("store") != old:
+    if len(at) > 1 or not isinstance(doc, dict) or doc.get("store") != old:
         return None
-    lines[at[0]] = lines[at[0]].replace(old, new)
+    for i in at:
+        lines[i] = lines[i].replace(old, new)
     return "\n".join(lines), to_json({**doc, "store": new})
 
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -61,6 +61,10 @@ from assay.stats.trends import ImportantPoint, TermEffects, important_points
 from assay.values import finite_or_none as _f
 from assay.values import plain as _jsonable
 from assay.values import short as _fmt
+
+#: Algorithm 2 on the significant terms' effects (:func:`important_points`, or a study's
+#: wrapper that reads the points its store keeps).
+PointsOf = Callable[[Sequence[TermEffects]], list[ImportantPoint]]
 
 __all__ = [
     "Analysis",
@@ -495,7 +499,9 @@ class IncrementalSampling:
         pos = self.sampler.pick(self.candidates, taken, k, self._rng(n_taken, 0), y=y)
         return np.asarray(pos, dtype=np.int64)
 
-    def analysis(self, measured: pd.DataFrame, *, early: bool = False) -> Analysis:
+    def analysis(
+        self, measured: pd.DataFrame, *, early: bool = False, points: PointsOf = important_points
+    ) -> Analysis:
         """The analysis of the measured settings with the form the last step chose.
 
         ``measured`` may have a row per repetition (a trial): once every setting is
@@ -507,7 +513,7 @@ class IncrementalSampling:
         stopped before its R² could judge a form (a busy machine, see
         :mod:`assay.studies.sweep`): the repetitions are replicates and the form is
         chosen by the lack of fit, as for a whole grid (the two-way model is often
-        saturated on so few setting means).
+        saturated on so few setting means).  ``points``: as :func:`analyse` takes it.
         """
         step = self.evaluate(measured)
         taken, y = self.state(measured)
@@ -541,6 +547,7 @@ class IncrementalSampling:
             alpha=self.alpha,
             step=step,
             replicates=replicated,
+            points=points,
         )
 
 
@@ -639,6 +646,7 @@ def _fit(
     alpha: float,
     step: StepResult | None,
     replicates: bool = False,
+    points: PointsOf = important_points,
 ) -> tuple[Analysis, CategoricalAnova]:
     d = _prepare(data, params, metric)
     if len(d) < 2:
@@ -677,7 +685,7 @@ def _fit(
         key=lambda r: -r.pct_var,
     )
     effects = [TermEffects(r.term, r.pct_var, model.effects(r.term)) for r in sig]
-    pts = important_points(effects)
+    pts = points(effects)
     a = Analysis(
         tuple(params),
         metric,
@@ -707,6 +715,7 @@ def analyse(
     alpha: float = 0.05,
     step: StepResult | None = None,
     replicates: bool = False,
+    points: PointsOf = important_points,
 ) -> Analysis:
     """Categorical ANOVA of ``data`` and the important points of its significant terms.
 
@@ -719,6 +728,9 @@ def analyse(
     they are its repetitions, the ANOVA is fitted to the rows and its residual includes
     the pure error (the residual *is* the pure error when the model is saturated);
     the validation R² of ``form="auto"`` stays that of the setting means.
+
+    ``points`` finds the important points of the significant terms (a study passes
+    one that reads those its store keeps: see :mod:`assay.studies.kept`).
 
     >>> import itertools
     >>> d = pd.DataFrame(list(itertools.product([1, 2, 4, 8, 16, 32], ["x", "y", "z"])),
@@ -742,6 +754,7 @@ def analyse(
         alpha=alpha,
         step=step,
         replicates=replicates,
+        points=points,
     )[0]
 
 

@@ -743,6 +743,32 @@ class PIRanking:
             "notes": list(self.notes),
         }
 
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> PIRanking:
+        """The ranking that :meth:`as_dict` wrote (what it derives is derived again).
+
+        >>> r = PIRanking("tps", "higher", (KnobImportance("a", .9, .8, .1, 1, 1, 50),),
+        ...               1, "impurity", .7, .6, (R2Point(1, "a", .7),), (), 50, 300, 0)
+        >>> PIRanking.from_dict(r.as_dict()) == r
+        True
+        """
+        return cls(
+            pi=str(doc["pi"]),
+            direction=doc["direction"],
+            knobs=tuple(KnobImportance(**k) for k in doc["knobs"]),
+            top_k=int(doc["top_k"]),
+            by=doc["ranked_by"],
+            r2_oob=float(doc["r2_all_knobs_oob"]),
+            r2_cv=float(doc["r2_all_knobs_cv"]),
+            curve=tuple(R2Point(**p) for p in doc["r2_curve"]),
+            stability=tuple(StabilityRow(**r) for r in doc["stability"]),
+            n_samples=int(doc["n_samples"]),
+            n_trees=int(doc["n_trees"]),
+            seed=int(doc["seed"]),
+            disagreement=doc["disagreement"],
+            notes=tuple(doc["notes"]),
+        )
+
 
 def _disagreement(
     imp_top: Sequence[str], perm_top: Sequence[str], distinct: Mapping[str, int], k: int

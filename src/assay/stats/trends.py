@@ -141,6 +141,33 @@ class ImportantPoint:
         what = "knee" if self.kind == "knee" else "turning point"
         return f"{self.param}{where}: {what} at {_fmt(self.value)}"
 
+    def as_record(self) -> list[Any]:
+        """The point as JSON keeps it exactly (:meth:`from_record` reads it back);
+        :meth:`to_dict` is for people and drops what tells the types apart."""
+        fixed = None if self.fixed is None else [self.fixed[0], _item(self.fixed[1])]
+        return [
+            list(self.term), self.param, self.kind, float(self.value), float(self.turn_ratio),
+            float(self.pct_var), fixed, None if self.before is None else float(self.before),
+        ]  # fmt: skip
+
+    @classmethod
+    def from_record(cls, row: Sequence[Any]) -> ImportantPoint:
+        """The point :meth:`as_record` wrote.
+
+        >>> import json
+        >>> p = ImportantPoint(("w", "c"), "w", "knee", 8.0, 2.5, 40.0, ("c", np.int64(4)))
+        >>> ImportantPoint.from_record(json.loads(json.dumps(p.as_record()))) == p
+        True
+        """
+        term, param, kind, value, ratio, pct, fixed, before = row
+        if kind not in ("knee", "turning", "step"):
+            raise ValueError(f"not a kind of important point: {kind!r}")
+        return cls(
+            tuple(str(t) for t in term), str(param), kind, float(value), float(ratio),
+            float(pct), None if fixed is None else (str(fixed[0]), fixed[1]),
+            None if before is None else float(before),
+        )  # fmt: skip
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "term": term_name(self.term),
@@ -153,6 +180,11 @@ class ImportantPoint:
             "pct_var": _finite(self.pct_var),
             "score": _finite(self.score),
         }
+
+
+def _item(v: Any) -> Any:
+    """A NumPy scalar as the Python one JSON can keep; anything else as it is."""
+    return v.item() if isinstance(v, np.generic) else v
 
 
 def _slope(x: FloatArray, y: FloatArray) -> float:

@@ -42,7 +42,7 @@ from assay.designs.knobs import (
 )
 from assay.extras import require_extra
 from assay.spec import KnobsSpec, Spec
-from assay.stats.importance import KNOB_FORESTS
+from assay.stats.importance import KNOB_FORESTS, PIRanking
 from assay.stats.objective import Objective, composite_score, parse_objective
 from assay.store import Store, TrialRecord
 from assay.studies.base import (
@@ -55,6 +55,7 @@ from assay.studies.base import (
     trial_failures,
     watch_report,
 )
+from assay.studies.kept import Kept, kept_or_made
 from assay.studies.settings import (
     SettingsProgress,
     SettingsRunner,
@@ -283,6 +284,18 @@ def rank_samples(
     return result
 
 
+#: The study values keeping the forests' rankings and the settings of the designs
+#: (see :mod:`assay.studies.kept`).
+RANKINGS_KEY, SAMPLES_KEY, VALIDATION_KEY = "knob_rankings", "knob_samples", "knob_validation"
+
+
+def _settings(value: Any) -> list[dict[str, Any]]:
+    """Kept settings, checked: a list of settings (the store is data)."""
+    if not isinstance(value, list) or not all(isinstance(s, dict) for s in value):
+        raise ValueError("not a list of settings")
+    return value
+
+
 def _outlier_warnings(samples: KnobSamples) -> list[str]:
     """A warning for each numeric knob with values far outside the rest (see
     :func:`~assay.stats.importance.extreme_values`)."""
@@ -361,7 +374,8 @@ class KnobsRunner:
     ) -> None:
         if not spec.knob_specs:
             raise ValueError(f"{spec.source_path}: the study file has no [[knob]] entries")
-        _require_extras(tune)
+        if tune:
+            _require_extras(tune)  # before anything is measured
         self.spec = spec
         self.store_path = store_path
         self.config = config
@@ -378,6 +392,7 @@ class KnobsRunner:
             self.on_progress(KnobsProgress(line))
 
     def run(self) -> KnobsResult:
+        _require_extras(self.tune)  # before anything is measured
         result = self.runner.session(self._body)
         result.tuned_on_model = False
         leftover = [self.runner.leftover] if self.runner.leftover else []
@@ -408,19 +423,27 @@ class KnobsRunner:
         }
         return ok, values
 
-    def _samples(self) -> list[dict[str, Any]]:
-        return latin_hypercube(self.space, self.config.samples, seed=self.config.seed)
+    def _samples(self, kept: Kept) -> list[dict[str, Any]]:
+        """The all-knob Latin Hypercube samples (as the store keeps them: see
+        :func:`_kept_design`)."""
+        n, seed = self.config.samples, self.config.seed
+        return kept_or_made(
+            kept, SAMPLES_KEY, [repr(self.space), n, seed],
+            lambda: latin_hypercube(self.space, n, seed=seed), list, _settings,
+        )  # fmt: skip
 
     def _rank(
         self,
         samples: list[dict[str, Any]],
         ok: list[dict[str, Any]],
         metrics: dict[str, Any],
+        kept: Kept,
         trials: Sequence[TrialRecord] = (),
     ) -> KnobAnalysis:
         """The random-forest ranking of the successful samples (at least 10); ``trials``
-        (the stored ones) say why the others failed."""
-        cfg = self.config
+        (the stored ones) say why the others failed.  The rankings the study's store
+        keeps for these samples (``kept``: the store and the study's id) are read, not
+        fitted again; rankings fitted in a store opened for writing are kept in it."""
         if len(ok) < 10:
             why = failure_summary(trials)
             raise StudyError(
@@ -428,6 +451,20 @@ class KnobsRunner:
                 f"least 10{'; ' + why if why else ''} ('assay export' lists every trial "
                 "with its error)"
             )
+        rankings = kept_or_made(
+            kept, RANKINGS_KEY, self._fitted_on(ok, metrics),
+            lambda: self._fit(ok, metrics).rankings,
+            lambda rs: [r.as_dict() for r in rs],
+            lambda rows: tuple(PIRanking.from_dict(r) for r in rows),
+        )  # fmt: skip
+        return KnobAnalysis(
+            self.space, len(ok), rankings, self.objective, (), (str(self.store_path),)
+        )
+
+    def _fit(self, ok: list[dict[str, Any]], metrics: dict[str, Any]) -> KnobAnalysis:
+        """The random forests' ranking of the samples ``ok``."""
+        cfg = self.config
+        _require_extras(None)
         # the forests take a while (a minute for 100 samples on 2 cores)
         self._stage(f"ranking the knobs: random forests on {len(ok)} samples…")
         return analyze_knobs(
@@ -444,11 +481,26 @@ class KnobsRunner:
             sources=(str(self.store_path),),
         )
 
-    def _validation(self, analysis: KnobAnalysis) -> list[dict[str, Any]]:
+    def _fitted_on(self, ok: list[dict[str, Any]], metrics: dict[str, Any]) -> list[Any]:
+        """Everything the rankings depend on: the knobs, the samples, their values and
+        the ranking's options; not the number of jobs (a seeded forest is the same on
+        any number)."""
+        cfg = self.config
+        values = {pi: [float(x) for x in np.asarray(v, dtype=float)] for pi, v in metrics.items()}
+        return [
+            repr(self.space), ok, values, self.directions, str(self.objective),
+            cfg.top_k, cfg.trees, cfg.seed, cfg.rank_by,
+        ]  # fmt: skip
+
+    def _validation(self, analysis: KnobAnalysis, kept: Kept) -> list[dict[str, Any]]:
         """The validation samples: only the top-k knobs varied."""
         cfg = self.config
         n_val = cfg.validation_samples or max(10, cfg.samples // 4)
-        return validation_sample(self.space, list(analysis.primary.top), n_val, seed=cfg.seed + 1)
+        top, seed = list(analysis.primary.top), cfg.seed + 1
+        return kept_or_made(
+            kept, VALIDATION_KEY, [repr(self.space), top, n_val, seed],
+            lambda: validation_sample(self.space, top, n_val, seed=seed), list, _settings,
+        )  # fmt: skip
 
     def _validated(
         self,
@@ -466,10 +518,11 @@ class KnobsRunner:
         st = session.open_study
         # what the ranking ran with (options may override the study file): for assay show
         st.store.set_study_value(st.study_id, CONFIG_KEY, self.config.model_dump(mode="json"))
-        samples = self._samples()
+        samples = self._samples((st.store, st.study_id))
         ok, metrics = self._measured(session, samples, "all-knob LHS samples")
-        analysis = self._rank(samples, ok, metrics, session.trials)
-        val = self._measured(session, self._validation(analysis), "top-k validation samples")
+        analysis = self._rank(samples, ok, metrics, (st.store, st.study_id), session.trials)
+        val_settings = self._validation(analysis, (st.store, st.study_id))
+        val = self._measured(session, val_settings, "top-k validation samples")
         analysis = self._validated(analysis, metrics, val)
         result = KnobsResult(
             analysis,
@@ -498,10 +551,10 @@ class KnobsRunner:
         with Store(self.store_path, read_only=True) as store:
             st = open_stored(store, self.spec.study.name)
             session = SettingsSession(self.runner, st, self.config.seed)
-            samples = self._samples()
+            samples = self._samples((store, st.study_id))
             ok, metrics = self._values(session, samples)
-            analysis = self._rank(samples, ok, metrics, st.trials)
-            val_settings = self._validation(analysis)
+            analysis = self._rank(samples, ok, metrics, (store, st.study_id), st.trials)
+            val_settings = self._validation(analysis, (store, st.study_id))
             analysis = self._validated(analysis, metrics, self._values(session, val_settings))
             keys = {setting_key(t.setting) for t in st.trials}
             missing = [s for s in [*samples, *val_settings] if session.key(s) not in keys]

@@ -25,15 +25,17 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import pandas as pd
 from typing_extensions import Unpack
 
 from assay.spec import PISpec, Spec
 from assay.store import Store, TrialRecord
 from assay.studies.base import OpenStudy, Study, StudyOptions
 from assay.values import plain as _plain
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 T = TypeVar("T")
 
@@ -159,6 +161,8 @@ def trials_table(
         for t in trials
     ]
     columns = [*params, REPETITION, "status", *(pi.name for pi in pis)]
+    import pandas as pd  # lazy: a knob study's report needs none of it (0.2 s)
+
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -166,10 +170,13 @@ def setting_means(table: pd.DataFrame, params: Sequence[str], metric: str) -> pd
     """Mean, standard deviation and count of ``metric`` per setting, over the
     repetitions that succeeded; settings whose every repetition failed are left out.
 
+    >>> import pandas as pd
     >>> t = pd.DataFrame({"a": [1, 1, 2], "y": [1.0, 3.0, float("nan")]})
     >>> setting_means(t, ["a"], "y").to_dict("records")
     [{'a': 1, 'y': 2.0, 'y_sd': 1.4142135623730951, 'y_n': 2}]
     """
+    import pandas as pd
+
     ok = table.dropna(subset=[metric])
     if ok.empty:
         return pd.DataFrame(columns=[*params, metric, f"{metric}_sd", f"{metric}_n"])

@@ -38,6 +38,7 @@ from assay.designs.sweep import (
     Analysis,
     IncrementalSampling,
     Mismatch,
+    PointsOf,
     StepResult,
     Summary,
     SystemComparison,
@@ -50,6 +51,7 @@ from assay.execute.executor import LocalExecutor
 from assay.execute.monitor import DISTURBED_CORES
 from assay.spec import PISpec, Spec, SweepSpec
 from assay.stats.claims import JudgedClaim, judged
+from assay.stats.trends import ImportantPoint, TermEffects, important_points
 from assay.store import Store, TrialRecord
 from assay.studies.base import (
     StudyOptions,
@@ -63,6 +65,7 @@ from assay.studies.base import (
     watch_report,
     with_quiet_waits,
 )
+from assay.studies.kept import Kept, kept_or_made
 from assay.studies.settings import (
     SettingsProgress,
     SettingsRunner,
@@ -467,6 +470,31 @@ def _load_average() -> float:
         return math.nan
 
 
+#: The study value keeping the important points of the sweep's analysis (see
+#: :mod:`assay.studies.kept`): kneed and SciPy's imports cost a stored report a second.
+POINTS_KEY = "sweep_points"
+
+
+def _kept_points(kept: Kept) -> PointsOf:
+    """Algorithm 2 (:func:`~assay.stats.trends.important_points`), its points read from
+    the study's store when it keeps them for the same effects."""
+
+    def points(terms: Sequence[TermEffects]) -> list[ImportantPoint]:
+        effects = [
+            [list(t.term), t.pct_var, t.effects.index.tolist(),
+             t.effects.columns.tolist() if isinstance(t.effects, pd.DataFrame) else None,
+             t.effects.to_numpy(dtype=float).tolist()]
+            for t in terms
+        ]  # fmt: skip
+        return kept_or_made(
+            kept, POINTS_KEY, effects, lambda: important_points(terms),
+            lambda found: [p.as_record() for p in found],
+            lambda rows: [ImportantPoint.from_record(r) for r in rows],
+        )  # fmt: skip
+
+    return points
+
+
 def stored_steps(store: Store, study_id: int) -> list[StepResult]:
     """The steps a sweep recorded in the store, every session's."""
     return [StepResult.from_dict(dict(s)) for s in store.study_value(study_id, STEPS_KEY) or []]
@@ -592,7 +620,8 @@ class SweepRunner:
             st.store.set_study_value(st.study_id, BATCHES_KEY, batches)
             session.measure(settings, reps, deadline=deadline, on_progress=progress)
             rows = measured_trials(session.trials, self.params, self.pi, self.keys)
-        return self._result(session.trials, steps, timed_out, st.environment, busy)
+        kept = (st.store, st.study_id)
+        return self._result(session.trials, steps, timed_out, st.environment, kept, busy)
 
     def _busy(self, step: StepResult, trials: list[TrialRecord]) -> BusyMachine | None:
         """The busy machine that stops the sweep at ``step``, or None to measure on.
@@ -628,7 +657,8 @@ class SweepRunner:
             seen = store.study_value(st.study_id, BUSY_KEY)
             stopped_busy = bool(seen) and bool(steps) and steps[-1].reason == "busy"
             busy = BusyMachine.from_dict(dict(seen)) if stopped_busy else None
-            result = self._result(st.trials, steps, timed_out, st.environment, busy)
+            kept = (store, st.study_id)
+            result = self._result(st.trials, steps, timed_out, st.environment, kept, busy)
             result.resumed_trials = st.resumed
             return result
 
@@ -724,6 +754,7 @@ class SweepRunner:
         steps: list[StepResult],
         timed_out: bool,
         environment: dict[str, Any],
+        kept: Kept,
         busy: BusyMachine | None = None,
     ) -> SweepResult:
         warnings: list[str] = []
@@ -735,7 +766,8 @@ class SweepRunner:
         rows = measured_trials(trials, self.params, self.pi, self.keys)
         if len(rows):
             try:
-                analysis = self.design.analysis(self._model_view(rows), early=early)
+                view, points = self._model_view(rows), _kept_points(kept)
+                analysis = self.design.analysis(view, early=early, points=points)
                 summary = summarise(analysis)
             except ValueError as exc:
                 warnings.append(f"no analysis: {exc}")
