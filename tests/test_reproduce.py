@@ -125,9 +125,127 @@ def test_what_cannot_be_reproduced_is_refused(
     assert res.exit_code == exits.USAGE and "the original's store" in res.output
 
 
-def test_only_runs_and_comparisons_are_run_again() -> None:
-    class Sweep:
-        name, kind = "s", "sweep"
+def test_an_order_study_is_refused_naming_the_kinds_run_again() -> None:
+    class Order:
+        name, kind = "o", "order"
 
-    with pytest.raises(SpecError, match="a sweep study; assay reproduce runs again run and"):
-        check_kind(Sweep())  # type: ignore[arg-type]
+    with pytest.raises(SpecError, match=r"an order study; assay reproduce runs again run, "
+                       r"compare, sweep and knobs studies"):  # fmt: skip
+        check_kind(Order())  # type: ignore[arg-type]
+
+
+# A setting's k-th run prints FACTOR x (10 w + len(c)) x (1, 1.01)[k % 2]: a sweep whose
+# repetitions differ a little and whose whole result moves with FACTOR
+SWEEP_BENCH = (
+    "import pathlib, sys\n"
+    "p = pathlib.Path(sys.argv[1]); k = len(p.read_text()) if p.exists() else 0\n"
+    "p.write_text('x' * (k + 1))\n"
+    "f = float(pathlib.Path(sys.argv[4]).read_text())\n"
+    "v = f * (10 * int(sys.argv[2]) + len(sys.argv[3])) * (1 + 0.01 * (k % 2))\n"
+    "print(f'value={v:.6f}')\n"
+)
+
+
+def sweep_study(tmp_path: Path) -> Path:
+    argv = [sys.executable, "-c", SWEEP_BENCH, str(tmp_path / "s.n"), "{w}", "{c}",
+            str(tmp_path / "factor")]  # fmt: skip
+    study = tmp_path / "s.toml"
+    study.write_text(
+        f'[study]\nname = "s"\n[benchmark]\ncommand = {json.dumps(argv)}\n{PI}'
+        "[sweep]\nrepetitions = 2\nstart = 0.5\nstep = 0.25\n"
+        '[sweep.params]\nw = [1, 2, 3, 4]\nc = ["x", "yy"]\n'
+    )
+    return study
+
+
+@pytest.mark.parametrize(("factor", "verdict"), [("1.0", "reproduced"), ("1.5", "not reproduced")])
+def test_a_sweep_is_judged_over_the_settings_both_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, factor: str, verdict: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "factor").write_text("1.0")
+    res = invoke(tmp_path, "sweep", str(sweep_study(tmp_path)), "--no-monitor", "-q")
+    assert res.exit_code == exits.OK, res.output
+    (tmp_path / "factor").write_text(factor)
+    md = tmp_path / "r.md"
+    res = invoke(tmp_path, "reproduce", "s.assay.db", *QUICK, "--json", "-",
+                 "--markdown", str(md))  # fmt: skip
+    assert res.exit_code == (exits.OK if verdict == "reproduced" else exits.WORSE), res.output
+    doc = json.loads(res.stdout)
+    jsonschema.validate(doc, _result_schema(), cls=jsonschema.Draft202012Validator)
+    assert doc["reproduced_kind"] == "sweep" and doc["verdict"] == verdict
+    (pi,) = doc["pis"]
+    assert pi["pi"] == "v" and pi["verdict"] == verdict
+    assert pi["variant"].startswith("geometric mean over ")
+    assert pi["ratio"] == pytest.approx(float(factor), rel=0.02)
+    assert pi["low"] <= pi["ratio"] <= pi["high"]
+    # every setting measured twice in both, judged on its own; the findings side by side
+    assert doc["settings"] and all(s["variant"].startswith("w=") for s in doc["settings"])
+    assert {s["verdict"] for s in doc["settings"]} <= {"reproduced", "not reproduced",
+                                                       "undecided"}  # fmt: skip
+    found = {f["what"].split(" (")[0]: f for f in doc["findings"]}
+    assert found["significant parameters"]["same"] is True
+    assert "w" in found["significant parameters"]["original"]
+    assert "found" in md.read_text() and "geometric mean" in md.read_text()
+
+
+KNOBS = """
+[study]
+name = "k"
+[benchmark]
+command = [{py}, "-c", {code}, "{{a}}", "{{b}}", {factor}]
+[[pi]]
+name = "v"
+direction = "higher"
+source = "regex"
+pattern = 'value=([-0-9.]+)'
+[[knob]]
+name = "a"
+type = "int"
+min = 1
+max = 100
+default = 10
+[[knob]]
+name = "b"
+type = "float"
+min = 0
+max = 1
+default = 0.5
+[knobs]
+samples = 12
+validation_samples = 10
+trees = 20
+top_k = 1
+"""
+
+
+def test_a_knob_study_is_judged_sample_by_sample_and_its_top_knobs_compared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "factor").write_text("1.0")
+    study = tmp_path / "k.toml"
+    code = (
+        "import sys, math; f = float(open(sys.argv[3]).read())\n"
+        "print('value=%.4f' % (f * (20 * math.log(int(sys.argv[1])) + float(sys.argv[2]) + 1)))"
+    )
+    study.write_text(KNOBS.format(
+        py=json.dumps(sys.executable), code=json.dumps(code),
+        factor=json.dumps(str(tmp_path / "factor")),
+    ))  # fmt: skip
+    res = invoke(tmp_path, "knobs", str(study), "--jobs", "1", "-q", "--trees", "30")
+    assert res.exit_code == exits.OK, res.output
+    (tmp_path / "factor").write_text("0.7")
+    res = invoke(tmp_path, "reproduce", "k.assay.db", *QUICK, "--json", "-")
+    assert res.exit_code == exits.WORSE, res.output
+    doc = json.loads(res.stdout)
+    jsonschema.validate(doc, _result_schema(), cls=jsonschema.Draft202012Validator)
+    (pi,) = doc["pis"]
+    # the same 22 samples (the same seed), each 0.7 times its original
+    assert pi["variant"] == "geometric mean over 22 settings"
+    assert pi["ratio"] == pytest.approx(0.7, rel=1e-3) and pi["verdict"] == "not reproduced"
+    assert doc["settings"] == []  # each sample measured once: no interval of its own
+    (top,) = doc["findings"]
+    assert top["what"] == "top-1 knobs for v" and top["original"] == "a" and top["same"]
+    # the options it ranked with (--trees 30) are the reproduction's too
+    assert doc["reproduction"]["rankings"][0]["n_trees"] == 30

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +33,15 @@ original of the means with its 90% interval (two one-sided tests at alpha 0.05):
   not reproduced   it lies entirely outside
   undecided        it straddles the tolerance (more rounds would tell)
 A [[claim]] is reproduced when the reproduction reaches the original's verdict again.
+A sweep's or knob study's PI: over the settings both measured, the geometric mean of
+the ratios with the paired t interval of their logs; a sweep's settings measured more
+than once in both are also judged one by one (shown, not in the verdict), and what
+each found (significant parameters, important points, top knobs) is set side by side.
 
 \b
 Exit status:
   0    reproduced          1  not reproduced (a PI or a claim)
-  2    usage error, or a study that is not a run or a comparison
+  2    usage error, or a study of a kind not run again (order)
   3    the store or study cannot go on     4  no valid result
   5    undecided           130  interrupted (run the same command again to resume)
 """
@@ -82,18 +87,23 @@ def reproduce(original: str, study: str | None, **opts: Any) -> None:
     stopping rule) into a store of its own, on this machine or the cluster given,
     and each PI, each variant and each [[claim]] is judged against the original;
     the two environments (CPU, kernel, Python, Assay) are shown side by side, the
-    differences marked. Run and compare studies (for now).
+    differences marked. Run, compare, sweep and knob studies (not yet order).
     """
     err = checked_err_console(opts)
-    from assay.studies.reproduce import check_kind, judge_reproduction, original_store
-    from assay.studies.stored import stored_result
+    from assay.studies.reproduce import (
+        PAIRED_KINDS,
+        check_kind,
+        judge_reproduction,
+        original_store,
+    )
+    from assay.studies.stored import stored_result, stored_trials
 
     try:
         path, study = original_store(original, study)
     except SpecError as exc:
         fail(err, exc)
     with stored_study_errors(err, path):
-        stored, before, _ = stored_result(path, study)
+        stored, before, before_trials = stored_result(path, study)
     try:
         check_kind(stored)
     except SpecError as exc:
@@ -101,9 +111,13 @@ def reproduce(original: str, study: str | None, **opts: Any) -> None:
     store = Path(opts["store"]) if opts["store"] else _default_store(path)
     if store.resolve() == path.resolve():
         fail(err, f"--store {store}: that is the original's store; give the reproduction its own")
-    after = _run_again(stored, store, opts, err)
+    after = _run_again(stored, path, store, opts, err)
+    trials: tuple[list[Any], list[Any]] = ([], [])
+    if stored.kind in PAIRED_KINDS:  # judged setting by setting: the trials of both
+        with stored_study_errors(err, store):
+            trials = (before_trials, stored_trials(store, stored.name))
     result = judge_reproduction(
-        stored, before, after, original_path=path, tolerance=opts["tolerance"]
+        stored, before, after, original_path=path, tolerance=opts["tolerance"], trials=trials
     )
     from assay.report.export import to_json
     from assay.report.reproduce import render_reproduction, reproduction_markdown
@@ -126,43 +140,63 @@ def _default_store(original: Path) -> Path:
     return Path.cwd() / f"{stem}.reproduced.assay.db"
 
 
-def _run_again(stored: Any, store: Path, opts: dict[str, Any], err: Any) -> Any:
+def _run_again(stored: Any, original: Path, store: Path, opts: dict[str, Any], err: Any) -> Any:
     """The study run again from its stored spec into ``store`` (resumed when that store
     already holds it), with the live line of its kind."""
-    spec = stored.spec
+    view, make = _runner(stored, original, store, opts, err)
     how = "Run the same command again to resume."
-    measure_overhead = not opts["no_overhead"]
+    with running_study(err, store, how, opts, stored.spec, view) as executor:
+        return make(executor, None if opts["quiet"] else view.update).run()
+
+
+def _runner(
+    stored: Any, original: Path, store: Path, opts: dict[str, Any], err: Any
+) -> tuple[Any, Callable[[Any, Any], Any]]:
+    """The live line of the study's kind, and its runner for an executor and a
+    progress callback, as the study's own command makes them."""
+    spec, overhead = stored.spec, not opts["no_overhead"]
     if stored.kind == "compare":
         from assay.report.compare import CompareProgressView
         from assay.studies.compare import CompareRunner
 
-        view = CompareProgressView(err, spec.stop)
-        with running_study(err, store, how, opts, spec, view) as executor:
-            return CompareRunner(
-                spec,
-                store,
-                measure_overhead=measure_overhead,
-                executor=executor,
-                on_compare_progress=None if opts["quiet"] else view.update,
-            ).run()
+        return CompareProgressView(err, spec.stop), lambda ex, on: CompareRunner(
+            spec, store, measure_overhead=overhead, executor=ex, on_compare_progress=on
+        )
+    if stored.kind == "sweep":
+        from assay.report.sweep import SweepProgressView
+        from assay.studies.sweep import SweepRunner
+
+        return SweepProgressView(err), lambda ex, on: SweepRunner(
+            spec, store, executor=ex, on_progress=on
+        )
+    if stored.kind == "knobs":
+        from assay.report.knobs import KnobsProgressView
+        from assay.spec import KnobsSpec
+        from assay.studies.knobs import KnobsRunner
+        from assay.studies.stored import stored_config
+
+        kept = stored_config(original, stored)  # the options the original ranked with
+        config = spec.knobs_config if kept is None else KnobsSpec.model_validate(kept)
+        return KnobsProgressView(err), lambda ex, on: KnobsRunner(
+            spec, store, config, executor=ex, on_progress=on
+        )
     from assay.report.terminal import ProgressView
     from assay.studies.run import Runner
 
-    progress = ProgressView(err, spec.stop.ci_width, spec.stop)
-    with running_study(err, store, how, opts, spec, progress) as executor:
-        return Runner(
-            spec,
-            store,
-            measure_overhead=measure_overhead,
-            executor=executor,
-            on_progress=None if opts["quiet"] else progress.update,
-        ).run()
+    return ProgressView(err, spec.stop.ci_width, spec.stop), lambda ex, on: Runner(
+        spec, store, measure_overhead=overhead, executor=ex, on_progress=on
+    )
+
+
+_OWN_STATUS = {
+    "run": exits.run_status,
+    "compare": exits.compare_status,
+    "sweep": exits.sweep_status,
+    "knobs": exits.knobs_status,
+}
 
 
 def _status(result: Any) -> int:
-    if result.kind == "run":
-        if exits.run_status(result.reproduction) == exits.NO_RESULT:
-            return exits.NO_RESULT
-    elif exits.compare_status(result.reproduction) == exits.NO_RESULT:
+    if _OWN_STATUS[result.kind](result.reproduction) == exits.NO_RESULT:
         return exits.NO_RESULT
     return {"reproduced": exits.OK, "not reproduced": exits.WORSE}.get(result.verdict, exits.SHORT)

@@ -4,6 +4,7 @@ two environments side by side (terminal and Markdown)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console, Group, RenderableType
@@ -14,7 +15,7 @@ from assay.report.fit import fitted
 from assay.report.format import format_bytes
 from assay.report.markdown import markdown_table
 from assay.report.safe import plain
-from assay.studies.reproduce import ReproduceResult
+from assay.studies.reproduce import PAIRED_KINDS, PIReproduction, ReproduceResult
 
 #: What an undecided PI needs, said under the table.
 UNDECIDED_HINT = (
@@ -54,9 +55,15 @@ def headline(r: ReproduceResult) -> str:
 
 def pi_rows(r: ReproduceResult) -> tuple[list[str], list[list[object]]]:
     """PI by PI: the original and reproduced means, the ratio with its interval."""
+    return _ratio_rows(r, r.pis)
+
+
+def _ratio_rows(
+    r: ReproduceResult, judged: Sequence[PIReproduction]
+) -> tuple[list[str], list[list[object]]]:
     header = ["PI", "variant", "original", "reproduced", "ratio [interval]", "verdict"]
     rows: list[list[object]] = []
-    for p in r.pis:
+    for p in judged:
         ratio = (
             f"{p.ratio:.4g} [{p.low:.4g}, {p.high:.4g}] ({r.confidence:.0%})"
             if math.isfinite(p.low) and math.isfinite(p.high)
@@ -73,6 +80,33 @@ def pi_rows(r: ReproduceResult) -> tuple[list[str], list[list[object]]]:
             ]
         )
     return header, rows
+
+
+#: The settings listed one by one (those not reproduced or undecided first).
+SHOWN_SETTINGS = 10
+
+
+def settings_line(r: ReproduceResult) -> str:
+    """How many of a sweep's settings reproduced one by one."""
+    said = [p.verdict for p in r.settings]
+    counts = ", ".join(
+        f"{said.count(v)} {v}" for v in ("reproduced", "not reproduced", "undecided") if v in said
+    )
+    return f"settings one by one (not in the verdict): {counts}" + (
+        f"; the first {SHOWN_SETTINGS} of {len(said)}:" if len(said) > SHOWN_SETTINGS else ":"
+    )
+
+
+def setting_rows(r: ReproduceResult) -> tuple[list[str], list[list[object]]]:
+    """The first :data:`SHOWN_SETTINGS` settings judged one by one."""
+    header, rows = _ratio_rows(r, r.settings[:SHOWN_SETTINGS])
+    return ["setting", *header[2:]], [row[1:] for row in rows]
+
+
+def finding_rows(r: ReproduceResult) -> tuple[list[str], list[list[object]]]:
+    header = ["found", "original", "reproduced", ""]
+    return header, [[f.what, f.original, f.reproduced, "same" if f.same else "differs"]
+                    for f in r.findings]  # fmt: skip
 
 
 def claim_rows(r: ReproduceResult) -> tuple[list[str], list[list[object]]]:
@@ -100,6 +134,27 @@ def _table(title: str, header: list[str], rows: list[list[object]], styled: bool
     return t
 
 
+def method(r: ReproduceResult) -> str:
+    """How the ratios were made and judged, in one line."""
+    tests = (
+        f"reproduced when it lies within 1 ± {r.tolerance:.0%} (two one-sided tests at "
+        f"alpha {(1 - r.confidence) / 2:g}), not reproduced when entirely outside"
+    )
+    if r.kind in PAIRED_KINDS:
+        return (
+            "method: over the settings both measured, the geometric mean of the ratios "
+            f"reproduced / original of their means, the paired t {r.confidence:.0%} "
+            f"interval of their logs; {tests}"
+            + ("; a setting one by one: Fieller's interval over its repetitions" if r.settings
+               else "")
+        )  # fmt: skip
+    return (
+        f"method: the ratio reproduced / original of each mean, Fieller's "
+        f"{r.confidence:.0%} interval (Welch df); {tests}; a run's PI enters with its own "
+        "interval (its warm-up removal, merging, drift)"
+    )
+
+
 def render_reproduction(r: ReproduceResult, console: Console) -> None:
     """The terminal report."""
     lines: list[RenderableType] = [Text(plain(headline(r)), style=_STYLES.get(r.verdict, "bold"))]
@@ -108,19 +163,16 @@ def render_reproduction(r: ReproduceResult, console: Console) -> None:
         lines.extend(
             fitted(_table("claims", *claim_rows(r), styled=True), console, (), label="claim")
         )
-    lines.extend(fitted(_table("environment", *environment_rows(r), False), console, ()))
-    lines.append(
-        Text(
-            plain(
-                f"method: the ratio reproduced / original of each mean, Fieller's "
-                f"{r.confidence:.0%} interval (Welch df); reproduced when it lies within "
-                f"1 ± {r.tolerance:.0%} (two one-sided tests at alpha "
-                f"{(1 - r.confidence) / 2:g}), not reproduced when entirely outside; a run's "
-                "PI enters with its own interval (its warm-up removal, merging, drift)"
-            ),
-            style="dim",
+    if r.settings:
+        lines.append(Text(plain(settings_line(r))))
+        lines.extend(
+            fitted(_table("", *setting_rows(r), styled=True), console, (), label="setting")
         )
-    )
+    if r.findings:
+        found = _table("what each found (not in the verdict)", *finding_rows(r), styled=False)
+        lines.extend(fitted(found, console, (), label="found"))
+    lines.extend(fitted(_table("environment", *environment_rows(r), False), console, ()))
+    lines.append(Text(plain(method(r)), style="dim"))
     if any(p.verdict == "undecided" for p in r.pis):
         lines.append(Text(plain(f"what would tell: {UNDECIDED_HINT}"), style="yellow"))
     for w in r.warnings:
@@ -139,5 +191,12 @@ def reproduction_markdown(r: ReproduceResult) -> str:
         text += "\n" + markdown_table(
             ch, [[*x[:-1], f"{_MARKS.get(str(x[-1]), '')} {x[-1]}"] for x in cr]
         )
+    if r.settings:
+        sh, sr = setting_rows(r)
+        text += f"\n{settings_line(r)}\n\n" + markdown_table(
+            sh, [[*x[:-1], f"{_MARKS.get(str(x[-1]), '')} {x[-1]}"] for x in sr]
+        )
+    if r.findings:
+        text += "\n" + markdown_table(*finding_rows(r))
     text += "\n" + markdown_table(*environment_rows(r))
-    return text
+    return text + f"\n{method(r)}\n"

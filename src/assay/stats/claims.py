@@ -30,6 +30,7 @@ the time (bench/bench_claims.py measures both).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -49,6 +50,7 @@ __all__ = [
     "claim_method",
     "judge_claim",
     "judged",
+    "paired_ratio_interval",
     "ratio_interval",
 ]
 
@@ -211,6 +213,36 @@ def ratio_interval(
     else:
         low, high = comp.welch.rel_low, comp.welch.rel_high
     return comp.welch.relative + 1.0, low + 1.0, high + 1.0
+
+
+def paired_ratio_interval(
+    original: Sequence[float], reproduced: Sequence[float], confidence: float
+) -> tuple[float, float, float]:
+    """``(estimate, low, high)`` of the geometric mean of ``reproduced[i] /
+    original[i]`` over pairs (the settings both measured, each once or as a mean) at
+    :func:`claim_level`: Student's t interval of the mean log ratio (the paired t test
+    on the logs), exponentiated.  Pairs with a value that is not positive and finite
+    are left out; NaN with fewer than two pairs left.
+
+    >>> est, low, high = paired_ratio_interval([1, 2, 4, 8], [1.1, 2.1, 4.5, 8.6], 0.95)
+    >>> round(est, 3), round(low, 3), round(high, 3)
+    (1.087, 1.05, 1.126)
+    """
+    import numpy as np
+    from scipy import stats
+
+    a = np.asarray(original, dtype=float)
+    b = np.asarray(reproduced, dtype=float)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError("original and reproduced must be 1-D and of the same length")
+    keep = np.isfinite(a) & np.isfinite(b) & (a > 0) & (b > 0)
+    d = np.log(b[keep]) - np.log(a[keep])
+    if d.size < 2:
+        return math.nan, math.nan, math.nan
+    level = claim_level(confidence)
+    mean = float(d.mean())
+    half = float(stats.t.ppf(0.5 + level / 2, d.size - 1)) * float(d.std(ddof=1)) / d.size**0.5
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,15 @@ interval lies within the tolerance of 1 (two one-sided tests, as a ``within`` cl
 **not reproduced** when it lies entirely outside, **undecided** otherwise; each
 ``[[claim]]`` reproduced when the reproduction reaches the original's verdict again;
 and the two machines' environments side by side.
+
+A sweep or knob study measures many settings, a few times each or once: its PI is
+judged over the settings both measured, paired, by the geometric mean of the ratios
+with the paired t interval of their logs
+(:func:`~assay.stats.claims.paired_ratio_interval`); a sweep's settings measured more
+than once in both are judged one by one too (shown, not part of the verdict: with
+many settings some straddle by chance), and what each study found (a sweep's
+significant parameters and important points, a knob study's top knobs) is set side by
+side.
 """
 
 from __future__ import annotations
@@ -22,13 +31,23 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import SpecError
-from assay.stats.claims import ClaimRule, claim_level, judge_claim, ratio_interval
+from assay.stats.claims import (
+    ClaimRule,
+    claim_level,
+    judge_claim,
+    paired_ratio_interval,
+    ratio_interval,
+)
 from assay.stats.compare import SummaryStats, VariantStats, analyze_variant
+from assay.store import TrialRecord
 from assay.studies.base import StoredStudy
-from assay.values import finite_or_none
+from assay.studies.settings import setting_key
+from assay.values import finite_or_none, short
 
 #: The kinds of study ``assay reproduce`` runs again.
-REPRODUCE_KINDS = ("run", "compare")
+REPRODUCE_KINDS = ("run", "compare", "sweep", "knobs")
+#: The kinds whose PIs are judged over their settings, paired.
+PAIRED_KINDS = ("sweep", "knobs")
 #: The default tolerance: a reproduction within 10% of the original is the same result.
 DEFAULT_TOLERANCE = 0.10
 
@@ -91,6 +110,23 @@ class ClaimReproduction:
         }
 
 
+@dataclass(frozen=True)
+class Finding:
+    """What the original and the reproduction found (a sweep's significant
+    parameters, a knob study's top knobs), side by side."""
+
+    what: str
+    original: str
+    reproduced: str
+
+    @property
+    def same(self) -> bool:
+        return self.original == self.reproduced
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**vars(self), "same": self.same}
+
+
 @dataclass
 class ReproduceResult:
     """Everything the reproduction's report shows."""
@@ -107,6 +143,9 @@ class ReproduceResult:
     reproduction: Any  # the reproduction's own result (StudyResult, CompareResult)
     original_when: str | None = None
     warnings: list[str] = field(default_factory=list)
+    # a sweep's settings measured more than once in both, one by one (not in the verdict)
+    settings: list[PIReproduction] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
 
     @property
     def verdict(self) -> str:
@@ -134,6 +173,8 @@ class ReproduceResult:
             "confidence": self.confidence,
             "pis": [p.as_dict() for p in self.pis],
             "claims": [c.as_dict() for c in self.claims],
+            "settings": [p.as_dict() for p in self.settings],
+            "findings": [f.as_dict() for f in self.findings],
             "environment": [
                 {"key": k, "original": a, "reproduced": b, "differs": a != b}
                 for k, a, b in self.environments
@@ -172,11 +213,13 @@ def original_store(path: str | Path, study: str | None) -> tuple[Path, str | Non
 
 
 def check_kind(stored: StoredStudy) -> None:
-    """Only a run or a comparison is run again (for now), with a clear refusal."""
+    """Only the kinds of :data:`REPRODUCE_KINDS` are run again, with a clear refusal."""
     if stored.kind not in REPRODUCE_KINDS:
+        kinds = ", ".join(REPRODUCE_KINDS[:-1]) + f" and {REPRODUCE_KINDS[-1]}"
         raise SpecError(
-            f"study {stored.name!r} is a {stored.kind} study; assay reproduce runs again "
-            f"{' and '.join(REPRODUCE_KINDS)} studies (not yet {stored.kind})"
+            f"study {stored.name!r} is {'an' if stored.kind[0] in 'aeiou' else 'a'} "
+            f"{stored.kind} study; assay reproduce runs again "
+            f"{kinds} studies (not yet {stored.kind})"
         )
 
 
@@ -260,6 +303,119 @@ def pi_reproductions(
     return rows
 
 
+def setting_values(
+    trials: Sequence[TrialRecord], pis: Sequence[str]
+) -> dict[str, dict[str, list[float]]]:
+    """Each setting's (by :func:`~assay.studies.settings.setting_key`) finite readings
+    of each PI, from the trials that succeeded."""
+    out: dict[str, dict[str, list[float]]] = {}
+    for t in trials:
+        if not t.ok:
+            continue
+        for pi in pis:
+            v = t.readings.get(pi)
+            if v is not None and math.isfinite(float(v)):
+                out.setdefault(setting_key(t.setting), {}).setdefault(pi, []).append(float(v))
+    return out
+
+
+def _label(key: str, order: Sequence[str] = ()) -> str:
+    """A setting as people write it, its parameters in ``order`` first:
+    ``journal_mode=wal, synchronous=full``."""
+    setting = json.loads(key)
+    names = [k for k in order if k in setting] + [k for k in setting if k not in order]
+    return ", ".join(f"{k}={short(setting[k])}" for k in names)
+
+
+def _geomean(xs: Sequence[float]) -> float:
+    logs = [math.log(x) for x in xs if x > 0 and math.isfinite(x)]
+    return math.exp(sum(logs) / len(logs)) if logs else math.nan
+
+
+def paired_reproduction(
+    pi: str,
+    unit: str,
+    old: Mapping[str, Mapping[str, list[float]]],
+    new: Mapping[str, Mapping[str, list[float]]],
+    tolerance: float,
+    confidence: float,
+) -> PIReproduction:
+    """``pi`` over the settings both measured: the geometric mean of the ratios of
+    their means (reproduced / original), its paired t interval of the logs, and the
+    verdict as a ``within`` claim."""
+    keys = sorted(k for k in old.keys() & new.keys() if old[k].get(pi) and new[k].get(pi))
+    a = [sum(old[k][pi]) / len(old[k][pi]) for k in keys]
+    b = [sum(new[k][pi]) / len(new[k][pi]) for k in keys]
+    what = f"geometric mean over {len(keys)} settings"
+    nan = math.nan
+    est, low, high = paired_ratio_interval(a, b, confidence) if keys else (nan, nan, nan)
+    if not math.isfinite(low):
+        why = f"{len(keys)} settings with a positive value in both (2 needed)"
+        return PIReproduction(pi, what, unit, nan, nan, est, nan, nan, "undecided", why)
+    v = judge_claim(ClaimRule("within", tolerance), est, low, high)
+    return PIReproduction(
+        pi, what, unit, _geomean(a), _geomean(b), est, low, high, _VERDICTS[v.verdict], v.why
+    )
+
+
+def setting_reproductions(
+    pi: str,
+    unit: str,
+    old: Mapping[str, Mapping[str, list[float]]],
+    new: Mapping[str, Mapping[str, list[float]]],
+    tolerance: float,
+    confidence: float,
+    order: Sequence[str] = (),
+) -> list[PIReproduction]:
+    """Each setting both measured more than once, judged on its own: the ratio of its
+    means with Fieller's interval over its repetitions (named with its parameters in
+    ``order`` first)."""
+    rows: list[PIReproduction] = []
+    for key in old.keys() & new.keys():
+        o, n = old[key].get(pi, []), new[key].get(pi, [])
+        if len(o) < 2 or len(n) < 2:
+            continue
+        so, sn = (analyze_variant(SummaryStats(*_mean_var(x), len(x))) for x in (o, n))
+        missing = "no interval"
+        label = _label(key, order)
+        rows.append(_judge(pi, label, unit, sn, so, tolerance, confidence, missing))
+    return sorted(rows, key=lambda r: (r.verdict == "reproduced", str(r.variant)))
+
+
+def _mean_var(xs: Sequence[float]) -> tuple[float, float]:
+    m = sum(xs) / len(xs)
+    return m, sum((x - m) ** 2 for x in xs) / (len(xs) - 1)
+
+
+def findings(kind: str, original: Any, reproduction: Any) -> list[Finding]:
+    """What each study found, side by side: a sweep's significant parameters (those
+    that explain at least its ``min_share`` of the variance) and important points; a
+    knob study's top-k knobs for each PI."""
+    if kind == "sweep":
+        out = [Finding(
+            f"significant parameters (≥ {original.min_share:.0%} of the variance)",
+            ", ".join(sorted(original.material)) or "none",
+            ", ".join(sorted(reproduction.material)) or "none",
+        )]  # fmt: skip
+
+        def points(r: Any) -> str:
+            found = sorted(p.describe() for p in (r.analysis.points if r.analysis else ()))
+            return "; ".join(found) or "none"
+
+        return [*out, Finding("important points", points(original), points(reproduction))]
+    if kind == "knobs":
+        new = {r.pi: r for r in reproduction.analysis.rankings}
+        return [
+            Finding(
+                f"top-{r.top_k} knobs for {r.pi}",
+                ", ".join(sorted(r.top)),
+                ", ".join(sorted(new[r.pi].top)) if r.pi in new else "not ranked",
+            )
+            for r in original.analysis.rankings
+        ]
+    return []
+
+
 def claim_reproductions(original: Any, reproduction: Any) -> list[ClaimReproduction]:
     """Each ``[[claim]]`` of the original judged again on the reproduction."""
     out: list[ClaimReproduction] = []
@@ -309,12 +465,15 @@ def judge_reproduction(
     *,
     original_path: Path,
     tolerance: float = DEFAULT_TOLERANCE,
+    trials: tuple[Sequence[TrialRecord], Sequence[TrialRecord]] = ((), ()),
 ) -> ReproduceResult:
     """The reproduction judged against the original (both results as their runners
-    give them)."""
+    give them; a sweep's or knob study's with the trials of each, ``trials``)."""
     confidence = stored.spec.stop.confidence
     sessions: Sequence[Mapping[str, Any]] = stored.sessions
     when = sessions[-1].get("started") if sessions else None
+    if stored.kind in PAIRED_KINDS:
+        return _judge_paired(stored, original, reproduction, original_path, tolerance, trials)
     return ReproduceResult(
         study=stored.name,
         kind=stored.kind,
@@ -327,4 +486,53 @@ def judge_reproduction(
         environments=environments(original.environment or {}, reproduction.environment or {}),
         reproduction=reproduction,
         original_when=None if when is None else str(when),
+    )
+
+
+def _judge_paired(
+    stored: StoredStudy,
+    original: Any,
+    reproduction: Any,
+    original_path: Path,
+    tolerance: float,
+    trials: tuple[Sequence[TrialRecord], Sequence[TrialRecord]],
+) -> ReproduceResult:
+    """A sweep or knob study judged setting by setting, paired (see the module's
+    docstring)."""
+    confidence = stored.spec.stop.confidence
+    pis = [original.pi] if stored.kind == "sweep" else list(stored.spec.pis)
+    old, new = (setting_values(t, [p.name for p in pis]) for t in trials)
+    rows = [paired_reproduction(p.name, p.unit, old, new, tolerance, confidence) for p in pis]
+    per_setting = (
+        setting_reproductions(
+            pis[0].name, pis[0].unit, old, new, tolerance, confidence, original.params
+        )
+        if stored.kind == "sweep"
+        else []
+    )
+    warnings: list[str] = []
+    both = len(old.keys() & new.keys())
+    if both < len(old):
+        warnings.append(
+            f"{both} of the original's {len(old)} settings were measured in the reproduction "
+            "too: the ratios are over those (a sweep samples settings until its model "
+            "predicts; another run may stop at another step)"
+        )
+    sessions: Sequence[Mapping[str, Any]] = stored.sessions
+    when = sessions[-1].get("started") if sessions else None
+    return ReproduceResult(
+        study=stored.name,
+        kind=stored.kind,
+        original_store=str(original_path),
+        store=str(reproduction.store),
+        tolerance=tolerance,
+        confidence=claim_level(confidence),
+        pis=rows,
+        claims=claim_reproductions(original, reproduction),
+        environments=environments(original.environment or {}, reproduction.environment or {}),
+        reproduction=reproduction,
+        original_when=None if when is None else str(when),
+        warnings=warnings,
+        settings=per_setting,
+        findings=findings(stored.kind, original, reproduction),
     )

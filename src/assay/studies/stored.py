@@ -89,3 +89,15 @@ def stored_runner_result(stored: StoredStudy, path: Path, config: Any) -> Any:
     from assay.studies.run import Runner
 
     return Runner(spec, path, monitor=False).stored()
+
+
+def stored_trials(path: Path, study: str) -> list[TrialRecord]:
+    """The trials of study ``study`` of the store at ``path`` (opened read-only)."""
+    with Store(path, read_only=True) as db:
+        return open_stored(db, study_name(db, study)).trials
+
+
+def stored_config(path: Path, stored: StoredStudy) -> Any:
+    """The options a knob study ranked with, as its store keeps them (None if none)."""
+    with Store(path, read_only=True) as db:
+        return db.study_value(stored.study_id, CONFIG_KEY)
