@@ -316,7 +316,77 @@ def test_a_sweeps_claims_are_judged_at_its_end_not_stopped_on(tmp_path: Path) ->
     claim = '[[claim]]\nsays = "x"\nratio = [{ p = 2, q = 1 }, { p = 1, q = 1 }]\nat_least = 2\n'
     study = sweep_study(tmp_path, claim + '[stop]\nuntil = "claims"\n')
     res = invoke(tmp_path, "sweep", "-q", str(study))
-    assert res.exit_code == exits.USAGE and "a sweep stops on its R²" in res.output
+    assert res.exit_code == exits.USAGE
+    assert "a sweep or knob study's claims are judged at its end" in res.output
+
+
+# --- a knob study's claims: settings named by knob values, the others at their defaults --
+
+KNOB_CODE = (
+    "import math, random, sys\n"
+    "a, b = int(sys.argv[1]), float(sys.argv[2])\n"
+    "print('v=%.6f' % ((20 * math.log(a) + 10 * b + 1) * (1 + 0.01 * random.random())))\n"
+)
+
+
+def knob_study(tmp_path: Path, claims: str) -> Path:
+    study = tmp_path / "k.toml"
+    study.write_text(
+        '[study]\nname = "k"\n[benchmark]\n'
+        f"command = [{json.dumps(sys.executable)}, \"-c\", {json.dumps(KNOB_CODE)}, "
+        '"{a}", "{b}", "{c}"]\n'
+        '[[pi]]\nname = "v"\ndirection = "higher"\nsource = "regex"\npattern = \'v=([0-9.]+)\'\n'
+        '[[knob]]\nname = "a"\ntype = "int"\nmin = 1\nmax = 100\ndefault = 10\n'
+        '[[knob]]\nname = "b"\ntype = "float"\nmin = 0\nmax = 1\ndefault = 0.5\n'
+        '[[knob]]\nname = "c"\ntype = "categorical"\nvalues = ["x", "y"]\ndefault = "x"\n'
+        "[knobs]\nsamples = 12\nvalidation_samples = 10\ntrees = 20\ntop_k = 1\n"
+        "claim_repetitions = 4\n" + claims
+    )
+    return study
+
+
+@pytest.mark.parametrize(
+    ("ratio", "said"),
+    [
+        ('["a", "b"]', "a knob study's claim names settings by knob values"),
+        ("[{ a = 1 }, { d = 2 }]", "'d' is not a [[knob]] (the knobs: a, b, c)"),
+        ("[{ a = 101 }, { a = 2 }]", "a = 101: expected a number in [1, 100]"),
+        ("[{ a = 2.5 }, { a = 2 }]", "a = 2.5: an int knob takes whole numbers"),
+        ('[{ c = "z" }, { c = "x" }]', "c = 'z' is not one of ['x', 'y']"),
+    ],
+)
+def test_a_bad_knob_claim_is_refused(tmp_path: Path, ratio: str, said: str) -> None:
+    study = knob_study(tmp_path, f'[[claim]]\nsays = "x"\nratio = {ratio}\nat_least = 2\n')
+    res = invoke(tmp_path, "knobs", "-q", str(study))
+    assert res.exit_code == exits.USAGE and said in res.output, res.output
+
+
+def test_a_knob_studys_claims_measure_their_settings_and_are_judged(tmp_path: Path) -> None:
+    """Each named setting (the other knobs at their defaults) is measured
+    claim_repetitions times, the claims judged on those readings, reported first, in
+    --json, by show, and a failing one makes the exit status 1."""
+    claims = (
+        '[[claim]]\nsays = "a = 100 is at least 1.5x a = 10"\n'
+        "ratio = [{ a = 100 }, { a = 10 }]\nat_least = 1.5\n"
+        '[[claim]]\nsays = "b barely matters"\n'
+        'ratio = [{ a = 100, b = 1.0, c = "y" }, { a = 100, b = 0.0 }]\nat_most = 1.05\n'
+    )
+    study = knob_study(tmp_path, claims)
+    res = invoke(tmp_path, "knobs", "-q", "--jobs", "1", "--json", "-", str(study))
+    assert res.exit_code == exits.WORSE, res.output  # the second claim fails
+    doc = json.loads(res.stdout)
+    jsonschema.validate(doc, _result_schema(), cls=jsonschema.Draft202012Validator)
+    holds, fails = doc["claims"]
+    # b at its default 0.5: (20 ln 100 + 5 + 1) / (20 ln 10 + 5 + 1)
+    assert holds["verdict"] == "holds" and holds["estimate"] == pytest.approx(1.885, rel=0.02)
+    assert holds["ratio"] == ["a=100", "a=10"]
+    assert fails["verdict"] == "fails" and fails["estimate"] == pytest.approx(1.107, rel=0.01)
+    assert doc["trials"]["total"] == 12 + 10 + 4 * 4  # samples, validation, 4 claimed x 4
+    report = invoke(tmp_path, "show", str(tmp_path / "k.assay.db")).stdout
+    assert report.index("a = 100 is at least 1.5x a = 10") < report.index("knob importance")
+    shown = invoke(tmp_path, "show", str(tmp_path / "k.assay.db"), "--json", "-", "-q")
+    assert shown.exit_code == exits.WORSE
+    assert [c["verdict"] for c in json.loads(shown.stdout)["claims"]] == ["holds", "fails"]
 
 
 # --- paired ratios: a sweep's or knob study's reproduction, setting by setting -----------
@@ -346,7 +416,7 @@ def test_the_paired_ratio_is_scipys_paired_t_interval_of_the_logs(
 def test_a_paired_ratio_needs_two_positive_pairs() -> None:
     assert all(math.isnan(x) for x in paired_ratio_interval([1.0], [1.1], 0.95))
     # a zero, a negative or a NaN value is left out, not logged
-    est, low, high = paired_ratio_interval([1, 0, -2, 4, math.nan], [2, 1, 1, 8, 1], 0.95)
+    est, low, _ = paired_ratio_interval([1, 0, -2, 4, math.nan], [2, 1, 1, 8, 1], 0.95)
     assert est == pytest.approx(2.0) and low == pytest.approx(2.0)
     with pytest.raises(ValueError, match="same length"):
         paired_ratio_interval([1, 2], [1, 2, 3], 0.95)

@@ -427,6 +427,8 @@ class KnobsSpec(_Model):
     allow_unsafe: bool = False  # let the tuner change knobs marked unsafe
     rank_by: Literal["impurity", "permutation"] = "impurity"
     objective: str | None = None  # e.g. "max tps s.t. p99<=20"
+    # how many times each setting a [[claim]] names is measured (its interval needs two)
+    claim_repetitions: Annotated[int, Field(ge=2)] = 5
 
     @field_validator("objective")
     @classmethod
@@ -664,10 +666,10 @@ class Spec(_Model):
             raise ValueError(f"pi: PI names must be unique; repeated: {', '.join(dupes)}")
         if not self.pis:
             raise ValueError("pi: at least one [[pi]] is needed")
-        if self.claims and not self.variants and self.sweep is None:
+        if self.claims and not self.variants and self.sweep is None and not self.knob_specs:
             raise ValueError(
                 "claim: a claim compares two [[variant]]s of a comparison (assay compare) or "
-                "two settings of a sweep (assay sweep); not yet a knob study's samples"
+                "two settings of a sweep (assay sweep) or of a knob study (assay knobs)"
             )
         roles = self.cluster.roles if self.cluster else None
         self._check_pack()
@@ -938,7 +940,7 @@ class Spec(_Model):
                 + (
                     "this study has none: add a [[claim]]"
                     if not self.claims
-                    else "a sweep stops on its R²: its claims are judged at its end"
+                    else "a sweep or knob study's claims are judged at its end"
                 )
                 + ', or leave until = "ranking"'
             )
@@ -955,10 +957,42 @@ class Spec(_Model):
                             f"{where}.ratio: {side!r} is not a variant (the variants: "
                             f"{', '.join(names)})"
                         )
-                else:
+                elif self.sweep is not None:
                     self._check_claimed_setting(where, side)
+                else:
+                    self._check_claimed_knobs(where, side)
             if c.ratio[0] == c.ratio[1]:
                 raise ValueError(f"{where}.ratio: a side against itself; name two")
+
+    def _check_claimed_knobs(self, where: str, side: str | dict[str, Scalar]) -> None:
+        """A knob study's claimed setting: some of its knobs, each at a value it may
+        take (the others stay at their defaults)."""
+        knobs = {k.name: k for k in self.knob_specs}
+        first = self.knob_specs[0]
+        if not isinstance(side, dict) or not side:
+            raise ValueError(
+                f"{where}.ratio: {side!r}: a knob study's claim names settings by knob values "
+                f"(the other knobs at their defaults), e.g. {{ {first.name} = {first.default!r} }}"
+            )
+        for name, v in side.items():
+            k = knobs.get(name)
+            if k is None:
+                raise ValueError(
+                    f"{where}.ratio: {name!r} is not a [[knob]] (the knobs: {', '.join(knobs)})"
+                )
+            if k.type == "categorical":
+                values = k.values or []
+                if not any(v == x and isinstance(v, bool) == isinstance(x, bool) for x in values):
+                    raise ValueError(f"{where}.ratio: {name} = {v!r} is not one of {values!r}")
+                continue
+            assert k.min is not None and k.max is not None
+            number = isinstance(v, int | float) and not isinstance(v, bool)
+            if not number or not k.min <= float(v) <= k.max:
+                raise ValueError(
+                    f"{where}.ratio: {name} = {v!r}: expected a number in [{k.min:g}, {k.max:g}]"
+                )
+            if k.type == "int" and float(v) != int(v):
+                raise ValueError(f"{where}.ratio: {name} = {v!r}: an int knob takes whole numbers")
 
     def _check_claimed_setting(self, where: str, side: str | dict[str, Scalar]) -> None:
         """A sweep's claimed setting: every swept parameter, each at one of its values,

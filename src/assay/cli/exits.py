@@ -28,7 +28,7 @@ Exit status:
   0    done: the target was reached (or every planned trial measured, or
        run --runs N ran its N runs)
   1    --fail-if-worse (compare; run --baseline): worse than the baseline;
-       compare, sweep: a [[claim]] fails
+       compare, sweep, knobs: a [[claim]] fails
   2    usage error or bad study file     3  the store or study cannot go on
   4    no valid result (every trial failed, or too many: the report says why)
   5    the budget ran out before the target (CI width, decision, R²), or

@@ -138,7 +138,7 @@ def knobs(study: str | None, **opts: Any) -> None:
         from assay.cli.show import remember_shown
 
         remember_shown(store_path, name, (console.width,))
-    sys.exit(exits.knobs_status(result))
+    sys.exit(exits.with_claims(exits.knobs_status(result), result))
 
 
 def _offline(opts: dict[str, Any], err: Console) -> Any:

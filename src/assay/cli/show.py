@@ -109,7 +109,8 @@ def _end(console: Console, note: str | None, status: int) -> NoReturn:
 #: study's analysis (a sweep's models, a knob study's forests) is not made again
 #: each time it is shown: see :func:`remember_shown`.
 SHOWN_KEY = "shown"
-_SHOWN_FORMAT = 3  # 2: the result documents carry schema_version and kind; 3: order on run means
+_SHOWN_FORMAT = 4  # 2: the result documents carry schema_version and kind; 3: order on run means;
+# 4: the claims laid over the exit status of compare, sweep and knob studies, knob claims
 
 
 def remember_shown(path: Path, study: str, widths: Iterable[int] = ()) -> None:
@@ -253,12 +254,13 @@ def _render(kind: str, result: Any, console: Console) -> None:
         render_result(result, console)
 
 
-_STATUS = {
+_STATUS: dict[str, Any] = {
     "run": exits.run_status,
-    "compare": exits.compare_status,
+    # the claims' verdicts laid over the study's status, as its own command ends
+    "compare": lambda r: exits.with_claims(exits.compare_status(r), r),
     "order": exits.order_status,
-    "sweep": exits.sweep_status,
-    "knobs": exits.knobs_status,
+    "sweep": lambda r: exits.with_claims(exits.sweep_status(r), r),
+    "knobs": lambda r: exits.with_claims(exits.knobs_status(r), r),
 }
 
 

@@ -63,6 +63,12 @@ CSV_FIELDS = [
 def render_knobs_result(result: Any, console: Console) -> None:
     """A knob study's report (``assay knobs``, ``assay show``): the ranking, where its
     samples came from, and what the tuning cost and tuning ran on."""
+    claims = getattr(result, "claims", None)
+    if claims:  # what the study set out to show comes first (#62)
+        from assay.report.compare import claims_lines
+
+        for line in claims_lines([c.as_dict() for c in claims], console):
+            console.print(line)
     render_knobs(result.analysis, console, tune=result.tune, cost=result.cost)
     if getattr(result, "reading", None) is not None:
         for line in input_lines(result.reading):

@@ -42,6 +42,7 @@ from assay.designs.knobs import (
 )
 from assay.extras import require_extra
 from assay.spec import KnobsSpec, Spec
+from assay.stats.claims import JudgedClaim
 from assay.stats.importance import KNOB_FORESTS, PIRanking
 from assay.stats.objective import Objective, composite_score, parse_objective
 from assay.store import Store, TrialRecord
@@ -60,6 +61,7 @@ from assay.studies.settings import (
     SettingsProgress,
     SettingsRunner,
     SettingsSession,
+    judge_setting_claims,
     setting_key,
     trial_value,
 )
@@ -109,6 +111,7 @@ class KnobsResult:
     # a measured study's trials: how many ended how, and the failed ones (as run's)
     trials_by_status: dict[str, int] = field(default_factory=dict)
     failures: list[dict[str, Any]] = field(default_factory=list)
+    claims: list[JudgedClaim] = field(default_factory=list)  # [[claim]]: verdicts (#62)
 
     def as_dict(self) -> dict[str, Any]:
         """Everything, as plain data for ``--json``."""
@@ -130,6 +133,7 @@ class KnobsResult:
             }
             data["failures"] = self.failures
         data["warnings"] = list(self.warnings)
+        data["claims"] = [c.as_dict() for c in self.claims]
         data["tune"] = None if self.tune is None else self.tune.as_dict()
         data["tuning_cost"] = None if self.cost is None else self.cost.as_dict()
         return data
@@ -524,11 +528,14 @@ class KnobsRunner:
         val_settings = self._validation(analysis, (st.store, st.study_id))
         val = self._measured(session, val_settings, "top-k validation samples")
         analysis = self._validated(analysis, metrics, val)
+        if self.spec.claims:  # each named setting measured claim_repetitions times
+            self._measure_claimed(session)
         result = KnobsResult(
             analysis,
             tuned_on_model=False,
             study=self.spec.study.name,
             store=str(self.store_path),
+            claims=self._judge_claims(session, session.trials),
         )
         if self.tune:
             result.tune, result.cost = self._tune_live(session, analysis, ok, metrics)
@@ -564,9 +571,43 @@ class KnobsRunner:
                 not_measured=len(missing),
                 study=self.spec.study.name,
                 store=str(self.store_path),
+                claims=self._judge_claims(session, st.trials),
             )
             self._where(result, st.trials, st.environment)
             return result
+
+    def _claimed(self) -> list[dict[str, Any]]:
+        """The settings the claims name, each once: the knobs a claim gives at its values,
+        the others at their defaults."""
+        out: dict[str, dict[str, Any]] = {}
+        for claim in self.spec.claims:
+            for side in claim.ratio:
+                if isinstance(side, dict):
+                    full = {**self.space.defaults(), **side}
+                    out.setdefault(setting_key(full), full)
+        return list(out.values())
+
+    def _measure_claimed(self, session: SettingsSession) -> None:
+        def progress(p: SettingsProgress) -> None:
+            if self.on_progress is not None:
+                what = "the settings the claims name"
+                self.on_progress(KnobsProgress(what, p.done, p.total, p.failed, measuring=True))
+
+        session.measure(self._claimed(), self.config.claim_repetitions, on_progress=progress)
+
+    def _judge_claims(
+        self, session: SettingsSession, trials: Sequence[TrialRecord]
+    ) -> list[JudgedClaim]:
+        """Each claim on the readings of its two settings' repetitions."""
+        defaults = self.space.defaults()
+        return judge_setting_claims(
+            self.spec.claims,
+            trials,
+            lambda setting: session.key({**defaults, **setting}),
+            self.spec.pis[0].name,
+            self.spec.stop.confidence,
+            "not measured (the study stopped before the settings the claims name)",
+        )
 
     def _tune_live(
         self,

@@ -17,6 +17,7 @@ rounds its CI width needs from the readings' spread.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from dataclasses import dataclass, field
@@ -165,12 +166,25 @@ def trial_counts(spec: Spec) -> TrialCounts:
     if kind == "knobs":
         k = spec.knobs_config
         val = k.validation_samples or max(10, k.samples // 4)  # as KnobsRunner draws them
+        defaults = {knob.name: knob.default for knob in spec.knob_specs}
+        claimed = {  # the settings the claims name, the other knobs at their defaults
+            json.dumps({**defaults, **side}, sort_keys=True)
+            for c in spec.claims
+            for side in c.ratio
+            if isinstance(side, dict)
+        }
+        extra = len(claimed) * k.claim_repetitions
+        said = (
+            f", then the {len(claimed)} settings the claims name, each {k.claim_repetitions} times"
+            if claimed
+            else ""
+        )
         return TrialCounts(
-            k.samples,
-            k.samples + val,
+            k.samples + extra,
+            k.samples + val + extra,
             f"{k.samples} Latin Hypercube samples, then up to {val} top-k validation samples "
-            "(fewer when the top knobs have fewer distinct settings)",
-            k.samples + val,
+            f"(fewer when the top knobs have fewer distinct settings){said}",
+            k.samples + val + extra,
         )
     if kind == "order":
         from assay.spec import OrderSpec

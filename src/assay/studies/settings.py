@@ -29,13 +29,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from typing_extensions import Unpack
 
-from assay.spec import PISpec, Spec
+from assay.spec import ClaimSpec, PISpec, Spec
 from assay.store import Store, TrialRecord
 from assay.studies.base import OpenStudy, Study, StudyOptions
 from assay.values import plain as _plain
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from assay.stats.claims import JudgedClaim
 
 T = TypeVar("T")
 
@@ -296,3 +298,52 @@ class SettingsRunner(Study):
             out = self._with_setup(lambda: body(SettingsSession(self, st, self.seed)))
             store.end_session(st.session, {} if result is None else dict(result(out)))
             return out
+
+
+def judge_setting_claims(
+    claims: Sequence[ClaimSpec],
+    trials: Iterable[TrialRecord],
+    key_of: Callable[[Mapping[str, Any]], str],
+    default_pi: str,
+    confidence: float,
+    not_measured: str,
+) -> list[JudgedClaim]:
+    """Each claim of a sweep or knob study on the readings of its two settings (their
+    repetitions), as a live comparison analyses two variants' raw samples.  ``key_of``
+    gives the key of a trial's setting and of a claimed one (a dict of the claim's
+    ``ratio``); ``not_measured`` says why a setting without trials has none."""
+    from assay.designs.run_until_ci import INDEPENDENCE_ALPHA
+    from assay.stats.claims import judged
+    from assay.stats.compare import InsufficientDataError, VariantStats, compare_samples
+
+    by_setting: dict[str, list[TrialRecord]] = {}
+    for t in trials:
+        if t.ok:
+            by_setting.setdefault(key_of(t.setting), []).append(t)
+    out: list[JudgedClaim] = []
+    for claim in claims:
+        pi = claim.pi or default_pi
+        values = [
+            [
+                t.readings[pi]
+                for t in by_setting.get(key_of(side if isinstance(side, dict) else {}), [])
+                if pi in t.readings
+            ]
+            for side in claim.ratio
+        ]
+        stats: tuple[VariantStats | None, VariantStats | None] = (None, None)
+        missing = not_measured
+        if all(len(v) >= 2 for v in values):
+            try:
+                c = compare_samples(
+                    values[0], values[1], confidence, independence_alpha=INDEPENDENCE_ALPHA
+                )
+                stats = (c.a, c.b)
+            except InsufficientDataError as exc:
+                missing = str(exc)
+        elif any(values):
+            missing = "fewer than 2 valid readings"
+        out.append(
+            judged(claim.says, pi, claim.labels(), claim.rule, *stats, confidence, missing=missing)
+        )
+    return out

@@ -32,7 +32,6 @@ import numpy as np
 import pandas as pd
 from typing_extensions import Unpack
 
-from assay.designs.run_until_ci import INDEPENDENCE_ALPHA
 from assay.designs.space import ParameterSpace, SpaceError
 from assay.designs.sweep import (
     Analysis,
@@ -50,7 +49,7 @@ from assay.designs.sweep import (
 from assay.execute.executor import LocalExecutor
 from assay.execute.monitor import DISTURBED_CORES
 from assay.spec import PISpec, Spec, SweepSpec
-from assay.stats.claims import JudgedClaim, judged
+from assay.stats.claims import JudgedClaim
 from assay.stats.trends import ImportantPoint, TermEffects, important_points
 from assay.store import Store, TrialRecord
 from assay.studies.base import (
@@ -70,6 +69,7 @@ from assay.studies.settings import (
     SettingsProgress,
     SettingsRunner,
     SettingsSession,
+    judge_setting_claims,
     setting_key,
     trials_table,
 )
@@ -679,44 +679,15 @@ class SweepRunner:
         return list(out.values())
 
     def _judge_claims(self, trials: list[TrialRecord]) -> list[JudgedClaim]:
-        """Each claim on the readings of its two settings (their repetitions), as the
-        live comparison analyses two variants' raw samples."""
-        from assay.stats.compare import InsufficientDataError, VariantStats, compare_samples
-
-        out: list[JudgedClaim] = []
-        confidence = self.spec.stop.confidence
-        by_setting: dict[str, list[TrialRecord]] = {}
-        for t in trials:
-            if t.ok:
-                by_setting.setdefault(self._key(t), []).append(t)
-        for claim in self.spec.claims:
-            pi = claim.pi or self.pi.name
-            values = [
-                [
-                    t.readings[pi]
-                    for t in by_setting.get(setting_key(side if isinstance(side, dict) else {}), [])
-                    if pi in t.readings
-                ]
-                for side in claim.ratio
-            ]
-            stats: tuple[VariantStats | None, VariantStats | None] = (None, None)
-            missing = "not measured (the sweep's budget ended first)"
-            if all(len(v) >= 2 for v in values):
-                try:
-                    c = compare_samples(
-                        values[0], values[1], confidence, independence_alpha=INDEPENDENCE_ALPHA
-                    )
-                    stats = (c.a, c.b)
-                except InsufficientDataError as exc:
-                    missing = str(exc)
-            elif any(values):
-                missing = "fewer than 2 valid readings"
-            out.append(
-                judged(
-                    claim.says, pi, claim.labels(), claim.rule, *stats, confidence, missing=missing
-                )
-            )
-        return out
+        """Each claim on the readings of its two settings (their repetitions)."""
+        return judge_setting_claims(
+            self.spec.claims,
+            trials,
+            lambda setting: setting_key({p: setting.get(p) for p in self.params}),
+            self.pi.name,
+            self.spec.stop.confidence,
+            "not measured (the sweep's budget ended first)",
+        )
 
     def _short_of_repetitions(self, session: SettingsSession) -> list[dict[str, Any]]:
         """The space's settings with some but not all of their repetitions stored."""
