@@ -125,13 +125,55 @@ def test_what_cannot_be_reproduced_is_refused(
     assert res.exit_code == exits.USAGE and "the original's store" in res.output
 
 
-def test_an_order_study_is_refused_naming_the_kinds_run_again() -> None:
-    class Order:
-        name, kind = "o", "order"
+def test_an_unknown_kind_is_refused_naming_the_kinds_run_again() -> None:
+    class Scan:
+        name, kind = "x", "scan"
 
-    with pytest.raises(SpecError, match=r"an order study; assay reproduce runs again run, "
-                       r"compare, sweep and knobs studies"):  # fmt: skip
-        check_kind(Order())  # type: ignore[arg-type]
+    with pytest.raises(SpecError, match=r"a scan study; assay reproduce runs again run, "
+                       r"compare, order, sweep and knobs studies"):  # fmt: skip
+        check_kind(Scan())  # type: ignore[arg-type]
+
+
+def order_study(tmp_path: Path) -> Path:
+    code = (
+        "import pathlib, sys\n"
+        "f = float(pathlib.Path(sys.argv[2]).read_text())\n"
+        "base = {'a': 10.0, 'b': 20.0}[sys.argv[1]]\n"
+        "p = pathlib.Path(sys.argv[3]); k = len(p.read_text()) if p.exists() else 0\n"
+        "p.write_text('x' * (k + 1))\n"
+        "print('value=%.6f' % (f * base * (1 + 0.01 * (k % 3))))\n"
+    )
+    argv = [sys.executable, "-c", code, "{op}", str(tmp_path / "factor"), str(tmp_path / "o.n")]
+    study = tmp_path / "o.toml"
+    study.write_text(
+        f'[study]\nname = "o"\n[benchmark]\ncommand = {json.dumps(argv)}\n{PI}'
+        '[params]\nop = "a"\n[[test]]\nname = "a"\n[[test]]\nname = "b"\n'
+        'params = { op = "b" }\n[order]\nruns = 3\nrepetitions = 2\nseed = 3\n'
+    )
+    return study
+
+
+def test_an_order_study_is_run_again_on_its_schedule_and_judged_test_by_test(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "factor").write_text("1.0")
+    res = invoke(tmp_path, "order", str(order_study(tmp_path)), *QUICK, "--runs", "4")
+    assert res.exit_code == exits.OK, res.output
+    (tmp_path / "factor").write_text("2.0")
+    res = invoke(tmp_path, "reproduce", "o.assay.db", *QUICK, "--json", "-")
+    assert res.exit_code == exits.WORSE, res.output
+    doc = json.loads(res.stdout)
+    jsonschema.validate(doc, _result_schema(), cls=jsonschema.Draft202012Validator)
+    assert doc["reproduced_kind"] == "order" and doc["verdict"] == "not reproduced"
+    rows = {p["variant"]: p for p in doc["pis"]}
+    assert set(rows) == {"a", "b"}
+    assert all(p["ratio"] == pytest.approx(2.0, rel=0.02) for p in rows.values())
+    # the original's schedule: --runs 4 and seed 3, not the study file's 3 runs
+    assert doc["reproduction"]["schedule"]["seed"] == 3
+    assert doc["reproduction"]["trials_planned"] == (4 + 4) * 2 * 2
+    (found,) = doc["findings"]
+    assert found["what"] == "tests order matters for"
 
 
 # A setting's k-th run prints FACTOR x (10 w + len(c)) x (1, 1.01)[k % 2]: a sweep whose

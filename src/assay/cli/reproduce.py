@@ -35,13 +35,15 @@ original of the means with its 90% interval (two one-sided tests at alpha 0.05):
 A [[claim]] is reproduced when the reproduction reaches the original's verdict again.
 A sweep's or knob study's PI: over the settings both measured, the geometric mean of
 the ratios with the paired t interval of their logs; a sweep's settings measured more
-than once in both are also judged one by one (shown, not in the verdict), and what
-each found (significant parameters, important points, top knobs) is set side by side.
+than once in both are also judged one by one (shown, not in the verdict). An order
+study's tests: each test's mean over its runs (one mean a run), with the original's
+schedule. What each found (significant parameters, important points, top knobs, the
+tests order matters for) is set side by side (not in the verdict).
 
 \b
 Exit status:
   0    reproduced          1  not reproduced (a PI or a claim)
-  2    usage error, or a study of a kind not run again (order)
+  2    usage error
   3    the store or study cannot go on     4  no valid result
   5    undecided           130  interrupted (run the same command again to resume)
 """
@@ -87,7 +89,7 @@ def reproduce(original: str, study: str | None, **opts: Any) -> None:
     stopping rule) into a store of its own, on this machine or the cluster given,
     and each PI, each variant and each [[claim]] is judged against the original;
     the two environments (CPU, kernel, Python, Assay) are shown side by side, the
-    differences marked. Run, compare, sweep and knob studies (not yet order).
+    differences marked. Every kind of study: run, compare, order, sweep and knobs.
     """
     err = checked_err_console(opts)
     from assay.studies.reproduce import (
@@ -173,13 +175,15 @@ def _runner(
         from assay.report.knobs import KnobsProgressView
         from assay.spec import KnobsSpec
         from assay.studies.knobs import KnobsRunner
-        from assay.studies.stored import stored_config
+        from assay.studies.stored import stored_value
 
-        kept = stored_config(original, stored)  # the options the original ranked with
+        kept = stored_value(original, stored)  # the options the original ranked with
         config = spec.knobs_config if kept is None else KnobsSpec.model_validate(kept)
         return KnobsProgressView(err), lambda ex, on: KnobsRunner(
             spec, store, config, executor=ex, on_progress=on
         )
+    if stored.kind == "order":
+        return _order_runner(stored, original, store, overhead, err)
     from assay.report.terminal import ProgressView
     from assay.studies.run import Runner
 
@@ -188,11 +192,40 @@ def _runner(
     )
 
 
+def _order_runner(
+    stored: Any, original: Path, store: Path, overhead: bool, err: Any
+) -> tuple[Any, Callable[[Any, Any], Any]]:
+    """An order study's runner with the original's schedule (its seed, runs and
+    repetitions: the same orders) and the PI and alpha its result was asked for."""
+    from assay.report.order import OrderProgressView
+    from assay.studies.order import SCHEDULE_KEY, OrderPlan, OrderRunner
+    from assay.studies.stored import stored_value
+
+    kept = stored_value(original, stored, SCHEDULE_KEY)
+    plan = OrderPlan.from_dict(kept) if isinstance(kept, dict) else None
+    same = plan is not None and plan.fixed_runs == plan.random_runs
+    last = stored.last_result
+    pi, alpha = last.get("pi"), last.get("alpha")
+    return OrderProgressView(err), lambda ex, on: OrderRunner(
+        stored.spec,
+        store,
+        pi=pi if isinstance(pi, str) and pi in {p.name for p in stored.spec.pis} else None,
+        runs=plan.fixed_runs if same and plan is not None else None,
+        repetitions=None if plan is None else plan.repetitions,
+        seed=None if plan is None else plan.seed,
+        alpha=alpha if isinstance(alpha, float) else None,
+        measure_overhead=overhead,
+        executor=ex,
+        on_order_progress=on,
+    )
+
+
 _OWN_STATUS = {
     "run": exits.run_status,
     "compare": exits.compare_status,
     "sweep": exits.sweep_status,
     "knobs": exits.knobs_status,
+    "order": exits.order_status,
 }
 
 

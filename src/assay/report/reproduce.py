@@ -61,7 +61,8 @@ def pi_rows(r: ReproduceResult) -> tuple[list[str], list[list[object]]]:
 def _ratio_rows(
     r: ReproduceResult, judged: Sequence[PIReproduction]
 ) -> tuple[list[str], list[list[object]]]:
-    header = ["PI", "variant", "original", "reproduced", "ratio [interval]", "verdict"]
+    what = {"order": "test", "sweep": "over", "knobs": "over"}.get(r.kind, "variant")
+    header = ["PI", what, "original", "reproduced", "ratio [interval]", "verdict"]
     rows: list[list[object]] = []
     for p in judged:
         ratio = (
@@ -148,6 +149,12 @@ def method(r: ReproduceResult) -> str:
             + ("; a setting one by one: Fieller's interval over its repetitions" if r.settings
                else "")
         )  # fmt: skip
+    if r.kind == "order":
+        return (
+            "method: each test's mean over its runs (one mean a run, the original's schedule), "
+            f"the ratio reproduced / original with Fieller's {r.confidence:.0%} interval "
+            f"(Welch df); {tests}"
+        )
     return (
         f"method: the ratio reproduced / original of each mean, Fieller's "
         f"{r.confidence:.0%} interval (Welch df); {tests}; a run's PI enters with its own "

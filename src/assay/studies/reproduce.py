@@ -45,7 +45,7 @@ from assay.studies.settings import setting_key
 from assay.values import finite_or_none, short
 
 #: The kinds of study ``assay reproduce`` runs again.
-REPRODUCE_KINDS = ("run", "compare", "sweep", "knobs")
+REPRODUCE_KINDS = ("run", "compare", "order", "sweep", "knobs")
 #: The kinds whose PIs are judged over their settings, paired.
 PAIRED_KINDS = ("sweep", "knobs")
 #: The default tolerance: a reproduction within 10% of the original is the same result.
@@ -274,6 +274,8 @@ def pi_reproductions(
     """Each PI (each variant's, in a comparison) of the original against the
     reproduction."""
     rows: list[PIReproduction] = []
+    if kind == "order":
+        return order_reproductions(original, reproduction, tolerance, confidence)
     if kind == "run":
         old, new = _run_stats(original), _run_stats(reproduction)
         for name, (unit, o) in old.items():
@@ -387,10 +389,44 @@ def _mean_var(xs: Sequence[float]) -> tuple[float, float]:
     return m, sum((x - m) ** 2 for x in xs) / (len(xs) - 1)
 
 
+def _run_means(table: Any, test: str) -> list[float]:
+    """An order study's test: its mean in each run (the unit its order test decides
+    on: positions within a run are not independent)."""
+    rows = table[table["test"] == test]
+    return [float(x) for x in rows.groupby(["order", "run"])["value"].mean()]
+
+
+def order_reproductions(
+    original: Any, reproduction: Any, tolerance: float, confidence: float
+) -> list[PIReproduction]:
+    """Each test of an order study: the ratio of its means over its runs (reproduced /
+    original) with Fieller's interval over the run means."""
+    rows: list[PIReproduction] = []
+    for test in dict.fromkeys(original.table["test"]):
+        stats = []
+        for r in (reproduction, original):
+            means = _run_means(r.table, str(test)) if len(r.table) else []
+            ok = len(means) >= 2
+            stats.append(
+                analyze_variant(SummaryStats(*_mean_var(means), len(means))) if ok else None
+            )
+        gone = "the original" if stats[1] is None else "the reproduction"
+        rows.append(_judge(original.pi, str(test), original.unit, stats[0], stats[1], tolerance,
+                           confidence, f"{gone} has fewer than 2 runs of it"))  # fmt: skip
+    return rows
+
+
 def findings(kind: str, original: Any, reproduction: Any) -> list[Finding]:
     """What each study found, side by side: a sweep's significant parameters (those
     that explain at least its ``min_share`` of the variance) and important points; a
-    knob study's top-k knobs for each PI."""
+    knob study's top-k knobs for each PI; the tests an order study found order matters
+    for."""
+    if kind == "order":
+
+        def flagged(r: Any) -> str:
+            return ", ".join(sorted(r.analysis.flagged)) or "none"
+
+        return [Finding("tests order matters for", flagged(original), flagged(reproduction))]
     if kind == "sweep":
         out = [Finding(
             f"significant parameters (≥ {original.min_share:.0%} of the variance)",
@@ -486,6 +522,7 @@ def judge_reproduction(
         environments=environments(original.environment or {}, reproduction.environment or {}),
         reproduction=reproduction,
         original_when=None if when is None else str(when),
+        findings=findings(stored.kind, original, reproduction),
     )
 
 

@@ -97,7 +97,8 @@ def stored_trials(path: Path, study: str) -> list[TrialRecord]:
         return open_stored(db, study_name(db, study)).trials
 
 
-def stored_config(path: Path, stored: StoredStudy) -> Any:
-    """The options a knob study ranked with, as its store keeps them (None if none)."""
+def stored_value(path: Path, stored: StoredStudy, key: str = CONFIG_KEY) -> Any:
+    """A value the store keeps for the study (by default the options a knob study ranked
+    with; an order study's schedule under its key); None if none."""
     with Store(path, read_only=True) as db:
-        return db.study_value(stored.study_id, CONFIG_KEY)
+        return db.study_value(stored.study_id, key)
