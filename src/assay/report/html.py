@@ -319,11 +319,8 @@ def _claims(doc: Mapping[str, Any]) -> str:
     from assay.report.markdown import claim_rows, claims_note
 
     header, rows = claim_rows(doc["claims"])
-    table = _human(header, rows, "each claim: the ratio's interval against the claimed region")
-    for v in ("holds", "fails", "undecided"):  # the verdict cells' classes
-        table = table.replace(
-            f'data-label="verdict">{v}<', f'data-label="verdict" class="claim-{v}">{v}<'
-        )
+    caption = "each claim: the ratio's interval against the claimed region"
+    table = _human(header, rows, caption, classed={header.index("verdict"): "claim-"})
     return table + f'<p class="muted">{_e(claims_note(doc["claims"]))}</p>'
 
 
@@ -490,16 +487,24 @@ def _human(
     rows: Sequence[Sequence[object]],
     caption: str,
     right: frozenset[int] = frozenset(),
+    classed: Mapping[int, str] = {},
 ) -> str:
     """A table of values already in human units (the terminal's and the Markdown's
     wording); on a narrow screen each row is a card of ``label: value`` lines.  Numbers,
-    and the columns in ``right``, are right-aligned."""
+    and the columns in ``right``, are right-aligned; a column in ``classed`` gives each
+    cell the class of its prefix and value (``{3: "claim-"}``: ``claim-holds``)."""
     cap = f"<caption>{_e(caption)}</caption>" if caption else ""
     head = "".join(f"<th>{_e(h)}</th>" for h in header)
+
+    def cls(i: int, v: object) -> str:
+        if i in classed:
+            return f' class="{_e(classed[i] + str(v))}"'
+        return _NUM if i in right else _num_class(v)
+
     body = "".join(
         "<tr>"
         + "".join(
-            f'<td data-label="{_e(h)}"{_NUM if i in right else _num_class(v)}>{_e(v)}</td>'
+            f'<td data-label="{_e(h)}"{cls(i, v)}>{_e(v)}</td>'
             for i, (h, v) in enumerate(zip(header, row, strict=True))
         )
         + "</tr>"
