@@ -24,7 +24,9 @@ from assay.execute.overhead import (
     MAX_AGE_S,
     LaunchOverhead,
     cache_key,
+    launch_moved,
     measure_launch_overhead,
+    probe_again,
     probe_launch_overhead,
     read_cache,
     write_cache,
@@ -139,6 +141,8 @@ def test_first_trial_starts_before_scipy_or_pandas_is_loaded(tmp_path: Path, mod
         "repetitions",
         "probe",
         "age_s",  # how old the cached probe's figure is (issue #44)
+        "note",  # probed again at the session's end, and why (issue #60)
+        "moved",  # ... and a bare launch then took notably longer or shorter
     ]
     assert launch["repetitions"] == 20
     assert launch["difference_low_s"] <= launch["difference_s"] <= launch["difference_high_s"]
@@ -270,6 +274,74 @@ def test_an_unwritable_cache_does_not_stop_the_probe(tmp_path: Path) -> None:
     blocker.write_text("")
     o = measure_launch_overhead(repetitions=2, cache=blocker / "sub" / "x.json")
     assert o.repetitions == 2
+
+
+@pytest.mark.parametrize(("bare", "moved"), [(0.0035, True), (0.0008, False), (0.0002, False)])
+def test_a_probe_run_again_says_when_a_bare_launch_moved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bare: float, moved: bool
+) -> None:
+    """#60: beside two busy loops a no-op's launch took 3.5 ms where the cached probe,
+    made quiet, said 0.6: the probe run again at the session's end says so, and the
+    cache holds the new launches; a move under 0.5 ms (or half the cached figure) is
+    not one."""
+    import assay.execute.overhead as overhead
+
+    cached = LaunchOverhead((0.0011,) * 3, (0.0006,) * 3, "true", measured_at=1000.0)
+    fresh = LaunchOverhead((bare + 0.0005,) * 3, (bare,) * 3, "true")
+    monkeypatch.setattr(overhead, "probe_launch_overhead", lambda n, c: fresh)
+    path = tmp_path / "launch-overhead.json"
+    got = probe_again(cached, "other work disturbed 9 of its 10 watched trials", cache=path)
+    assert got.without_assay == fresh.without_assay and got.measured_at is None
+    assert got.moved is moved and "other work disturbed 9 of its 10" in got.note
+    assert ("launching a no-op took" in got.note) is moved
+    assert got.as_dict()["moved"] is moved
+    key = cache_key(overhead._noop_argv(), 3)
+    assert read_cache(path, key, 3) is not None  # the cache holds the new launches
+
+
+def test_bare_launches_at_a_sessions_end_check_a_cached_probe() -> None:
+    slow = LaunchOverhead((0.2,) * 3, (0.2,) * 3, "true", measured_at=1000.0)
+    said = launch_moved(slow, launches=3)  # a no-op never takes 200 ms here
+    assert said is not None and said.endswith("not 200.00 ms")
+
+
+def test_a_session_disturbed_by_other_work_probes_its_launch_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The probe is run again only when the session took it from the cache, its trials
+    ran here, and other work disturbed at least a quarter of its watched trials."""
+    import assay.execute.overhead as overhead
+    import assay.studies.base as base
+    from assay.store import TrialRecord
+
+    fresh = LaunchOverhead((0.004,) * 2, (0.0035,) * 2, "true")
+    monkeypatch.setattr(overhead, "probe_launch_overhead", lambda n, c: fresh)
+    monkeypatch.setattr(overhead, "cache_path", lambda: None)
+    trials = [TrialRecord(seq=i, status="ok") for i in range(8)]
+
+    def study(overhead_: LaunchOverhead | None, bad: int, env: dict[str, str] | None = None
+              ) -> base.OpenStudy:  # fmt: skip
+        monkeypatch.setattr(
+            base, "disturbed_trials", lambda ts: ({(0, i) for i in range(bad)}, len(ts))
+        )
+        return base.OpenStudy(None, 1, 1, trials, 0, env or {}, overhead_)  # type: ignore[arg-type]
+
+    cached = LaunchOverhead((0.0011,) * 2, (0.0006,) * 2, "true", measured_at=1000.0)
+    now = LaunchOverhead((0.0011,) * 2, (0.0006,) * 2, "true")
+    spot: list[str | None] = [None]  # what the bare launches at the session's end say
+    monkeypatch.setattr(overhead, "launch_moved", lambda o: spot[0])
+    assert base.session_overhead(study(cached, 1)) is cached  # 1 of 8: under a quarter
+    spot[0] = "a bare launch took 3.50 ms, not 0.60 ms"
+    got = base.session_overhead(study(cached, 1))  # the trials too short to tell
+    assert got is not None and got.moved and spot[0] in got.note
+    spot[0] = None
+    assert base.session_overhead(study(now, 8)) is now  # probed in this session already
+    assert base.session_overhead(study(cached, 8, {"executor": "dask"})) is cached
+    st = study(cached, 2 + 1)
+    again = base.session_overhead(st)
+    assert again is not None and again.moved and st.overhead is again
+    assert "other work disturbed 3 of the 8 watched trials" in again.note
+    assert base.session_overhead(st) is again  # once: now it was probed in this session
 
 
 def test_the_interval_pairs_each_launch_with_the_bare_one_after_it() -> None:

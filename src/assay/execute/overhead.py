@@ -62,6 +62,10 @@ class LaunchOverhead:
     probe: str
     confidence: float = 0.95
     measured_at: float | None = None  # when the probe ran (epoch seconds); None: now
+    # probed again at a session's end (see probe_again): why, and whether a bare launch
+    # then took notably longer or shorter than the cached probe had said
+    note: str = ""
+    moved: bool = False
 
     @property
     def age_s(self) -> float:
@@ -130,6 +134,8 @@ class LaunchOverhead:
             "repetitions": self.repetitions,
             "probe": self.probe,
             "age_s": self.age_s,
+            "note": self.note,
+            "moved": self.moved,
         }
 
 
@@ -172,6 +178,69 @@ def measure_launch_overhead(
     if path is not None:
         write_cache(path, key, measured)
     return measured
+
+
+#: A bare launch that moved by more than this many seconds *and* this share of the
+#: cached figure since the cached probe ran is said (#60: beside two busy loops a
+#: no-op's launch went from about 0.6 to 3.5 ms, and a probe cached before the loops
+#: started said nothing of it).
+LAUNCH_MOVED_S = 0.5e-3
+LAUNCH_MOVED_SHARE = 0.5
+
+
+#: Bare launches a session makes at its end to check a cached probe (a few ms).
+SPOT_LAUNCHES = 5
+
+
+def _moved(old: float, new: float) -> bool:
+    """Whether a bare launch's time moved notably: by more than :data:`LAUNCH_MOVED_S`
+    and :data:`LAUNCH_MOVED_SHARE` of ``old``.
+
+    >>> _moved(0.0006, 0.0035), _moved(0.0006, 0.0009), _moved(0.004, 0.0048)
+    (True, False, False)
+    """
+    return abs(new - old) > max(LAUNCH_MOVED_S, LAUNCH_MOVED_SHARE * old)
+
+
+def launch_moved(cached: LaunchOverhead, launches: int = SPOT_LAUNCHES) -> str | None:
+    """Why ``cached`` no longer holds, from ``launches`` bare launches of the no-op made
+    now (their median against the cached probe's): a few milliseconds at a session's
+    end, where the 1-minute load average the cache is kept by lags work that started
+    seconds before (#60); None when a bare launch takes what the probe said."""
+    argv = _noop_argv()
+    times = []
+    for _ in range(launches):
+        t0 = time.perf_counter()
+        subprocess.run(argv, check=False)
+        times.append(time.perf_counter() - t0)
+    now, then = statistics.median(times), statistics.median(cached.without_assay)
+    if not _moved(then, now):
+        return None
+    return f"a bare launch took {now * 1e3:.2f} ms, not {then * 1e3:.2f} ms"
+
+
+def probe_again(cached: LaunchOverhead, why: str, *, cache: Path | None = None) -> LaunchOverhead:
+    """The probe run now in place of ``cached`` (one a session took from the cache and
+    whose trials ``why`` says ran beside other work), the cache rewritten with it; its
+    note says why, and whether a bare launch now takes notably longer or shorter than
+    the cached probe said (:data:`LAUNCH_MOVED_S`, :data:`LAUNCH_MOVED_SHARE`)."""
+    from dataclasses import replace
+
+    fresh = probe_launch_overhead(cached.repetitions, cached.confidence)
+    path = cache if cache is not None else cache_path()
+    if path is not None:
+        write_cache(path, cache_key(_noop_argv(), cached.repetitions), fresh)
+    old, new = cached.without_assay_s, fresh.without_assay_s
+    moved = _moved(old, new)
+    note = f"probed again at the session's end: {why}"
+    if moved:
+        note = (
+            f"launching a no-op took {new * 1e3:.2f} ms at the session's end, against "
+            f"{old * 1e3:.2f} ms when the cached probe ran: other work on the machine "
+            "delays every launch, and each trial's wall time holds that delay (probed "
+            f"again because {why})"
+        )
+    return replace(fresh, note=note, moved=moved)
 
 
 def cache_path() -> Path | None:

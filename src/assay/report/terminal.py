@@ -680,6 +680,8 @@ def footer_lines(
         lo = launch_overhead
         age = lo.age_s
         when = "" if age < 60 else f" (probed {format_duration(age)} ago, at a similar load)"
+        if lo.note:
+            when = f" ({lo.note})" if not lo.moved else " (probed again at the session's end)"
         over.append(
             f"executor vs bare launch: {lo.difference_s * 1e3:+.2f} ms "
             f"[{lo.difference_low_s * 1e3:+.2f}, {lo.difference_high_s * 1e3:+.2f}] per trial"
@@ -700,6 +702,8 @@ def footer_lines(
         over.append(f"bottleneck watch {max(monitor):.2%} of one core (measured)")
     if over:
         lines.append(Text("overhead: " + "; ".join(over), style="dim"))
+    if launch_overhead is not None and launch_overhead.moved:
+        lines.append(Text(plain(f"warning: launch: {launch_overhead.note}"), style="yellow"))
     for w in warnings:
         lines.append(Text(plain(f"warning: {w}"), style="yellow"))
     shown_tails: set[tuple[str, ...]] = set()

@@ -297,7 +297,7 @@ def execution_fields(st: OpenStudy) -> dict[str, Any]:
         "elapsed_s": sum(t.duration or 0.0 for t in trials),
         "bookkeeping_s_per_trial": bookkeeping_per_trial(trials),
         "bookkeeping_s_median": bookkeeping_median(trials),
-        "launch_overhead": st.overhead,
+        "launch_overhead": session_overhead(st),
         "environment": st.environment,
         "resumed_trials": st.resumed,
         "session_wall_s": None if st.opened is None else time.perf_counter() - st.opened,
@@ -356,6 +356,37 @@ def samples_dict(
                 row["cycles"] = [t.setting.get("cycle") for t in got]
             out.append(row)
     return out
+
+
+#: From this share of a session's watched trials disturbed by other work, a launch
+#: probe the session took from the cache (made before it) is run again at its end: the
+#: cache is kept while the 1-minute load average stays near the probe's, which lags
+#: work that started a few seconds before the study (#60).
+REPROBE_SHARE = 0.25
+
+
+def session_overhead(st: OpenStudy) -> LaunchOverhead | None:
+    """The session's launch probe: the one it opened with, or, when that came from the
+    cache and no longer holds, the probe run again now
+    (:func:`~assay.execute.overhead.probe_again`; ``st.overhead`` becomes it).  It no
+    longer holds when other processes disturbed at least :data:`REPROBE_SHARE` of this
+    session's watched trials on this machine, or when a few bare launches at the
+    session's end take notably longer or shorter than it said
+    (:func:`~assay.execute.overhead.launch_moved`: the watch cannot tell the others'
+    share during trials shorter than its sampling)."""
+    o = st.overhead
+    if o is None or o.measured_at is None or "executor" in st.environment:
+        return o  # probed in this session, or trials on other hosts than this one
+    from assay.execute.overhead import launch_moved, probe_again
+
+    bad, watched = disturbed_trials(st.trials[st.resumed :])
+    if watched and len(bad) >= REPROBE_SHARE * watched:
+        why: str | None = f"other work disturbed {len(bad)} of the {watched} watched trials"
+    else:
+        why = launch_moved(o)
+    if why is not None:
+        st.overhead = probe_again(o, why)
+    return st.overhead
 
 
 def others_during(trials: Sequence[TrialRecord]) -> list[tuple[TrialRecord, float]]:
