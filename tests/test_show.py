@@ -537,7 +537,7 @@ def test_a_study_keeps_its_analysis_and_show_reads_it_rather_than_computing_it_a
     # what is kept is what is read: a marked value shows its mark
     key = _ANALYSES[kind][0]
     if kind == "sweep":
-        mark = [[["w"], "w", "knee", 3.0, 9.0, 99.0, None, None]]
+        mark = [[["w"], "w", "knee", 3.0, 9.0, 99.0, None, None, 0.5, 50]]
     else:
         mark = json.loads(json.dumps(kept[key]["value"]))
         mark[0]["top"], mark[0]["seed"] = ["b"], 12345

@@ -62,9 +62,25 @@ from assay.values import finite_or_none as _f
 from assay.values import plain as _jsonable
 from assay.values import short as _fmt
 
-#: Algorithm 2 on the significant terms' effects (:func:`important_points`, or a study's
-#: wrapper that reads the points its store keeps).
-PointsOf = Callable[[Sequence[TermEffects]], list[ImportantPoint]]
+#: How a study keeps what takes long to compute: ``memo(made_from, make)`` is
+#: ``make()``, or what the study kept for the same ``made_from`` (a sweep's important
+#: points with their support: see :mod:`assay.studies.kept`).
+PointsMemo = Callable[[Sequence[Any], Callable[[], list[ImportantPoint]]], list[ImportantPoint]]
+
+
+def no_memo(
+    made_from: Sequence[Any], make: Callable[[], list[ImportantPoint]]
+) -> list[ImportantPoint]:
+    """The :data:`PointsMemo` that keeps nothing: ``make()``."""
+    return make()
+
+
+#: Residual-bootstrap data sets behind each important point's support...
+SUPPORT_RESAMPLES = 50
+#: ...fewer on large data, so that their fits hold at most about this many rows in all
+#: (10 resamples of 50,000 rows; 50 of a sweep's few thousand trials).
+SUPPORT_ROWS = 500_000
+SUPPORT_MIN_RESAMPLES = 10
 
 __all__ = [
     "Analysis",
@@ -500,7 +516,7 @@ class IncrementalSampling:
         return np.asarray(pos, dtype=np.int64)
 
     def analysis(
-        self, measured: pd.DataFrame, *, early: bool = False, points: PointsOf = important_points
+        self, measured: pd.DataFrame, *, early: bool = False, memo: PointsMemo = no_memo
     ) -> Analysis:
         """The analysis of the measured settings with the form the last step chose.
 
@@ -513,7 +529,7 @@ class IncrementalSampling:
         stopped before its R² could judge a form (a busy machine, see
         :mod:`assay.studies.sweep`): the repetitions are replicates and the form is
         chosen by the lack of fit, as for a whole grid (the two-way model is often
-        saturated on so few setting means).  ``points``: as :func:`analyse` takes it.
+        saturated on so few setting means).  ``memo``: as :func:`analyse` takes it.
         """
         step = self.evaluate(measured)
         taken, y = self.state(measured)
@@ -547,7 +563,7 @@ class IncrementalSampling:
             alpha=self.alpha,
             step=step,
             replicates=replicated,
-            points=points,
+            memo=memo,
         )
 
 
@@ -646,7 +662,7 @@ def _fit(
     alpha: float,
     step: StepResult | None,
     replicates: bool = False,
-    points: PointsOf = important_points,
+    memo: PointsMemo = no_memo,
 ) -> tuple[Analysis, CategoricalAnova]:
     d = _prepare(data, params, metric)
     if len(d) < 2:
@@ -685,7 +701,15 @@ def _fit(
         key=lambda r: -r.pct_var,
     )
     effects = [TermEffects(r.term, r.pct_var, model.effects(r.term)) for r in sig]
-    pts = points(effects)
+    made_from = [
+        [[list(t.term), t.pct_var, t.effects.index.tolist(),
+          t.effects.columns.tolist() if isinstance(t.effects, pd.DataFrame) else None,
+          t.effects.to_numpy(dtype=float).tolist()] for t in effects],
+        Xr.to_numpy().tolist(), yr.tolist(), form, alpha, seed, SUPPORT_RESAMPLES,
+    ]  # fmt: skip
+    pts = memo(
+        made_from, lambda: point_support(important_points(effects), model, Xr, yr, seed=seed)
+    )
     a = Analysis(
         tuple(params),
         metric,
@@ -702,6 +726,67 @@ def _fit(
     return a, model
 
 
+def point_support(
+    found: Sequence[ImportantPoint],
+    model: CategoricalAnova,
+    X: pd.DataFrame,
+    y: npt.ArrayLike,
+    *,
+    resamples: int = SUPPORT_RESAMPLES,
+    seed: int = 0,
+) -> list[ImportantPoint]:
+    """``found`` (the important points of ``model``, fitted to ``X`` and ``y``), each
+    with its support: the share of ``resamples`` bootstrap data sets (the rows drawn
+    with replacement: another sample of the same settings and repetitions; fewer sets on
+    large data, :data:`SUPPORT_ROWS`) whose ANOVA, of the same form, levels and alpha,
+    finds it again: the same term, parameter, fixed value, kind and value.  A point that
+    hangs on a few noisy settings comes and goes; one the data carry is found in
+    (nearly) every set.  The points are returned as found, without support, when the
+    model leaves no residual (as many parameters as rows: nothing says how noisy the
+    data are).  (A residual bootstrap, the fitted values plus resampled residuals, kept
+    the fitted curve's bends and found spurious knees again nearly as often as real
+    ones.)
+
+    >>> import itertools
+    >>> d = pd.DataFrame(list(itertools.product([1, 2, 4, 8, 16, 32], ["x", "y", "z"])),
+    ...                  columns=["w", "c"])
+    >>> noise = np.random.default_rng(1).normal(0, 0.3, len(d))
+    >>> d["t"] = d["w"].clip(upper=8) * 10 + d["c"].map({"x": 0, "y": 1, "z": 3}) + noise
+    >>> a = analyse(d, ["w", "c"], "t", form="main")
+    >>> [(p.describe(), p.support) for p in a.points]
+    [('w: knee at 8', 0.98)]
+    """
+    from dataclasses import replace
+
+    if not found:
+        return []
+    target = np.asarray(y, dtype=float)
+    resid = target - model.predict(X)
+    scale = max(1.0, float(np.max(np.abs(target))))
+    if resid.size < 2 or not np.any(np.abs(resid) > 1e-9 * scale):
+        return list(found)
+    n = min(resamples, max(SUPPORT_MIN_RESAMPLES, SUPPORT_ROWS // resid.size))
+    rng = np.random.default_rng([seed, resid.size, 3])
+    codes = model.encoder_.codes(X)  # the design is the same in every resample
+    keys = [p.key() for p in found]
+    hits = np.zeros(len(found))
+    for _ in range(n):
+        rows = rng.integers(0, resid.size, resid.size)
+        m = CategoricalAnova(
+            interactions=model.interactions, alpha=model.alpha, levels=model.levels
+        )
+        m.encoder_ = model.encoder_
+        try:
+            m.fit_codes(codes[rows], target[rows])
+        except ValueError:  # a resample the ANOVA cannot fit finds nothing
+            continue
+        sig = [r for r in m.table_.rows if math.isfinite(r.p) and r.p <= model.alpha]
+        seen = {q.key() for q in important_points(
+            TermEffects(r.term, r.pct_var, m.effects(r.term)) for r in sig)}  # fmt: skip
+        hits += [k in seen for k in keys]
+    return [replace(p, support=float(h) / n, resamples=n) for p, h in zip(found, hits, strict=True)]
+
+
 def analyse(
     data: pd.DataFrame,
     params: Sequence[str],
@@ -715,7 +800,7 @@ def analyse(
     alpha: float = 0.05,
     step: StepResult | None = None,
     replicates: bool = False,
-    points: PointsOf = important_points,
+    memo: PointsMemo = no_memo,
 ) -> Analysis:
     """Categorical ANOVA of ``data`` and the important points of its significant terms.
 
@@ -729,8 +814,10 @@ def analyse(
     the pure error (the residual *is* the pure error when the model is saturated);
     the validation R² of ``form="auto"`` stays that of the setting means.
 
-    ``points`` finds the important points of the significant terms (a study passes
-    one that reads those its store keeps: see :mod:`assay.studies.kept`).
+    Each important point carries its support: the share of bootstrap data sets in which
+    it is found again (:func:`point_support`).  ``memo`` keeps the points with
+    their support (a study passes one that reads those its store keeps: see
+    :mod:`assay.studies.kept`).
 
     >>> import itertools
     >>> d = pd.DataFrame(list(itertools.product([1, 2, 4, 8, 16, 32], ["x", "y", "z"])),
@@ -754,7 +841,7 @@ def analyse(
         alpha=alpha,
         step=step,
         replicates=replicates,
-        points=points,
+        memo=memo,
     )[0]
 
 
@@ -1005,6 +1092,8 @@ def summarise(analysis: Analysis, max_points: int = 5) -> Summary:
             ratio = f"turn ratio {p.turn_ratio:.2g}"
             if p.kind == "step":  # a step's ratio is the share of the range it holds
                 ratio += f": {p.turn_ratio:.0%} of the change in one step"
+            if p.support is not None:
+                ratio += f"; found again in {p.support:.0%} of {p.resamples} resamples"
             lines.append(f"  {i}. {p.describe()} ({ratio})")
         if len(pts) > max_points:
             lines.append(f"  ... and {len(pts) - max_points} more")

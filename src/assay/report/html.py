@@ -1254,7 +1254,8 @@ def _important_points(result: Any, points: Sequence[Any], path: Path) -> None:
         ax.set_ylabel(f"{pi.name}{_unit(pi.unit)}", parse_math=False)
         where = f", {pt.fixed[0]} = {pt.fixed[1]}" if pt.fixed is not None else ""
         term = " × ".join(pt.term) if isinstance(pt.term, tuple) else str(pt.term)
-        ax.set_title(f"{term}{where}", fontsize="medium", parse_math=False)
+        found = "" if pt.support is None else f" (found again in {pt.support:.0%} of resamples)"
+        ax.set_title(f"{term}{where}{found}", fontsize="medium", parse_math=False)
         ax.legend(fontsize="small")
     _save(fig, path)
 

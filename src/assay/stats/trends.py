@@ -122,6 +122,10 @@ class ImportantPoint:
     pct_var: float
     fixed: tuple[str, Any] | None = None
     before: float | None = None
+    # the share of resampled data sets in which the same point was found again, and of
+    # how many (see assay.designs.sweep.point_support); None where not resampled
+    support: float | None = None
+    resamples: int = 0
 
     @property
     def score(self) -> float:
@@ -148,6 +152,7 @@ class ImportantPoint:
         return [
             list(self.term), self.param, self.kind, float(self.value), float(self.turn_ratio),
             float(self.pct_var), fixed, None if self.before is None else float(self.before),
+            self.support, self.resamples,
         ]  # fmt: skip
 
     @classmethod
@@ -159,13 +164,14 @@ class ImportantPoint:
         >>> ImportantPoint.from_record(json.loads(json.dumps(p.as_record()))) == p
         True
         """
-        term, param, kind, value, ratio, pct, fixed, before = row
+        term, param, kind, value, ratio, pct, fixed, before, support, resamples = row
         if kind not in ("knee", "turning", "step"):
             raise ValueError(f"not a kind of important point: {kind!r}")
         return cls(
             tuple(str(t) for t in term), str(param), kind, float(value), float(ratio),
             float(pct), None if fixed is None else (str(fixed[0]), fixed[1]),
             None if before is None else float(before),
+            None if support is None else float(support), int(resamples),
         )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
@@ -179,6 +185,8 @@ class ImportantPoint:
             "turn_ratio": _finite(self.turn_ratio),
             "pct_var": _finite(self.pct_var),
             "score": _finite(self.score),
+            "support": self.support,
+            "support_resamples": self.resamples,
         }
 
 

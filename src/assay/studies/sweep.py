@@ -37,7 +37,7 @@ from assay.designs.sweep import (
     Analysis,
     IncrementalSampling,
     Mismatch,
-    PointsOf,
+    PointsMemo,
     StepResult,
     Summary,
     SystemComparison,
@@ -50,7 +50,7 @@ from assay.execute.executor import LocalExecutor
 from assay.execute.monitor import DISTURBED_CORES
 from assay.spec import PISpec, Spec, SweepSpec
 from assay.stats.claims import JudgedClaim
-from assay.stats.trends import ImportantPoint, TermEffects, important_points
+from assay.stats.trends import ImportantPoint
 from assay.store import Store, TrialRecord
 from assay.studies.base import (
     StudyOptions,
@@ -470,29 +470,26 @@ def _load_average() -> float:
         return math.nan
 
 
-#: The study value keeping the important points of the sweep's analysis (see
-#: :mod:`assay.studies.kept`): kneed and SciPy's imports cost a stored report a second.
+#: The study value keeping the important points of the sweep's analysis with their
+#: support (see :mod:`assay.studies.kept`): the resamples, and kneed's and SciPy's
+#: imports, would cost a stored report a second or more.
 POINTS_KEY = "sweep_points"
 
 
-def _kept_points(kept: Kept) -> PointsOf:
-    """Algorithm 2 (:func:`~assay.stats.trends.important_points`), its points read from
-    the study's store when it keeps them for the same effects."""
+def _kept_points(kept: Kept) -> PointsMemo:
+    """The memo :func:`~assay.designs.sweep.analyse` takes: the important points read
+    from the study's store when it keeps them for the same effects and data."""
 
-    def points(terms: Sequence[TermEffects]) -> list[ImportantPoint]:
-        effects = [
-            [list(t.term), t.pct_var, t.effects.index.tolist(),
-             t.effects.columns.tolist() if isinstance(t.effects, pd.DataFrame) else None,
-             t.effects.to_numpy(dtype=float).tolist()]
-            for t in terms
-        ]  # fmt: skip
+    def memo(
+        made_from: Sequence[Any], make: Callable[[], list[ImportantPoint]]
+    ) -> list[ImportantPoint]:
         return kept_or_made(
-            kept, POINTS_KEY, effects, lambda: important_points(terms),
+            kept, POINTS_KEY, made_from, make,
             lambda found: [p.as_record() for p in found],
             lambda rows: [ImportantPoint.from_record(r) for r in rows],
         )  # fmt: skip
 
-    return points
+    return memo
 
 
 def stored_steps(store: Store, study_id: int) -> list[StepResult]:
@@ -737,8 +734,8 @@ class SweepRunner:
         rows = measured_trials(trials, self.params, self.pi, self.keys)
         if len(rows):
             try:
-                view, points = self._model_view(rows), _kept_points(kept)
-                analysis = self.design.analysis(view, early=early, points=points)
+                view, memo = self._model_view(rows), _kept_points(kept)
+                analysis = self.design.analysis(view, early=early, memo=memo)
                 summary = summarise(analysis)
             except ValueError as exc:
                 warnings.append(f"no analysis: {exc}")
