@@ -15,6 +15,7 @@ from assay.errors import SpecError
 from assay.studies.reproduce import check_kind
 from test_gate import QUICK, invoke
 from test_report_html import _result_schema
+from test_show import KNOBS as SHOW_KNOBS
 
 # A benchmark whose k-th run prints FACTOR x base x (1, 1.01, 1.01, 1)[k % 4], FACTOR read
 # from a file: exact readings with a small spread, and a result that changes on purpose
@@ -231,6 +232,7 @@ def test_a_sweep_is_judged_over_the_settings_both_measured(
     assert "found" in md.read_text() and "geometric mean" in md.read_text()
 
 
+# test_show's knob space and options, with a command whose values move with FACTOR
 KNOBS = """
 [study]
 name = "k"
@@ -241,24 +243,7 @@ name = "v"
 direction = "higher"
 source = "regex"
 pattern = 'value=([-0-9.]+)'
-[[knob]]
-name = "a"
-type = "int"
-min = 1
-max = 100
-default = 10
-[[knob]]
-name = "b"
-type = "float"
-min = 0
-max = 1
-default = 0.5
-[knobs]
-samples = 12
-validation_samples = 10
-trees = 20
-top_k = 1
-"""
+""" + SHOW_KNOBS[SHOW_KNOBS.index("[[knob]]") :]
 
 
 def test_a_knob_study_is_judged_sample_by_sample_and_its_top_knobs_compared(
