@@ -79,7 +79,9 @@ def test_a_sweep_names_its_significant_terms_and_points() -> None:
 
 def test_the_knobs_and_the_order_study_say_theirs() -> None:
     doc = {"rankings": [{"pi": "tps", "top": ["a", "b"], "stability_verdict": "stable"}]}
-    assert answer("knobs", doc) == "the 2 knobs that matter most for tps: a, b (stable)"
+    assert answer("knobs", doc) == "the 2 knobs that matter most for tps: a, b; stable"
+    one = {"rankings": [{"pi": "tps", "top": ["a"], "stability_verdict": ""}]}
+    assert answer("knobs", one) == "the knob that matters most for tps: a"
     assert answer("order", {"verdict": "order-dependent: c"}) == "Order-dependent: c"
     assert answer("history", {}) == ""
 

@@ -176,8 +176,7 @@ def _knobs(doc: Mapping[str, Any]) -> str:
     if not names:
         return ""
     verdict = str(r.get("stability_verdict") or "")
+    which = "the knob that matters" if len(names) == 1 else f"the {len(names)} knobs that matter"
     return (
-        f"the {len(names)} knobs that matter most for {r.get('pi')}: "
-        + ", ".join(names)
-        + (f" ({verdict})" if verdict else "")
+        f"{which} most for {r.get('pi')}: " + ", ".join(names) + (f"; {verdict}" if verdict else "")
     )

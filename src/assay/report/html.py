@@ -172,11 +172,23 @@ def artifact_report(store_path: Path, study: str | None) -> str:
         _section(
             "Summary by rounds", f"<pre>{_e(chr(10).join(summary_lines(stored, trials)))}</pre>"
         ),
-        _section("Environment", _dl(env.items()) if env else '<p class="muted">not recorded</p>'),
+        _section(
+            "Environment", _dl(_readable(env)) if env else '<p class="muted">not recorded</p>'
+        ),
         _section("How to run it again", _rerun(stored, store_path)),
         _section("What was run", _what_was_run(stored, result, doc), collapsed=True),
     ]
     return html_document(f"{stored.name}: artifact", parts)
+
+
+def _readable(env: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """An environment's entries as people read them (the memory in KiB/MiB/GiB)."""
+    from assay.report.format import format_bytes
+
+    return [
+        (k, format_bytes(v) if k == "memory_bytes" and isinstance(v, int) else v)
+        for k, v in env.items()
+    ]
 
 
 def _rerun(stored: StoredStudy, store_path: Path) -> str:

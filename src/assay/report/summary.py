@@ -190,7 +190,7 @@ def summary_lines(stored: Any, trials: list[TrialRecord]) -> list[str]:
         # one round per setting: its readings are not rounds of one measurement
         return [
             f"--summary: per-round summaries are for run, compare and order studies, "
-            f"not {stored.kind} studies"
+            f"not {'knob' if stored.kind == 'knobs' else stored.kind} studies"
         ]
     groups: dict[str, list[TrialRecord]] = {"": trials}
     if stored.kind == "compare":
