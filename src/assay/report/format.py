@@ -188,3 +188,13 @@ def format_bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} GiB"
+
+
+def kind_name(kind: str) -> str:
+    """A study's kind as it reads before "study": ``knob`` for ``knobs`` (the command's
+    name), the others as they are.
+
+    >>> kind_name("knobs"), kind_name("sweep")
+    ('knob', 'sweep')
+    """
+    return "knob" if kind == "knobs" else kind

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from assay._version import __version__
-from assay.report.format import format_estimate
+from assay.report.format import format_estimate, kind_name
 from assay.report.grid import Grid
 from assay.stats.intervals import t_interval
 from assay.store import TrialRecord
@@ -98,7 +98,7 @@ def html_report(
     doc = result.as_dict()
     parts = [
         f"<h1>{_e(stored.name)}</h1>",
-        f'<p class="muted">{_e(stored.kind)} study, reported by Assay {_e(__version__)} '
+        f'<p class="muted">{_e(kind_name(stored.kind))} study, reported by Assay {_e(__version__)} '
         "from its store (nothing was run for this report)</p>",
         _answer(stored.kind, doc, baseline),
         _section("Claims", _claims(doc)) if doc.get("claims") else "",
@@ -111,7 +111,7 @@ def html_report(
         _section("What was run", _what_was_run(stored, result, doc), collapsed=True),
         _section("Resource usage", _resources(doc), collapsed=True),
     ]
-    return html_document(f"{stored.name}: {stored.kind} study", parts)
+    return html_document(f"{stored.name}: {kind_name(stored.kind)} study", parts)
 
 
 def html_document(title: str, body: Sequence[str], css: str = "") -> str:
@@ -165,8 +165,9 @@ def artifact_report(store_path: Path, study: str | None) -> str:
     env = getattr(result, "environment", None) or doc.get("environment") or {}
     parts = [
         f"<h1>Artifact: {_e(stored.name)}</h1>",
-        f'<p class="muted">{_e(stored.kind)} study, {len(trials)} trials, from the store '
-        f"{_e(store_path.name)}; page by Assay {_e(__version__)} (nothing was run for it)</p>",
+        f'<p class="muted">{_e(kind_name(stored.kind))} study, {len(trials)} trials, from the '
+        f"store {_e(store_path.name)}; page by Assay {_e(__version__)} (nothing was run for "
+        "it)</p>",
         _answer(stored.kind, doc),
         _section("Claims", _claims(doc)) if doc.get("claims") else "",
         _section(

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from assay.report.format import format_estimate, format_percent
+from assay.report.format import format_estimate, format_percent, kind_name
 from assay.report.safe import plain
 
 # GitHub's Markdown makes links, images, mentions and HTML of these: an outside string (a
@@ -271,7 +271,8 @@ def artifact_markdown(store_path: Any, study: str | None) -> str:
     kind, name = stored.kind, stored.name
     parts = [
         f"## Artifact: {_cell(name)}\n",
-        f"{_cell(kind)} study, {len(trials)} trials, from the store `{_cell(store_path.name)}`\n",
+        f"{_cell(kind_name(kind))} study, {len(trials)} trials, from the store "
+        f"`{_cell(store_path.name)}`\n",
         _answer(answer(kind, doc)),
     ]
     if doc.get("claims"):
