@@ -743,9 +743,8 @@ def point_support(
     hangs on a few noisy settings comes and goes; one the data carry is found in
     (nearly) every set.  The points are returned as found, without support, when the
     model leaves no residual (as many parameters as rows: nothing says how noisy the
-    data are).  (A residual bootstrap, the fitted values plus resampled residuals, kept
-    the fitted curve's bends and found spurious knees again nearly as often as real
-    ones.)
+    data are).  Rows, not residuals around the fit: another sample of the settings is
+    what an early-stopped sweep's points are judged against (#59).
 
     >>> import itertools
     >>> d = pd.DataFrame(list(itertools.product([1, 2, 4, 8, 16, 32], ["x", "y", "z"])),
