@@ -47,6 +47,40 @@ def test_the_designs_trial_counts() -> None:
         )
     )
     assert (knobs.least, knobs.most) == (40, 40 + 10)  # validation: max(10, samples / 4)
+    claimed = trial_counts(
+        parse_spec_text(
+            '[study]\nname = "p"\n[benchmark]\ncommand = ["true", "{k}", "{m}"]\n'
+            '[[knob]]\nname = "k"\ntype = "int"\nmin = 1\nmax = 9\ndefault = 1\n'
+            '[[knob]]\nname = "m"\ntype = "categorical"\nvalues = ["u", "v"]\ndefault = "u"\n'
+            "[knobs]\nsamples = 40\nclaim_repetitions = 3\n"
+            '[[claim]]\nsays = "x"\nratio = [{ m = "v" }, { m = "u", k = 1 }]\nat_least = 2\n',
+            "k.toml",
+        )
+    )  # the claim's second setting is the defaults: one of the two each time
+    assert (claimed.least, claimed.most) == (40 + 2 * 3, 40 + 10 + 2 * 3)
+    assert "then the 2 settings the claims name, each 3 times" in claimed.how
+
+
+def test_a_plan_names_the_extras_a_study_needs_and_this_python_lacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    found = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "sklearn" else found(name, *a)
+    )
+    knobs = parse_spec_text(
+        '[study]\nname = "p"\n[benchmark]\ncommand = ["true", "{k}"]\n'
+        '[[knob]]\nname = "k"\ntype = "int"\nmin = 1\nmax = 9\ndefault = 1\n',
+        "k.toml",
+    )
+    p = plan_study(knobs, tmp_path / "k.assay.db", pilot_trials=0)
+    assert p.notes == [
+        "ranking knobs with random forests needs scikit-learn: pip install -e '.[models]' in "
+        "Assay's folder (the study would stop with this before its first trial)"
+    ]
+    assert plan_study(spec(""), tmp_path / "p.assay.db", pilot_trials=0).notes == []
 
 
 def test_the_rounds_a_width_needs() -> None:

@@ -30,7 +30,7 @@ from types import ModuleType
 
 from assay.errors import StudyError
 
-__all__ = ["PACKAGES", "MissingExtra", "require_extra"]
+__all__ = ["PACKAGES", "MissingExtra", "missing_extra", "require_extra"]
 
 #: The name to install for each module that an extra brings (where the two differ).
 PACKAGES: dict[str, str] = {
@@ -53,6 +53,27 @@ class MissingExtra(StudyError):
         self.extra = extra
 
 
+def _needs(module: str, extra: str, what: str) -> str:
+    package = PACKAGES.get(module, module)
+    return f"{what} needs {package}: pip install -e '.[{extra}]' in Assay's folder"
+
+
+def missing_extra(module: str, extra: str, what: str) -> str | None:
+    """What :func:`require_extra` would say if ``module`` cannot be found, without
+    importing it (``assay plan``: a study's needs before it runs); None when it is there.
+
+    >>> missing_extra("math", "models", "arithmetic") is None
+    True
+    """
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    return None if found else _needs(module, extra, what)
+
+
 def require_extra(module: str, extra: str, what: str) -> ModuleType:
     """``module``, imported; if it cannot be, a :class:`MissingExtra` whose message says
     that ``what`` needs it and which extra brings it:
@@ -60,8 +81,7 @@ def require_extra(module: str, extra: str, what: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        package = PACKAGES.get(module, module)
-        message = f"{what} needs {package}: pip install -e '.[{extra}]' in Assay's folder"
+        message = _needs(module, extra, what)
         top = module.partition(".")[0]
         if exc.name is None or exc.name.partition(".")[0] != top:
             # installed, but something it imports is missing: say what

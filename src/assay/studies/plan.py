@@ -203,6 +203,23 @@ def trial_counts(spec: Spec) -> TrialCounts:
     )
 
 
+def extras_missing(spec: Spec, kind: str) -> list[str]:
+    """The optional packages the study needs and this Python lacks, each as the
+    one-line error the study would stop with (found without importing them)."""
+    from assay.extras import missing_extra
+
+    needs: list[tuple[str, str, str]] = []
+    if kind == "knobs":
+        needs.append(("sklearn", "models", "ranking knobs with random forests"))
+    if kind == "sweep" and spec.sweep is not None and spec.sweep.model in ("mlp", "linear"):
+        needs.append(("sklearn", "models", f"the sweep's {spec.sweep.model} model"))
+    if spec.cluster is not None:
+        needs.append(("distributed", "cluster", "a [cluster]"))
+        needs.append(("asyncssh", "cluster", "a [cluster] over SSH"))
+    said = (missing_extra(*n) for n in needs)
+    return [f"{s} (the study would stop with this before its first trial)" for s in said if s]
+
+
 def hosts_needed(spec: Spec) -> list[str]:
     """The machines a study runs on, in words: this machine, or its cluster's roles (and
     what its ``[[fault]]``s do to them)."""
@@ -364,6 +381,7 @@ def plan_study(spec: Spec, store: Path, *, pilot_trials: int = PILOT_TRIALS) -> 
         hosts_needed(spec),
         time_budget(spec, kind),
     )
+    result.notes.extend(extras_missing(spec, kind))
     earlier = from_store(spec, store)
     if earlier is not None:
         result.per_trial_s, result.bytes_per_trial, n = earlier
