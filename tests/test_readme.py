@@ -699,10 +699,12 @@ FIXTURES = (
     f"assay run {_FAST} --no-overhead --store examples/sqlite-sweep.assay.db -- sleep 0.01",
     # study.assay.db with one study, "my study" (show, report, export, ls)
     f'assay run {_FAST} --no-overhead --store study.assay.db --name "my study" -- sleep 0.01',
-    # results for compare --from: hyperfine's, pyperf's (wall time in s) and Assay's
+    # results for compare --from: hyperfine's, pyperf's (wall time in s) and Assay's,
+    # a stored `assay run --json` of sleep 0.01 (a live `true` beside busy neighbours
+    # switched between a 0.6 and a 3.5 ms launch mid-run: "the level moved", exit 4)
     "cp tests/data/hyperfine_sqlite_sync.json hyperfine.json",
     "cp tests/data/pyperf_sort.json pyperf.json",
-    f"assay run {_FAST} --no-overhead --store fx.assay.db --json assay-result.json -- true",
+    "cp tests/data/assay_gate_head.json assay-result.json",
     # the gate's base and head, `assay run --json` results of sleep 0.02 and sleep 0.01
     # with stored i.i.d. readings: a live short run on a busy machine can end with a
     # base too short for block means and a head whose readings do not merge, and the

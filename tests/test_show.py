@@ -355,7 +355,7 @@ def test_summary_is_for_rounds_of_one_measurement(
     study = write_study(text, f"{kind}.toml")
     _invoke(kind, str(study), "-q", *(["--no-monitor"] if kind == "sweep" else ["--jobs", "1"]))
     res = _invoke("show", str(tmp_path / f"{kind}.assay.db"), "--summary")
-    assert f"not {kind} studies" in res.stdout
+    assert f"not {'knob' if kind == 'knobs' else kind} studies" in res.stdout
 
 
 def test_a_run_says_what_its_session_cost_and_show_does_not(tmp_path: Path) -> None:
