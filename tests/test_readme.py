@@ -336,6 +336,8 @@ SWEEP_VOLATILE = (
 RUN_VOLATILE = (
     r"^method: |^MSER warm-up removal",
     r"^(insert_rate|batch_time): |^explain \(F test|^is corrected|^readings \(statistic",
+    # a skewed sample's interval reads "mean [low, high]" (Hall's correction), not "± h"
+    r"^\s*(insert_rate|batch_time) [↑↓]\s+│",
     r"^warning: |^this benchmark measures",
     # "(N more not watched …)" when the watch paced itself; "typical (median), N on
     # average with one-time costs …" when the mean is over twice the median
@@ -392,7 +394,7 @@ SLOW: dict[str, Run] = {
         volatile=(
             # which test's order matters, and by how much, is what the study measures
             r"^ (backup|scan|cpu) ",
-            r"^order matters|^pooled trials",
+            r"^order matters|^pooled trials|^drift inside",
         ),
     ),
     "assay sweep examples/sqlite-sweep.toml --workers 2": Run(
