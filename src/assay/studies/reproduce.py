@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -377,16 +378,16 @@ def setting_reproductions(
         o, n = old[key].get(pi, []), new[key].get(pi, [])
         if len(o) < 2 or len(n) < 2:
             continue
-        so, sn = (analyze_variant(SummaryStats(*_mean_var(x), len(x))) for x in (o, n))
+        so, sn = (_stats(x) for x in (o, n))
         missing = "no interval"
         label = _label(key, order)
         rows.append(_judge(pi, label, unit, sn, so, tolerance, confidence, missing))
     return sorted(rows, key=lambda r: (r.verdict == "reproduced", str(r.variant)))
 
 
-def _mean_var(xs: Sequence[float]) -> tuple[float, float]:
-    m = sum(xs) / len(xs)
-    return m, sum((x - m) ** 2 for x in xs) / (len(xs) - 1)
+def _stats(xs: Sequence[float]) -> VariantStats:
+    """The summary of two or more values, as a comparison's variant."""
+    return analyze_variant(SummaryStats(statistics.fmean(xs), statistics.variance(xs), len(xs)))
 
 
 def _run_means(table: Any, test: str) -> list[float]:
@@ -407,9 +408,7 @@ def order_reproductions(
         for r in (reproduction, original):
             means = _run_means(r.table, str(test)) if len(r.table) else []
             ok = len(means) >= 2
-            stats.append(
-                analyze_variant(SummaryStats(*_mean_var(means), len(means))) if ok else None
-            )
+            stats.append(_stats(means) if ok else None)
         gone = "the original" if stats[1] is None else "the reproduction"
         rows.append(_judge(original.pi, str(test), original.unit, stats[0], stats[1], tolerance,
                            confidence, f"{gone} has fewer than 2 runs of it"))  # fmt: skip
@@ -509,7 +508,10 @@ def judge_reproduction(
     sessions: Sequence[Mapping[str, Any]] = stored.sessions
     when = sessions[-1].get("started") if sessions else None
     if stored.kind in PAIRED_KINDS:
-        return _judge_paired(stored, original, reproduction, original_path, tolerance, trials)
+        pis, per_setting, warnings = _judge_paired(stored, original, tolerance, trials)
+    else:
+        pis = pi_reproductions(stored.kind, original, reproduction, tolerance, confidence)
+        per_setting, warnings = [], []
     return ReproduceResult(
         study=stored.name,
         kind=stored.kind,
@@ -517,11 +519,13 @@ def judge_reproduction(
         store=str(reproduction.store),
         tolerance=tolerance,
         confidence=claim_level(confidence),
-        pis=pi_reproductions(stored.kind, original, reproduction, tolerance, confidence),
+        pis=pis,
         claims=claim_reproductions(original, reproduction),
         environments=environments(original.environment or {}, reproduction.environment or {}),
         reproduction=reproduction,
         original_when=None if when is None else str(when),
+        warnings=warnings,
+        settings=per_setting,
         findings=findings(stored.kind, original, reproduction),
     )
 
@@ -529,13 +533,11 @@ def judge_reproduction(
 def _judge_paired(
     stored: StoredStudy,
     original: Any,
-    reproduction: Any,
-    original_path: Path,
     tolerance: float,
     trials: tuple[Sequence[TrialRecord], Sequence[TrialRecord]],
-) -> ReproduceResult:
+) -> tuple[list[PIReproduction], list[PIReproduction], list[str]]:
     """A sweep or knob study judged setting by setting, paired (see the module's
-    docstring)."""
+    docstring): its PIs, a sweep's settings one by one, and the warnings."""
     confidence = stored.spec.stop.confidence
     pis = [original.pi] if stored.kind == "sweep" else list(stored.spec.pis)
     old, new = (setting_values(t, [p.name for p in pis]) for t in trials)
@@ -555,21 +557,4 @@ def _judge_paired(
             "too: the ratios are over those (a sweep samples settings until its model "
             "predicts; another run may stop at another step)"
         )
-    sessions: Sequence[Mapping[str, Any]] = stored.sessions
-    when = sessions[-1].get("started") if sessions else None
-    return ReproduceResult(
-        study=stored.name,
-        kind=stored.kind,
-        original_store=str(original_path),
-        store=str(reproduction.store),
-        tolerance=tolerance,
-        confidence=claim_level(confidence),
-        pis=rows,
-        claims=claim_reproductions(original, reproduction),
-        environments=environments(original.environment or {}, reproduction.environment or {}),
-        reproduction=reproduction,
-        original_when=None if when is None else str(when),
-        warnings=warnings,
-        settings=per_setting,
-        findings=findings(stored.kind, original, reproduction),
-    )
+    return rows, per_setting, warnings
