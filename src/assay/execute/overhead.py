@@ -144,6 +144,13 @@ def _noop_argv() -> list[str]:
     return [true] if true else [sys.executable, "-c", ""]
 
 
+def _bare_launch(argv: list[str]) -> float:
+    """The wall seconds of one launch of ``argv`` by a bare ``subprocess.run``."""
+    t0 = time.perf_counter()
+    subprocess.run(argv, check=False)
+    return time.perf_counter() - t0
+
+
 def probe_launch_overhead(repetitions: int = 20, confidence: float = 0.95) -> LaunchOverhead:
     """Alternate executor and bare launches of a no-op program, now (no cache)."""
     if repetitions < 1:
@@ -153,9 +160,7 @@ def probe_launch_overhead(repetitions: int = 20, confidence: float = 0.95) -> La
     without_s: list[float] = []
     for _ in range(repetitions):
         with_s.append(run_command(argv, timeout=30).duration)
-        t0 = time.perf_counter()
-        subprocess.run(argv, check=False)
-        without_s.append(time.perf_counter() - t0)
+        without_s.append(_bare_launch(argv))
     return LaunchOverhead(tuple(with_s), tuple(without_s), " ".join(argv), confidence)
 
 
@@ -208,11 +213,7 @@ def launch_moved(cached: LaunchOverhead, launches: int = SPOT_LAUNCHES) -> str |
     end, where the 1-minute load average the cache is kept by lags work that started
     seconds before (#60); None when a bare launch takes what the probe said."""
     argv = _noop_argv()
-    times = []
-    for _ in range(launches):
-        t0 = time.perf_counter()
-        subprocess.run(argv, check=False)
-        times.append(time.perf_counter() - t0)
+    times = [_bare_launch(argv) for _ in range(launches)]
     now, then = statistics.median(times), statistics.median(cached.without_assay)
     if not _moved(then, now):
         return None
