@@ -389,7 +389,7 @@ def analyze_samples(
     skew = 0.0
     positive_note = ""
     if pi.mean == "arithmetic":
-        ci, skew = skew_corrected(ci, sub.means)
+        ci, skew = skew_corrected(ci, sub.means, samples)
         if ci.low < 0.0 < ci.mean and sub.means.size >= 2 and bool(np.all(sub.means > 0)):
             ci = positive_interval(plain, sub.means)
             positive_note = POSITIVE_NOTE
@@ -429,7 +429,7 @@ def analyze_samples(
         note="; ".join(
             n
             for n in (
-                _skew_note(skew, sub.means),
+                _skew_note(skew, sub.means, samples),
                 positive_note,
                 unmet_note(
                     met,
@@ -514,10 +514,13 @@ def unmet_note(
     )
 
 
-def skew_corrected(ci: MeanCI, means: np.ndarray) -> tuple[MeanCI, float]:
+def skew_corrected(
+    ci: MeanCI, means: np.ndarray, samples: np.ndarray | None = None
+) -> tuple[MeanCI, float]:
     """The mean's interval ``ci`` (a t-interval of ``means``, the merged samples, maybe
     widened for their residual autocorrelation) corrected for their skewness; with the
-    skewness corrected for.
+    skewness corrected for. ``samples`` are the samples before merging (``means`` when
+    not given).
 
     Hall's (1992) transformation (:func:`~assay.stats.skewed_mean.hall_interval`) with
     :func:`~assay.stats.skewed_mean.tail_skewness`, widened by the same factor as
@@ -528,20 +531,41 @@ def skew_corrected(ci: MeanCI, means: np.ndarray) -> tuple[MeanCI, float]:
     t-interval and Cochran's minimum sample size, 96.5% with this). Cochran's rule (no
     stop below 25 g1^2 samples) is gone: the sample skewness is lowest on exactly the
     samples that missed the tail, so it let studies stop on those.
+
+    Merged samples are judged by the samples they were made of too: ten means of six
+    log-normal readings cannot show a skewness of 2.5 beyond chance, their 60 readings
+    can (a mean of q independent readings has 1/sqrt(q) of their skewness; significant
+    at the merged samples' number, as autocorrelated readings' skewness varies more by
+    chance). Where the readings look log-normal the interval also holds Cox's
+    (:func:`~assay.stats.skewed_mean.log_normal_hull`), skewness significant on the
+    means or not: studies of log-normal readings that stopped before 100 rounds covered
+    68%; now almost none stop there (bench/RESULTS.md, #59).
     """
     from assay.stats.intervals import widen
-    from assay.stats.skewed_mean import hall_interval, tail_skewness
+    from assay.stats.skewed_mean import hall_interval, log_normal_hull, tail_skewness
 
+    raw = means if samples is None else samples
     plain = t_interval(means, ci.confidence)
     if not (
         math.isfinite(ci.half_width) and math.isfinite(plain.half_width) and plain.half_width > 0.0
     ):
         return ci, 0.0
     g = tail_skewness(means)
-    if g == 0.0:  # no significant skewness: Hall's interval would be the t-interval again
-        return ci, 0.0
+    per_sample = raw.size / means.size
+    if per_sample > 1.0:
+        # significant at the merged samples' number: autocorrelated readings' skewness
+        # varies more by chance than independent ones'
+        carried = tail_skewness(raw, effective_n=means.size) / math.sqrt(per_sample)
+        g = carried if abs(carried) > abs(g) else g
     factor = max(ci.half_width / plain.half_width, 1.0)
-    return widen(hall_interval(means, ci.confidence, skewness=g), factor), g
+    # no significant skewness: Hall's interval would be the t-interval again
+    hall = ci if g == 0.0 else widen(hall_interval(means, ci.confidence, skewness=g), factor)
+    # Cox's interval of the readings (log-normal at their own number: the logs' test is
+    # what keeps it off normal ones), widened as merging and the residual
+    # autocorrelation widened the mean's error over their own t-interval's
+    own = t_interval(raw, ci.confidence).half_width
+    widen_by = ci.half_width / own if own > 0.0 and math.isfinite(own) else factor
+    return log_normal_hull(hall, raw, widen_by=max(widen_by, 1.0)), g
 
 
 #: What the report says when a PI's interval is Cox's (:func:`positive_interval`).
@@ -565,25 +589,33 @@ def positive_interval(ci: MeanCI, means: np.ndarray) -> MeanCI:
     return cox_interval(means, ci.confidence, widen_by=widen_by)
 
 
-def _skew_note(skew: float, means: np.ndarray) -> str:
+def _skew_note(skew: float, means: np.ndarray, samples: np.ndarray) -> str:
     """The note on a skewness correction: the samples' own skewness, and the one the
     interval was corrected for when that is larger (a right-skewed positive sample is
-    corrected at least as a log-normal one of its spread would be, which can be far
-    larger: :func:`~assay.stats.skewed_mean.tail_skewness`)."""
-    from assay.stats.skewed_mean import sample_skewness
+    corrected at least as a log-normal one of its spread would be, and merged samples at
+    least for the skewness of the samples they were made of:
+    :func:`skew_corrected`); and whether the interval also holds Cox's."""
+    from assay.stats.skewed_mean import looks_log_normal, sample_skewness
 
-    if abs(skew) < SKEW_NOTE:
+    cox = looks_log_normal(samples)
+    if abs(skew) < SKEW_NOTE and not cox:
         return ""
+    held = "Cox's log-normal interval, which a tail not yet drawn does not shorten"
+    if abs(skew) < SKEW_NOTE:
+        return f"log-normal-looking readings: the interval also holds {held}"
     side = "right" if skew > 0 else "left"
     own = sample_skewness(means)
     said = f"skewness {own:.2g}"
     if math.isfinite(own) and not math.isclose(own, skew, rel_tol=0.01):
-        said += f"; corrected as a log-normal sample of this spread, skewness {skew:.2g}"
+        said += (
+            f"; corrected for skewness {skew:.2g}, as a log-normal sample of this spread or "
+            "the unmerged readings show"
+        )
     return (
         f"skewed samples ({said}): the interval is corrected for it (Hall's "
-        f"transformation) and longer on the {side}; the mean of a heavy tail rests on its "
-        "few far readings (statistic = 'median' gives a distribution-free interval of the "
-        "median)"
+        f"transformation) and longer on the {side}{f', and holds {held}' if cox else ''}; "
+        "the mean of a heavy tail rests on its few far readings (statistic = 'median' "
+        "gives a distribution-free interval of the median)"
     )
 
 

@@ -27,7 +27,9 @@ __all__ = [
     "cox_interval",
     "hall_interval",
     "hall_max_skewness",
+    "log_normal_hull",
     "lognormal_skewness",
+    "looks_log_normal",
     "sample_skewness",
     "skewness_se",
     "tail_skewness",
@@ -119,7 +121,7 @@ def skewness_se(n: int) -> float:
 SKEW_Z = 1.96
 
 
-def tail_skewness(samples: ArrayLike) -> float:
+def tail_skewness(samples: ArrayLike, effective_n: int | None = None) -> float:
     """The skewness :func:`hall_interval` corrects for in ``assay run``: 0 unless the
     sample skewness is significant (beyond ``SKEW_Z`` standard errors of a normal
     sample's, :func:`skewness_se`), else the sample skewness, or for right-skewed
@@ -132,7 +134,9 @@ def tail_skewness(samples: ArrayLike) -> float:
     stops when the interval first looks narrow enough, which happens on samples that
     missed the tail, so with a small sample skewness too (lognormal sigma 1 readings
     covered 92% with it, 94.5% with the floor). Left-skewed or non-positive samples keep
-    their sample skewness.
+    their sample skewness. ``effective_n`` replaces the number of samples in the
+    significance test (autocorrelated samples, whose skewness varies more by chance: the
+    number of merged samples they make).
 
     >>> x = [math.exp(-1.0), 1.0, math.exp(1.0), 1.0, 1.0, 1.0]
     >>> round(sample_skewness(x), 3), round(tail_skewness(x), 3)
@@ -142,7 +146,7 @@ def tail_skewness(samples: ArrayLike) -> float:
     """
     x = finite_1d(samples)
     g = sample_skewness(x)
-    if abs(g) <= SKEW_Z * skewness_se(int(x.size)):
+    if abs(g) <= SKEW_Z * skewness_se(int(x.size) if effective_n is None else effective_n):
         return 0.0
     if g < 0.0:
         return g
@@ -192,6 +196,63 @@ def hall_interval(
         n=n,
         std=std,
         confidence=c,
+        lower=low,
+        upper=high,
+    )
+
+
+def looks_log_normal(samples: ArrayLike) -> bool:
+    """Whether positive samples are consistent with a log-normal: right-skewed beyond
+    chance (:data:`SKEW_Z` standard errors, :func:`skewness_se`) while their logs are
+    not skewed beyond chance either way.
+
+    An exponential or gamma sample is right-skewed too, but its logs are skewed to the
+    left (a log-normal fitted to it would overstate its spread twice over); a sample with
+    a non-positive value has no logs.
+
+    >>> rng = np.random.default_rng(1)
+    >>> looks_log_normal(rng.lognormal(0.0, 1.0, 200)), looks_log_normal(rng.exponential(1.0, 200))
+    (True, False)
+    >>> looks_log_normal(rng.normal(10.0, 1.0, 200))
+    False
+    """
+    x = finite_1d(samples)
+    n = int(x.size)
+    if n < 3 or not all_positive(x):
+        return False
+    se = skewness_se(n)
+    return sample_skewness(x) > SKEW_Z * se and abs(sample_skewness(np.log(x))) <= SKEW_Z * se
+
+
+def log_normal_hull(ci: MeanCI, samples: ArrayLike, widen_by: float = 1.0) -> MeanCI:
+    """``ci`` (an interval of the samples' mean) stretched to also hold Cox's
+    (:func:`cox_interval`, its log-scale error scaled by ``widen_by``) where the samples
+    look log-normal (:func:`looks_log_normal`); else ``ci`` itself.
+
+    A sequential study stops when its interval first looks narrow enough, which on a
+    heavy right tail is on samples that have not yet drawn a far value: their mean, their
+    standard deviation and their skewness all read low, so a moment-based interval
+    (Student's, Hall's) is short exactly then. The spread of the logs hardly depends on
+    the few far values, so Cox's interval, which rests on it, stays as long as the tail
+    asks; the hull keeps the arithmetic mean as its estimate.
+
+    >>> x = np.random.default_rng(3).lognormal(0.0, 1.0, 60)
+    >>> ci = hall_interval(x, skewness=tail_skewness(x))
+    >>> hull = log_normal_hull(ci, x)
+    >>> hull.low <= ci.low and hull.high >= ci.high
+    True
+    """
+    x = finite_1d(samples)
+    if not looks_log_normal(x):
+        return ci
+    cox = cox_interval(x, ci.confidence, widen_by=widen_by)
+    low, high = min(ci.low, cox.low), max(ci.high, cox.high)
+    return MeanCI(
+        mean=ci.mean,
+        half_width=(high - low) / 2.0,
+        n=ci.n,
+        std=ci.std,
+        confidence=ci.confidence,
         lower=low,
         upper=high,
     )
