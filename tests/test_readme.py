@@ -23,15 +23,22 @@ For EVERY Assay invocation:
   added to the README fails ``test_every_readme_command_is_classified`` until it is
   given a class, and a class entry whose command left the README fails too.
 
-The commands that are run, run through ``bash -o pipefail -c`` in a fresh temporary
-directory holding a copy of ``examples/`` (and the repository files the README names
-under ``tests/data`` and ``bench/data``), with ``HOME`` and ``XDG_CACHE_HOME`` inside it
-(the user's quick-mode store and launch-overhead cache are never touched),
-``COLUMNS=200`` (a table too wide for the width drops columns, and whether it is too
-wide depends on the numbers measured; at 200 the README's tables keep all theirs) and
-a few fixtures standing for what the README assumes exists: ``study.assay.db``
-holding one study named ``my study``, the quick-mode store holding ``assay run "sleep
-0.01"``'s study, and the result files ``compare --from`` reads. Each run
+Each page's commands run in the page's order (issue #60: "every command must run as
+printed after the commands before it on the same page, or be marked as a template"),
+through ``bash -o pipefail -c`` in one fresh temporary directory per page holding a copy
+of ``examples/`` (and the repository files the pages name under ``tests/data`` and
+``bench/data``), with ``HOME`` and ``XDG_CACHE_HOME`` inside it (the user's quick-mode
+store and launch-overhead cache are never touched) and ``COLUMNS=200`` (a table too wide
+for the width drops columns, and whether it is too wide depends on the numbers
+measured; at 200 the README's tables keep all theirs). RUN commands run as printed;
+SLOW studies with a smaller budget (``--max-time 10``, an order study ``--runs 2``:
+``SMALLER_BUDGET``), so they, and what reads their stores after them, may end with 5;
+NOT_RUN commands are skipped. A command whose comment says ``template`` (it names what
+the reader brings: their store, other tools' results) is skipped there and run on its
+own beside fixtures standing for what it names: ``study.assay.db`` holding one study
+named ``my study``, the quick-mode store holding ``assay run "sleep 0.01"``'s study,
+and the result files ``compare --from`` reads. With ``-m slow`` every SLOW command also
+runs on its own, in full, beside the same fixtures. Each run
 checks the exit status the README states (0 unless the entry says otherwise), the
 files the command writes, and, for a ``jq`` pipeline, that the printed value is not
 ``null`` (skipped when ``jq`` is not installed: ``apt-get install jq``).
@@ -68,9 +75,10 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 import tomllib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import click
@@ -108,11 +116,11 @@ class Command:
     text: str
     output: tuple[str, ...] | None = None
     source: str = "README.md"  # the Markdown file, from the repository's root
+    template: bool = False  # its comment says "template" (:func:`is_template`)
 
 
-def _clean(text: str) -> str:
-    """A command line without its trailing ``# comment``, whitespace collapsed."""
-    out: list[str] = []
+def _split_comment(text: str) -> tuple[str, str]:
+    """A command line's code and its trailing ``# comment`` (outside quotes)."""
     quote = ""
     for i, ch in enumerate(text):
         if quote:
@@ -121,9 +129,20 @@ def _clean(text: str) -> str:
         elif ch in "'\"":
             quote = ch
         elif ch == "#" and (i == 0 or text[i - 1].isspace()):
-            break
-        out.append(ch)
-    return " ".join("".join(out).split())
+            return text[:i], text[i + 1 :].strip()
+    return text, ""
+
+
+def _clean(text: str) -> str:
+    """A command line without its trailing ``# comment``, whitespace collapsed."""
+    return " ".join(_split_comment(text)[0].split())
+
+
+def is_template(text: str) -> bool:
+    """Whether a command line's comment marks it as a template: it names what the reader
+    brings (their store, their results, their build), made by no command before it on
+    its page, so it is parse-checked but not run in the page's order."""
+    return re.search(r"\btemplate\b", _split_comment(text)[1], re.I) is not None
 
 
 def _lexer(text: str) -> Iterator[str]:
@@ -159,18 +178,17 @@ def readme_commands(text: str | None = None, path: Path = README) -> list[Comman
                     pending += raw.rstrip()[:-1] + " "
                     continue
                 joined = _clean(pending + raw)
+                marked = is_template(pending + raw)
                 pending = ""
                 if joined:
-                    block.append(Command(first, joined, source=source))
+                    block.append(Command(first, joined, source=source, template=marked))
             # a plain block right after a one-command sh block is that command's output
             nxt = end + 1
             while nxt < len(lines) and not lines[nxt].strip():
                 nxt += 1
             if len(block) == 1 and nxt < len(lines) and lines[nxt].strip() == "```":
                 out_end = next(j for j in range(nxt + 1, len(lines)) if lines[j].strip() == "```")
-                block[0] = Command(
-                    block[0].line, block[0].text, tuple(lines[nxt + 1 : out_end]), source
-                )
+                block[0] = replace(block[0], output=tuple(lines[nxt + 1 : out_end]))
             found += block
         elif lang == "":
             current: Command | None = None
@@ -178,13 +196,15 @@ def readme_commands(text: str | None = None, path: Path = README) -> list[Comman
             for k, raw in enumerate(body):
                 if raw.startswith("$ "):
                     if current is not None:
-                        found.append(Command(current.line, current.text, tuple(output), source))
-                    current = Command(start + k + 1, _clean(raw[2:]), source=source)
+                        found.append(replace(current, output=tuple(output)))
+                    current = Command(
+                        start + k + 1, _clean(raw[2:]), source=source, template=is_template(raw)
+                    )
                     output = []
                 elif current is not None:
                     output.append(raw)
             if current is not None:
-                found.append(Command(current.line, current.text, tuple(output), source))
+                found.append(replace(current, output=tuple(output)))
         i = end + 1
     return found
 
@@ -295,13 +315,8 @@ RUN: dict[str, Run] = {
         creates=("report.html",)
     ),
     "assay ls": Run(),
-    "assay ls examples/run-sqlite-insert.assay.db --all --json": Run(
-        # the store run-sqlite-insert.toml writes; 2 rounds: exit 5, budget spent
-        setup=(
-            "assay run -q --no-monitor --no-overhead -r 2 examples/run-sqlite-insert.toml "
-            "|| test $? -eq 5",
-        )
-    ),
+    "assay ls study.assay.db --all --json": Run(),
+    'assay run -q --ci-width 20% --store study.assay.db --name "my study" -- sleep 0.01': Run(),
     "assay export study.assay.db -o trials.csv": Run(creates=("trials.csv", "trials.units.csv")),
     "assay export study.assay.db \"my study\" --format json -o - | jq '.trials[0]'": Run(),
     "assay export study.assay.db -o trials.parquet": needs_pyarrow(),
@@ -716,10 +731,9 @@ FIXTURES = (
 )
 
 
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A sandbox with the copies and fixtures every run starts from."""
-    root = tmp_path_factory.mktemp("readme")
+def _fresh_sandbox(root: Path) -> tuple[Path, dict[str, str]]:
+    """``root/box`` with copies of the repository's examples and data (no stores), an
+    ``assay`` shim in ``root/bin`` running this Python's Assay, and the environment."""
     box = root / "box"
     box.mkdir()
     for rel in SANDBOX_COPIES:
@@ -731,7 +745,14 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shim = bindir / "assay"
     shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m assay "$@"\n')
     shim.chmod(0o755)
-    env = _env(box, bindir)
+    return box, _env(box, bindir)
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A sandbox with the copies and fixtures every run starts from."""
+    root = tmp_path_factory.mktemp("readme")
+    box, env = _fresh_sandbox(root)
     for step in FIXTURES:
         res = _sh(step, box, env, timeout=300)
         assert res.returncode == 0, f"fixture {step!r}: {res.returncode}\n{res.stderr[-2000:]}"
@@ -753,12 +774,27 @@ def _check_run(command: Command, run: Run, template: Path, tmp_path: Path, timeo
         done = _sh(step, box, env, timeout=timeout)
         assert done.returncode == 0, f"setup {step!r}: {done.returncode}\n{done.stderr[-2000:]}"
     res = _sh(command.text, box, env, timeout=timeout)
+    _check_result(command, run, res, box)
+
+
+def _check_result(
+    command: Command,
+    run: Run,
+    res: subprocess.CompletedProcess[str],
+    box: Path,
+    also: frozenset[int] = frozenset(),
+    before: str = "",
+) -> None:
+    """The checks of a run command's result: its exit status (the entry's, or one of
+    ``also``), the files it writes, a ``jq`` pipeline's value, and the output the page
+    shows, in shape, after a 0; ``before`` heads the failure's message."""
+    uses_jq = any(program_words(s)[:1] == ["jq"] for s in simple_commands(command.text))
     said = (
-        f"{command.source} line {command.line}: {command.text}\n"
+        f"{before}{command.source} line {command.line}: {command.text}\n"
         f"stdout:\n{res.stdout[-3000:]}\nstderr:\n{res.stderr[-3000:]}"
     )
-    assert res.returncode in run.status, (
-        f"exit {res.returncode}, README: {sorted(run.status)} {run.why}\n{said}"
+    assert res.returncode in run.status | also, (
+        f"exit {res.returncode}, README: {sorted(run.status | also)} {run.why}\n{said}"
     )
     for path in run.creates:
         assert (box / path).exists(), f"{path} not written\n{said}"
@@ -782,8 +818,14 @@ def _occurrences(
     return [(c, table[c.text]) for c in chosen.values()]
 
 
-@pytest.mark.parametrize(("command", "run"), _occurrences(RUN), ids=_ids)
-def test_the_command_runs(command: Command, run: Run, template: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("command", "run"),
+    _occurrences(RUN, [c for c in ASSAY_COMMANDS if c.template]),
+    ids=_ids,
+)
+def test_the_template_runs(command: Command, run: Run, template: Path, tmp_path: Path) -> None:
+    """A template runs with the fixtures standing for what it names (every other RUN
+    command runs in its page's order, :func:`test_every_page_runs_in_order`)."""
     _check_run(command, run, template, tmp_path, timeout=120)
 
 
@@ -802,3 +844,100 @@ def test_the_slow_command_runs(
     if not slow_selected(request.config):
         pytest.skip("minutes on the embedded default: -m slow or ASSAY_SLOW=1")
     _check_run(command, run, template, tmp_path, timeout=900)
+
+
+# -- every page's commands, in order --------------------------------------------------
+
+#: What a SLOW study is given in the page-order run instead of its own budget (said in
+#: the test's output): 10 s of measuring, or two runs of each order kind.
+SMALLER_BUDGET = {
+    "run": " --max-time 10",
+    "compare": " --max-time 10",
+    "sweep": " --max-time 10",
+    "order": " --runs 2",
+}
+
+
+def _budgeted(text: str) -> str:
+    """A SLOW command with a smaller budget (:data:`SMALLER_BUDGET`), put right after its
+    one Assay invocation's subcommand (before a ``--`` that starts the measured command);
+    unchanged where its subcommand takes none (report, reproduce)."""
+    argvs = assay_argvs(text)
+    sub = argvs[0][0] if len(argvs) == 1 and argvs[0] else ""
+    extra = SMALLER_BUDGET.get(sub, "")
+    if not extra:
+        return text
+    code, _ = _split_comment(text)
+    return re.sub(rf"\bassay {sub}\b", lambda m: m.group(0) + extra, code, count=1).rstrip()
+
+
+def page_steps(page: Path) -> list[tuple[Command, str, str]]:
+    """A page's Assay commands in its order, each with what the page-order run does
+    with it (``run``: as printed; ``budget``: with a smaller budget; ``skip``: not run)
+    and why."""
+    steps: list[tuple[Command, str, str]] = []
+    for c in readme_commands(path=page):
+        if not assay_argvs(c.text):
+            continue  # install lines and a cluster's set-up: tested elsewhere or not here
+        if c.template:
+            steps.append((c, "skip", "a template (its comment says so)"))
+        elif c.text in RUN:
+            steps.append((c, "run", ""))
+        elif c.text in SLOW:
+            steps.append((c, "budget", "a slow study, with a smaller budget"))
+        else:
+            steps.append((c, "skip", NOT_RUN.get(c.text, "not classified")))
+    return steps
+
+
+ORDERED_PAGES = [p for p in PAGES if any(how != "skip" for _, how, _ in page_steps(p))]
+
+
+def test_a_template_is_marked_by_its_comment() -> None:
+    page = "```sh\nassay show study.assay.db   # template: your study's store\nassay ls\n```\n"
+    got = readme_commands(page)
+    assert [(c.text, c.template) for c in got] == [
+        ("assay show study.assay.db", True),
+        ("assay ls", False),
+    ]
+    assert not is_template("assay run -- echo '# template'")
+
+
+@pytest.mark.parametrize("page", ORDERED_PAGES, ids=lambda p: p.name)
+def test_every_page_runs_in_order(page: Path, tmp_path: Path) -> None:
+    """Each page's Assay commands run in the page's order in one fresh sandbox (the
+    repository's examples and data, a private HOME) with none of the fixtures the
+    command-by-command tests stand in for what a page assumes: a command must run as
+    printed after the commands before it on its page, or be marked a template in its
+    comment. SLOW studies run with a smaller budget (:data:`SMALLER_BUDGET`), so they
+    may end with 5 (budget spent), and so may what reads their stores after them;
+    NOT_RUN commands and templates are skipped, each with its reason, in the failure's
+    log."""
+    box, env = _fresh_sandbox(tmp_path)
+    log: list[str] = []
+    budget_spent = False
+    for command, how, why in page_steps(page):
+        if how == "skip":
+            log.append(f"line {command.line}: skipped ({why}): {command.text}")
+            continue
+        uses_jq = any(program_words(s)[:1] == ["jq"] for s in simple_commands(command.text))
+        if uses_jq and shutil.which("jq") is None:
+            log.append(f"line {command.line}: skipped (jq is not installed): {command.text}")
+            continue
+        run = RUN.get(command.text) or SLOW[command.text]
+        text = _budgeted(command.text) if how == "budget" else command.text
+        began = time.monotonic()
+        res = _sh(text, box, env, timeout=300)
+        log.append(
+            f"line {command.line}: exit {res.returncode} in {time.monotonic() - began:.0f} s: "
+            f"{text}"
+        )
+        after_budget = how == "budget" or budget_spent
+        # a study cut short, and what reads its store, is not the page's picture of it
+        shown = command if not after_budget else replace(command, output=None)
+        _check_result(
+            shown, run, res, box, frozenset({5}) if after_budget else frozenset(),
+            before="\n".join(log) + "\n",
+        )  # fmt: skip
+        budget_spent = budget_spent or (how == "budget" and res.returncode == 5)
+    print("\n".join(log))
