@@ -268,12 +268,12 @@ class Run:
 
 
 def needs_pyarrow() -> Run:
-    """``export -o trials.parquet``: written when pyarrow is installed; otherwise exit 2
-    with the install hint the README gives."""
+    """``export -o trials.parquet``: written when pyarrow is installed; otherwise exit 3
+    (a missing extra, docs/exit-statuses.md) with the install hint the page gives."""
     try:
         import pyarrow  # type: ignore[import-not-found, import-untyped, unused-ignore]  # noqa: F401
     except ImportError:
-        return Run(status=frozenset({2}), why="pyarrow is not installed: exit 2, naming it")
+        return Run(status=frozenset({3}), why="pyarrow is not installed: exit 3, naming it")
     return Run(creates=("trials.parquet", "trials.units.parquet"))
 
 
