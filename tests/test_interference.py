@@ -60,6 +60,7 @@ def test_the_summary_counts_the_disturbed_trials() -> None:
         "threshold_cores": DISTURBED_CORES,
         "median_cores": pytest.approx(0.35),
         "max_cores": 1.7,
+        "not_told": 1,
     }
     assert interference_dict([math.nan]) is None
 

@@ -358,7 +358,9 @@ def others_cores(summary: ResourceSummary, trial_cpu_s: float | None) -> float:
 
 def interference_dict(others: Sequence[float]) -> dict[str, Any] | None:
     """How much other processes used the CPU during the watched trials (JSON
-    ``resources.interference``); None when no trial's could be told.
+    ``resources.interference``); None when no trial's could be told. ``trials`` counts
+    the watched trials whose others' share could be told, ``not_told`` the rest (a
+    trial shorter than two of the watch's samples has no machine-wide share).
 
     >>> interference_dict([0.0, 0.1, 1.2, 0.7])["disturbed"]
     2
@@ -372,6 +374,7 @@ def interference_dict(others: Sequence[float]) -> dict[str, Any] | None:
         "threshold_cores": DISTURBED_CORES,
         "median_cores": statistics.median(known),
         "max_cores": max(known),
+        "not_told": len(others) - len(known),
     }
 
 

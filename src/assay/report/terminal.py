@@ -432,6 +432,10 @@ def interference_line(i: Mapping[str, Any] | None, label: str = "") -> str:
     ...                           "median_cores": 0.2, "max_cores": 1.7})
     >>> line.split(": ")[1].split(" (")[0]
     'other processes used 0.5 core or more in 12 of 40 watched trials'
+    >>> "3 more watched trials too short to tell" in interference_line({"trials": 1,
+    ...     "disturbed": 1, "threshold_cores": 0.5, "median_cores": 2.0, "max_cores": 2.0,
+    ...     "not_told": 3})
+    True
     """
     where = f" ({label})" if label else ""
     held = gate_text((i or {}).get("waits"))
@@ -439,10 +443,17 @@ def interference_line(i: Mapping[str, Any] | None, label: str = "") -> str:
         return f"interference{where}: {held[2:]}" if held else ""
     n, bad, limit = int(i["trials"]), int(i["disturbed"]), float(i["threshold_cores"])
     spread = f"median {float(i['median_cores']):.1f}, max {float(i['max_cores']):.1f} cores"
+    # the watched trials too short to tell: else "1 of 1 watched" beside "of 9 watched"
+    untold = int(i.get("not_told") or 0)
+    if untold:
+        spread += f"; {untold} more watched trials too short to tell"
     if not bad:
         return (
             f"interference{where}: other processes used less than {limit:g} core in all "
-            f"{n} watched trials ({spread}){held}"
+            f"{n} watched trials they could be told in ({spread}){held}"
+            if untold
+            else f"interference{where}: other processes used less than {limit:g} core in "
+            f"all {n} watched trials ({spread}){held}"
         )
     return (
         f"interference{where}: other processes used {limit:g} core or more in {bad} of {n} "
