@@ -32,7 +32,8 @@ store and launch-overhead cache are never touched) and ``COLUMNS=200`` (a table 
 for the width drops columns, and whether it is too wide depends on the numbers
 measured; at 200 the README's tables keep all theirs). RUN commands run as printed;
 SLOW studies with a smaller budget (``--max-time 10``, an order study ``--runs 2``:
-``SMALLER_BUDGET``), so they, and what reads their stores after them, may end with 5;
+``SMALLER_BUDGET``), so they, and what reads their stores after them, may end with 5
+or 4 (``CUT_SHORT``);
 NOT_RUN commands are skipped. A command whose comment says ``template`` (it names what
 the reader brings: their store, other tools' results) is skipped there and run on its
 own beside fixtures standing for what it names: ``study.assay.db`` holding one study
@@ -858,6 +859,13 @@ SMALLER_BUDGET = {
 }
 
 
+#: What a SLOW study given a smaller budget may end with, and what reads its store after
+#: it: 5, the budget spent before the target; 4, "the mean moved" (a study of seconds
+#: beside other work sees its level step: the CI runner's run-sqlite-insert.toml did,
+#: at round 52 of 59, as docs/run.md says a moved level ends).
+CUT_SHORT = frozenset({4, 5})
+
+
 def _budgeted(text: str) -> str:
     """A SLOW command with a smaller budget (:data:`SMALLER_BUDGET`), put right after its
     one Assay invocation's subcommand (before a ``--`` that starts the measured command);
@@ -910,7 +918,8 @@ def test_every_page_runs_in_order(page: Path, tmp_path: Path) -> None:
     command-by-command tests stand in for what a page assumes: a command must run as
     printed after the commands before it on its page, or be marked a template in its
     comment. SLOW studies run with a smaller budget (:data:`SMALLER_BUDGET`), so they
-    may end with 5 (budget spent), and so may what reads their stores after them;
+    may end with 5 (budget spent) or 4 (the level moved), and so may what reads their
+    stores after them (:data:`CUT_SHORT`);
     NOT_RUN commands and templates are skipped, each with its reason, in the failure's
     log."""
     box, env = _fresh_sandbox(tmp_path)
@@ -936,8 +945,8 @@ def test_every_page_runs_in_order(page: Path, tmp_path: Path) -> None:
         # a study cut short, and what reads its store, is not the page's picture of it
         shown = command if not after_budget else replace(command, output=None)
         _check_result(
-            shown, run, res, box, frozenset({5}) if after_budget else frozenset(),
+            shown, run, res, box, CUT_SHORT if after_budget else frozenset(),
             before="\n".join(log) + "\n",
         )  # fmt: skip
-        budget_spent = budget_spent or (how == "budget" and res.returncode == 5)
+        budget_spent = budget_spent or (how == "budget" and res.returncode in CUT_SHORT)
     print("\n".join(log))
