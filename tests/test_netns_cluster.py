@@ -157,7 +157,10 @@ def test_a_host_back_from_an_outage_gets_a_new_worker_and_the_study_goes_on(
     assert trials[-1].ok and trials[-2].ok  # the replica's host back, measured again
     doc = json.loads((work / "r.json").read_text())
     replica = hosts.addresses[2]
-    assert doc["environment"]["executor"]["revived"] == [f"{replica} (replica[0])"]
+    # the replica's host is revived; on a loaded machine the scheduler can also lose
+    # another host's worker to a missed heartbeat in those 50 s (CI, 2026-12-05: the
+    # primary's and the client's were revived too), which is no failure of the study
+    assert f"{replica} (replica[0])" in doc["environment"]["executor"]["revived"]
     # its teardown ran there too: no Redis server, worker or scheduler left anywhere
     assert ("replica", replica, "ok") in {(s.role, s.host, s.status) for s in steps}
     assert hosts.left() == {}  # nothing of the study on any host
