@@ -760,6 +760,11 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+def _uses_jq(text: str) -> bool:
+    """Whether a command pipes through ``jq`` (a test skips it where jq is missing)."""
+    return any(program_words(s)[:1] == ["jq"] for s in simple_commands(text))
+
+
 def _sandbox(template: Path, tmp_path: Path) -> tuple[Path, dict[str, str]]:
     box = tmp_path / "box"
     shutil.copytree(template / "box", box, symlinks=True)
@@ -767,7 +772,7 @@ def _sandbox(template: Path, tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 
 def _check_run(command: Command, run: Run, template: Path, tmp_path: Path, timeout: float) -> None:
-    uses_jq = any(program_words(s)[:1] == ["jq"] for s in simple_commands(command.text))
+    uses_jq = _uses_jq(command.text)
     if uses_jq and shutil.which("jq") is None:
         pytest.skip("jq is not installed (apt-get install jq)")
     box, env = _sandbox(template, tmp_path)
@@ -789,7 +794,7 @@ def _check_result(
     """The checks of a run command's result: its exit status (the entry's, or one of
     ``also``), the files it writes, a ``jq`` pipeline's value, and the output the page
     shows, in shape, after a 0; ``before`` heads the failure's message."""
-    uses_jq = any(program_words(s)[:1] == ["jq"] for s in simple_commands(command.text))
+    uses_jq = _uses_jq(command.text)
     said = (
         f"{before}{command.source} line {command.line}: {command.text}\n"
         f"stdout:\n{res.stdout[-3000:]}\nstderr:\n{res.stderr[-3000:]}"
@@ -929,7 +934,7 @@ def test_every_page_runs_in_order(page: Path, tmp_path: Path) -> None:
         if how == "skip":
             log.append(f"line {command.line}: skipped ({why}): {command.text}")
             continue
-        uses_jq = any(program_words(s)[:1] == ["jq"] for s in simple_commands(command.text))
+        uses_jq = _uses_jq(command.text)
         if uses_jq and shutil.which("jq") is None:
             log.append(f"line {command.line}: skipped (jq is not installed): {command.text}")
             continue

@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -387,9 +387,10 @@ def analyze_samples(
     ci, sub = got
     plain = ci
     skew = 0.0
+    cox = False
     positive_note = ""
     if pi.mean == "arithmetic":
-        ci, skew = skew_corrected(ci, sub.means, samples)
+        ci, skew, cox = skew_corrected(ci, sub.means, samples)
         if ci.low < 0.0 < ci.mean and sub.means.size >= 2 and bool(np.all(sub.means > 0)):
             ci = positive_interval(plain, sub.means)
             positive_note = POSITIVE_NOTE
@@ -429,7 +430,7 @@ def analyze_samples(
         note="; ".join(
             n
             for n in (
-                _skew_note(skew, sub.means, samples),
+                _skew_note(skew, sub.means, cox),
                 positive_note,
                 unmet_note(
                     met,
@@ -514,13 +515,23 @@ def unmet_note(
     )
 
 
+class SkewCorrected(NamedTuple):
+    """What :func:`skew_corrected` made of a mean's interval."""
+
+    ci: MeanCI
+    #: the skewness the interval was corrected for (0: none significant)
+    skewness: float
+    #: whether the samples looked log-normal, so the interval also holds Cox's
+    log_normal: bool
+
+
 def skew_corrected(
     ci: MeanCI, means: np.ndarray, samples: np.ndarray | None = None
-) -> tuple[MeanCI, float]:
+) -> SkewCorrected:
     """The mean's interval ``ci`` (a t-interval of ``means``, the merged samples, maybe
     widened for their residual autocorrelation) corrected for their skewness; with the
-    skewness corrected for. ``samples`` are the samples before merging (``means`` when
-    not given).
+    skewness corrected for and whether Cox's interval is held too. ``samples`` are the
+    samples before merging (``means`` when not given).
 
     Hall's (1992) transformation (:func:`~assay.stats.skewed_mean.hall_interval`) with
     :func:`~assay.stats.skewed_mean.tail_skewness`, widened by the same factor as
@@ -537,19 +548,19 @@ def skew_corrected(
     can (a mean of q independent readings has 1/sqrt(q) of their skewness; significant
     at the merged samples' number, as autocorrelated readings' skewness varies more by
     chance). Where the readings look log-normal the interval also holds Cox's
-    (:func:`~assay.stats.skewed_mean.log_normal_hull`), skewness significant on the
+    (:func:`~assay.stats.skewed_mean.cox_hull`), skewness significant on the
     means or not: studies of log-normal readings that stopped before 100 rounds covered
     68%; now almost none stop there (bench/RESULTS.md, #59).
     """
     from assay.stats.intervals import widen
-    from assay.stats.skewed_mean import hall_interval, log_normal_hull, tail_skewness
+    from assay.stats.skewed_mean import cox_hull, hall_interval, looks_log_normal, tail_skewness
 
     raw = means if samples is None else samples
     plain = t_interval(means, ci.confidence)
     if not (
         math.isfinite(ci.half_width) and math.isfinite(plain.half_width) and plain.half_width > 0.0
     ):
-        return ci, 0.0
+        return SkewCorrected(ci, 0.0, False)
     g = tail_skewness(means)
     per_sample = raw.size / means.size
     if per_sample > 1.0:
@@ -563,9 +574,11 @@ def skew_corrected(
     # Cox's interval of the readings (log-normal at their own number: the logs' test is
     # what keeps it off normal ones), widened as merging and the residual
     # autocorrelation widened the mean's error over their own t-interval's
+    if not looks_log_normal(raw):
+        return SkewCorrected(hall, g, False)
     own = t_interval(raw, ci.confidence).half_width
     widen_by = ci.half_width / own if own > 0.0 and math.isfinite(own) else factor
-    return log_normal_hull(hall, raw, widen_by=max(widen_by, 1.0)), g
+    return SkewCorrected(cox_hull(hall, raw, widen_by=max(widen_by, 1.0)), g, True)
 
 
 #: What the report says when a PI's interval is Cox's (:func:`positive_interval`).
@@ -589,15 +602,14 @@ def positive_interval(ci: MeanCI, means: np.ndarray) -> MeanCI:
     return cox_interval(means, ci.confidence, widen_by=widen_by)
 
 
-def _skew_note(skew: float, means: np.ndarray, samples: np.ndarray) -> str:
+def _skew_note(skew: float, means: np.ndarray, cox: bool) -> str:
     """The note on a skewness correction: the samples' own skewness, and the one the
     interval was corrected for when that is larger (a right-skewed positive sample is
     corrected at least as a log-normal one of its spread would be, and merged samples at
     least for the skewness of the samples they were made of:
-    :func:`skew_corrected`); and whether the interval also holds Cox's."""
-    from assay.stats.skewed_mean import looks_log_normal, sample_skewness
+    :func:`skew_corrected`); and whether the interval also holds Cox's (``cox``)."""
+    from assay.stats.skewed_mean import sample_skewness
 
-    cox = looks_log_normal(samples)
     if abs(skew) < SKEW_NOTE and not cox:
         return ""
     held = "Cox's log-normal interval, which a tail not yet drawn does not shorten"

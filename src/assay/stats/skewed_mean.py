@@ -24,6 +24,7 @@ from assay.stats._arrays import all_positive, finite_1d, mean, spread, std, var
 from assay.stats.intervals import MeanCI, _check_confidence, _t_quantile, t_interval
 
 __all__ = [
+    "cox_hull",
     "cox_interval",
     "hall_interval",
     "hall_max_skewness",
@@ -243,8 +244,19 @@ def log_normal_hull(ci: MeanCI, samples: ArrayLike, widen_by: float = 1.0) -> Me
     True
     """
     x = finite_1d(samples)
-    if not looks_log_normal(x):
-        return ci
+    return cox_hull(ci, x, widen_by) if looks_log_normal(x) else ci
+
+
+def cox_hull(ci: MeanCI, samples: ArrayLike, widen_by: float = 1.0) -> MeanCI:
+    """The hull of ``ci`` and Cox's interval (:func:`cox_interval`) of ``samples``,
+    whether they look log-normal or not (:func:`log_normal_hull` asks first); the
+    estimate stays ``ci``'s mean.
+
+    >>> ci = cox_hull(MeanCI(3.0, 1.0, 5, 2.0, 0.95), [1.0, 2.0, 2.5, 4.0, 5.5])
+    >>> ci.low < 2.0 and ci.high > 4.0
+    True
+    """
+    x = finite_1d(samples)
     cox = cox_interval(x, ci.confidence, widen_by=widen_by)
     low, high = min(ci.low, cox.low), max(ci.high, cox.high)
     return MeanCI(
