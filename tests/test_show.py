@@ -519,6 +519,46 @@ def _set_value(db: Path, key: str, value: Any) -> None:
     con.close()
 
 
+def test_a_sweeps_report_reads_what_show_kept_to_the_page_of_its_analysis(
+    tmp_path: Path,
+) -> None:
+    """``assay report`` of a sweep reads the result ``assay show`` kept for the same
+    trials instead of fitting its models again (#60), to the very page the analysis
+    gives; the kept JSON is data (escaped on the page), and one the page cannot read is
+    analysed again."""
+    from assay.studies.stored import report_result
+    from assay.studies.sweep import KeptSweep
+
+    _study_shown(tmp_path, "sweep", SWEEP, "--no-monitor")
+    db = tmp_path / "sweep.assay.db"
+    kept = _kept(db)
+
+    def page(name: str) -> str:
+        out = tmp_path / name
+        res = _invoke("report", str(db), "-o", str(out))
+        assert res.exit_code == 0, res.output
+        return out.read_text(encoding="utf-8")
+
+    assert isinstance(report_result(db)[1], KeptSweep)
+    read = page("kept.html")
+    # what is kept is what is read, as data: a marked summary shows, escaped
+    doc = json.loads(kept["json"])
+    doc["summary"]["text"] = "kept <script>alert(1)</script> mark"
+    _keep(db, {**kept, "json": json.dumps(doc)})
+    marked = page("marked.html")
+    assert "kept &lt;script&gt;alert(1)&lt;/script&gt; mark" in marked
+    assert "<script>" not in marked
+    # a kept result the page cannot read: the page of the analysis again
+    doc = json.loads(kept["json"])
+    doc["analysis"]["important_points"] = [{"nonsense": 1}]
+    _keep(db, {**kept, "json": json.dumps(doc)})
+    assert page("unreadable.html") == read
+    # nothing kept: analysed again, to the very page the kept result gave
+    _keep(db, None)
+    assert not isinstance(report_result(db)[1], KeptSweep)
+    assert page("analysed.html") == read
+
+
 @pytest.mark.parametrize("kind", ["sweep", "knobs"])
 def test_a_study_keeps_its_analysis_and_show_reads_it_rather_than_computing_it_again(
     tmp_path: Path, kind: str

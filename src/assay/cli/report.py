@@ -12,7 +12,13 @@ from typing import Any
 
 import click
 
-from assay.cli.common import err_console, fail, stored_study_errors, write_outputs
+from assay.cli.common import (
+    err_console,
+    fail,
+    plots_without_3d,
+    stored_study_errors,
+    write_outputs,
+)
 from assay.cli.outputs import check_outputs, unwritable
 from assay.cli.sections import SectionedCommand
 from assay.errors import SpecError
@@ -64,6 +70,7 @@ def report(args: tuple[str, ...], **opts: Any) -> None:
       assay report results.assay.db --artifact -o artifact.html
     """
     err = err_console()
+    plots_without_3d()
     if _site_mode(args, opts["html_out"]):
         _site(args, opts, err)
         return

@@ -66,6 +66,8 @@ def show(store: str, study: str | None, **opts: Any) -> None:
         fail(err, exc)
     path = Path(store)
     if not opts["summary"]:
+        from assay.studies.stored import recall_shown
+
         with stored_study_errors(err, path):
             kept = recall_shown(path, study)
         if kept is not None:
@@ -105,14 +107,6 @@ def _end(console: Console, note: str | None, status: int) -> NoReturn:
     sys.exit(status)
 
 
-#: The study value that keeps what ``assay show`` prints for a study, so that a long
-#: study's analysis (a sweep's models, a knob study's forests) is not made again
-#: each time it is shown: see :func:`remember_shown`.
-SHOWN_KEY = "shown"
-_SHOWN_FORMAT = 4  # 2: the result documents carry schema_version and kind; 3: order on run means;
-# 4: the claims laid over the exit status of compare, sweep and knob studies, knob claims
-
-
 def remember_shown(path: Path, study: str, widths: Iterable[int] = ()) -> None:
     """Keep in the store what ``assay show`` prints for ``study`` (its report at the
     default width and at each of ``widths``, its JSON, exit status and note), with
@@ -122,7 +116,13 @@ def remember_shown(path: Path, study: str, widths: Iterable[int] = ()) -> None:
     from assay.errors import StudyError
     from assay.report.export import to_json
     from assay.store import Store, StoreError
-    from assay.studies.stored import read_stored, stored_mark, stored_runner_result
+    from assay.studies.stored import (
+        SHOWN_FORMAT,
+        SHOWN_KEY,
+        read_stored,
+        stored_mark,
+        stored_runner_result,
+    )
 
     if not path.is_file():
         return
@@ -135,7 +135,7 @@ def remember_shown(path: Path, study: str, widths: Iterable[int] = ()) -> None:
                 str(w): _rendered(stored.kind, result, w) for w in {_width(stored.kind), *widths}
             }
             db.set_study_value(stored.study_id, SHOWN_KEY, {
-                "format": _SHOWN_FORMAT,
+                "format": SHOWN_FORMAT,
                 "fingerprint": mark,
                 "kind": stored.kind,
                 "store": str(path),  # the report names it as given: see _renamed
@@ -146,27 +146,6 @@ def remember_shown(path: Path, study: str, widths: Iterable[int] = ()) -> None:
             })  # fmt: skip
     except (StudyError, StoreError, SpecError, ValueError, OSError):
         return
-
-
-def recall_shown(path: Path, study: str | None) -> dict[str, Any] | None:
-    """What :func:`remember_shown` kept for the study, while it still holds (same
-    trials, sessions and Assay version); None otherwise.  Raises as
-    :func:`~assay.studies.stored.stored_result` does for a missing store or study."""
-    from assay.store import Store
-    from assay.studies.base import find_stored
-    from assay.studies.stored import stored_mark, study_name
-
-    with Store(path, read_only=True) as db:
-        stored = find_stored(db, study_name(db, study))
-        kept = db.study_value(stored.study_id, SHOWN_KEY)
-        if not isinstance(kept, dict) or kept.get("format") != _SHOWN_FORMAT:
-            return None
-        if [kept.get("fingerprint"), kept.get("kind")] != [stored_mark(db, stored), stored.kind]:
-            return None
-    texts, status, note = kept.get("texts"), kept.get("status"), kept.get("note")
-    fine = isinstance(texts, dict) and isinstance(kept.get("json"), str)
-    fine = fine and type(status) is int and (note is None or isinstance(note, str))
-    return kept if fine and isinstance(kept.get("store"), str) else None
 
 
 def _renamed(kept: dict[str, Any], text: str, path: Path) -> tuple[str, str] | None:

@@ -144,8 +144,18 @@ def study_report(
     report``, and ``--report`` at the end of a study command, which passes its
     ``--baseline`` comparisons).  Raises what
     :func:`assay.studies.stored.stored_result` raises."""
-    from assay.studies.stored import stored_result
+    from assay.studies.stored import report_result, stored_result
 
+    stored, result, trials = report_result(store_path, study)
+    try:
+        plots = study_plots(stored, result, trials, png=png)
+        return html_report(stored, result, trials, plots, baseline, readings), plots
+    except (KeyError, IndexError, TypeError, ValueError):
+        from assay.studies.sweep import KeptSweep
+
+        if not isinstance(result, KeptSweep):
+            raise
+    # a kept result the page cannot read (the store is data): analysed again
     stored, result, trials = stored_result(store_path, study)
     plots = study_plots(stored, result, trials, png=png)
     return html_report(stored, result, trials, plots, baseline, readings), plots
@@ -776,7 +786,7 @@ def study_plots(
     elif kind == "order":
         makers = [("order", "Medians with CIs, fixed vs random order", lambda p: _order(result, p))]
     elif kind == "sweep":
-        makers = _sweep_plots(result)
+        makers = _sweep_plots(result, result.as_dict())
     elif kind == "knobs":
         makers = _knobs_plots(result)
     lines = fault_timelines(trials)
@@ -1145,12 +1155,18 @@ def _order(result: Any, path: Path) -> None:
 _R2_FLOOR = -1.0
 
 
-def _sweep_plots(result: Any) -> list[tuple[str, str, Callable[[Path], Any]]]:
+def _sweep_plots(
+    result: Any, doc: Mapping[str, Any]
+) -> list[tuple[str, str, Callable[[Path], Any]]]:
+    """A sweep's plots, of its result (a :class:`~assay.studies.sweep.SweepResult` or
+    :class:`~assay.studies.sweep.KeptSweep`) and its JSON ``doc``: the analysis is
+    drawn from the JSON, which a kept page has without computing it again."""
     out: list[tuple[str, str, Callable[[Path], Any]]] = []
+    analysis: Mapping[str, Any] | None = doc.get("analysis")
 
     def r2(path: Path) -> None:
         fig, (ax,) = _figure(6.5, 3.6)
-        steps = result.as_dict()["steps"]
+        steps = doc["steps"]
         drawn = False
         for d in steps:
             for key, color, dx in (("r2", "tab:blue", -0.08), ("r2_main", "tab:green", 0.08)):
@@ -1185,7 +1201,7 @@ def _sweep_plots(result: Any) -> list[tuple[str, str, Callable[[Path], Any]]]:
         _save(fig, path)
 
     def terms(path: Path) -> None:
-        analysis = result.as_dict()["analysis"]
+        assert analysis is not None  # drawn only then
         rows = (analysis.get("anova") or {}).get("terms") or []
         alpha = analysis.get("alpha", 0.05)
         fig, (ax,) = _figure(6.5, 0.35 * max(len(rows), 1) + 1.6)
@@ -1211,7 +1227,7 @@ def _sweep_plots(result: Any) -> list[tuple[str, str, Callable[[Path], Any]]]:
 
     if result.steps:
         out.append(("r2-per-step", "Validation R² per step", r2))
-    if result.analysis is not None:
+    if analysis is not None:
         out.append(("terms", "Significant terms", terms))
     if len(result.measured) and len(result.params) >= 2:
         out.append(("tiles", "Measured settings (tile plot)", tiles))
@@ -1223,28 +1239,31 @@ def _sweep_plots(result: Any) -> list[tuple[str, str, Callable[[Path], Any]]]:
             settings_plot(result, path)
 
         out.append(("settings", "Each setting: mean with its CI", per_setting))
-    points = result.analysis.points[:4] if result.analysis is not None else ()
+    points = list(analysis.get("important_points") or [])[:4] if analysis is not None else []
     if points and len(result.measured):
         out.append(("important-points", "Important points: the PI along each one's parameter",
                     lambda p: _important_points(result, points, p)))  # fmt: skip
     return out
 
 
-def _important_points(result: Any, points: Sequence[Any], path: Path) -> None:
-    """One panel per important point: the PI's mean over the measured settings at each
-    value of the point's parameter (within its fixed value, if any), with a 95%
-    t-interval, and the knee or turning point marked where the analysis found it."""
+def _important_points(result: Any, points: Sequence[Mapping[str, Any]], path: Path) -> None:
+    """One panel per important point (as the result's JSON has it): the PI's mean over
+    the measured settings at each value of the point's parameter (within its fixed
+    value, if any), with a 95% t-interval, and the knee or turning point marked where
+    the analysis found it."""
     import numpy as np
 
     pi = result.pi
     frame = result.measured
     fig, axes = _figure(4.2 * min(len(points), 3), 3.6, len(points))
     for ax, pt in zip(axes, points, strict=False):
+        fixed, param, kind = pt.get("fixed"), str(pt["param"]), str(pt["kind"])
+        value, support = float(pt["value"]), pt.get("support")
         rows = frame
-        if pt.fixed is not None and pt.fixed[0] in frame.columns:
-            rows = frame[frame[pt.fixed[0]].astype(str) == str(pt.fixed[1])]
+        if fixed is not None and fixed[0] in frame.columns:
+            rows = frame[frame[fixed[0]].astype(str) == str(fixed[1])]
         xs, means, lows, highs = [], [], [], []
-        for value, group in rows.groupby(pt.param, sort=True):
+        for value, group in rows.groupby(param, sort=True):
             ys = group[pi.name].to_numpy(dtype=float)
             ys = ys[np.isfinite(ys)]
             if ys.size == 0:
@@ -1258,16 +1277,16 @@ def _important_points(result: Any, points: Sequence[Any], path: Path) -> None:
         m = np.array(means)
         ax.errorbar(xs, m, yerr=[m - np.array(lows), np.array(highs) - m], fmt="o-", ms=3,
                     lw=0.8, capsize=2, label="mean over settings, 95% CI")  # fmt: skip
-        ax.axvline(pt.value, color="tab:red", ls="--", label=f"{pt.kind} at {pt.value:g}")
+        ax.axvline(value, color="tab:red", ls="--", label=f"{kind} at {value:g}")
         if xs and min(xs) > 0 and max(xs) / min(xs) >= 16:  # e.g. 1, 2, 4, ... 64
             ax.set_xscale("log", base=2)
             ax.set_xticks(xs, [f"{x:g}" for x in xs])
             ax.minorticks_off()
-        ax.set_xlabel(pt.param, parse_math=False)
+        ax.set_xlabel(param, parse_math=False)
         ax.set_ylabel(f"{pi.name}{_unit(pi.unit)}", parse_math=False)
-        where = f", {pt.fixed[0]} = {pt.fixed[1]}" if pt.fixed is not None else ""
-        term = " × ".join(pt.term) if isinstance(pt.term, tuple) else str(pt.term)
-        found = "" if pt.support is None else f" (found again in {pt.support:.0%} of resamples)"
+        where = f", {fixed[0]} = {fixed[1]}" if fixed is not None else ""
+        term = " × ".join(str(pt.get("term", param)).split(":"))
+        found = "" if support is None else f" (found again in {float(support):.0%} of resamples)"
         ax.set_title(f"{term}{where}{found}", fontsize="medium", parse_math=False)
         ax.legend(fontsize="small")
     _save(fig, path)

@@ -54,9 +54,6 @@ from typing import Any, Literal, Self
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-import scipy.sparse as sp
-from scipy import special
-from scipy.linalg import lapack, solve_triangular
 
 from assay.values import finite_or_none as _num
 
@@ -257,6 +254,8 @@ class _Design:
         self.p = pos
         r = np.concatenate(rows)
         c = np.concatenate(cols)
+        import scipy.sparse as sp  # SciPy where it computes: a kept report imports none
+
         self.X = sp.csr_matrix((np.ones(len(r)), (r, c)), shape=(n, self.p))
 
     def block(self, t: tuple[int, ...]) -> IntArray:
@@ -289,6 +288,8 @@ class _Design:
 
 def _trsv(U: FloatArray, b: FloatArray, trans: int = 0) -> FloatArray:
     """Solve ``U x = b`` (``trans=1``: ``U' x = b``) for upper-triangular U (LAPACK dtrtrs)."""
+    from scipy.linalg import lapack
+
     x, info = lapack.dtrtrs(U, b, lower=0, trans=trans)
     if info != 0:  # pragma: no cover - a zero pivot cannot pass the rank test
         raise np.linalg.LinAlgError(f"dtrtrs failed (info={info})")
@@ -299,6 +300,8 @@ def _pivoted(G: FloatArray, tol: float) -> tuple[FloatArray, IntArray, int]:
     """Pivoted Cholesky ``P' G P = U' U``: (U, 0-based pivots, rank)."""
     if G.shape[0] == 0:
         return G, np.zeros(0, dtype=np.int64), 0
+    from scipy.linalg import lapack
+
     u, piv, rank, info = lapack.dpstrf(G, tol=tol, lower=0)
     if info < 0:  # pragma: no cover - LAPACK argument error
         raise RuntimeError(f"dpstrf failed (info={info})")
@@ -341,6 +344,8 @@ class _Gram:
         b = np.zeros(p)
         if r == 0:
             return b
+        from scipy.linalg import solve_triangular
+
         z = solve_triangular(U[:r, :r], self.c[cols][piv[:r]], trans="T")
         b_perm = np.zeros(p)
         b_perm[:r] = solve_triangular(U[:r, :r], z)
@@ -416,6 +421,8 @@ def _f_test(ss: float, df: int, resid_ss: float, resid_df: int) -> tuple[float, 
     ss = max(ss, 0.0)
     if resid_ss > 0:
         f = (ss / df) / (resid_ss / resid_df)
+        from scipy import special
+
         return f, float(special.fdtrc(df, resid_df, f))
     return (math.inf, 0.0) if ss > 0 else (math.nan, math.nan)
 
@@ -578,6 +585,8 @@ def _table(
         ss = max(rss0 - rss1, 0.0) if df > 0 else 0.0
         if df > 0 and resid_df > 0 and mse > 0:
             f = (ss / df) / mse
+            from scipy import special
+
             p = float(special.fdtrc(df, resid_df, f))
         elif df > 0 and resid_df > 0:  # a perfect fit: every real effect is significant
             f = math.inf if ss > 0 else math.nan

@@ -30,6 +30,27 @@ def stored_result(
     return stored, stored_runner_result(stored, path, config), trials
 
 
+def report_result(
+    path: Path, study: str | None = None
+) -> tuple[StoredStudy, Any, list[TrialRecord]]:
+    """As :func:`stored_result`, for a report page: a sweep whose store keeps what
+    ``assay show`` prints for its trials now is read from that
+    (:class:`~assay.studies.sweep.KeptSweep`), not analysed again."""
+    import json
+
+    with Store(path, read_only=True) as db:
+        stored, trials, config = read_stored(db, study)
+        kept = kept_shown(db, stored) if stored.kind == "sweep" else None
+        doc = None if kept is None else json.loads(str(kept["json"]))
+        if isinstance(doc, dict) and doc.get("kind") == "sweep":
+            from assay.studies.sweep import SweepRunner, stored_steps
+
+            steps = stored_steps(db, stored.study_id)
+            runner = SweepRunner(stored.spec, path, monitor=False)
+            return stored, runner.kept(doc, trials, steps), trials
+    return stored, stored_runner_result(stored, path, config), trials
+
+
 def read_stored(db: Store, study: str | None) -> tuple[StoredStudy, list[TrialRecord], Any]:
     """The study (named, or the store's only one), its trials and a knob study's config."""
     stored = find_stored(db, study_name(db, study))
@@ -59,6 +80,38 @@ def stored_mark(db: Store, stored: StoredStudy) -> list[Any]:
     count, newest = db.trial_span(stored.study_id)
     last = stored.sessions[-1] if stored.sessions else {}
     return [__version__, count, newest, last.get("id"), last.get("ended") is not None]
+
+
+#: The study value that keeps what ``assay show`` prints for a study (its report, its
+#: JSON, exit status and note: ``assay.cli.show.remember_shown``), so that a long
+#: study's analysis (a sweep's models, a knob study's forests) is not made again each
+#: time it is shown or reported.
+SHOWN_KEY = "shown"
+#: 2: the result documents carry schema_version and kind; 3: order on run means; 4: the
+#: claims laid over the exit status of compare, sweep and knob studies, knob claims
+SHOWN_FORMAT = 4
+
+
+def kept_shown(db: Store, stored: StoredStudy) -> dict[str, Any] | None:
+    """What ``assay show`` kept for the study while it still holds (same trials,
+    sessions and Assay version, a well-formed entry: the store is data); None
+    otherwise."""
+    kept = db.study_value(stored.study_id, SHOWN_KEY)
+    if not isinstance(kept, dict) or kept.get("format") != SHOWN_FORMAT:
+        return None
+    if [kept.get("fingerprint"), kept.get("kind")] != [stored_mark(db, stored), stored.kind]:
+        return None
+    texts, status, note = kept.get("texts"), kept.get("status"), kept.get("note")
+    fine = isinstance(texts, dict) and isinstance(kept.get("json"), str)
+    fine = fine and type(status) is int and (note is None or isinstance(note, str))
+    return kept if fine and isinstance(kept.get("store"), str) else None
+
+
+def recall_shown(path: Path, study: str | None) -> dict[str, Any] | None:
+    """:func:`kept_shown` of the study (named, or the store's only one) of the store at
+    ``path``.  Raises as :func:`stored_result` does for a missing store or study."""
+    with Store(path, read_only=True) as db:
+        return kept_shown(db, find_stored(db, study_name(db, study)))
 
 
 def stored_runner_result(stored: StoredStudy, path: Path, config: Any) -> Any:

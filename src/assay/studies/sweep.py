@@ -416,6 +416,31 @@ class SweepResult:
         )
 
 
+@dataclass(frozen=True)
+class KeptSweep:
+    """A stored sweep as its report page reads it where the store keeps what ``assay
+    show`` prints for these very trials (:func:`assay.studies.stored.kept_shown`): the
+    result's JSON as kept, and the tables its plots draw, made again from the trials.
+    The ANOVA, its held-out R², its important points and the watch's summaries are not
+    computed again: they are in the JSON (a sweep's page cost 3.6 times its ``assay
+    show``, #60).  The page reads its attributes as a :class:`SweepResult`'s."""
+
+    study: str
+    params: list[str]
+    pi: PISpec
+    steps: list[StepResult]
+    measured: pd.DataFrame
+    settings: pd.DataFrame
+    levels: dict[str, list[Any]]
+    transform: str
+    environment: dict[str, Any]
+    doc: dict[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The result's JSON as the store keeps it."""
+        return self.doc
+
+
 def _json_value(v: Any) -> Any:
     """A value as JSON has it: NumPy scalars as Python ones, NaN and ±inf as ``None``."""
     v = plain(v)
@@ -658,6 +683,27 @@ class SweepRunner:
             result = self._result(st.trials, steps, timed_out, st.environment, kept, busy)
             result.resumed_trials = st.resumed
             return result
+
+    def kept(
+        self, doc: dict[str, Any], trials: list[TrialRecord], steps: list[StepResult]
+    ) -> KeptSweep:
+        """The sweep as stored, for its report page: ``doc`` (its result's JSON as
+        ``assay show`` kept it for the store's ``trials`` now) in place of its
+        analysis, and the ``steps`` the store recorded."""
+        rows = measured_trials(trials, self.params, self.pi, self.keys)
+        environment = doc.get("environment")
+        return KeptSweep(
+            study=self.spec.study.name,
+            params=self.params,
+            pi=self.pi,
+            steps=steps,
+            measured=measured_settings(trials, self.params, self.pi, self.keys),
+            settings=setting_intervals(rows, self.params, self.pi.name, self.sweep.params),
+            levels={p.name: list(p.values) for p in self.space.parameters},
+            transform=self.transform,
+            environment=environment if isinstance(environment, dict) else {},
+            doc={**doc, "store": str(self.store_path)},  # named as this reader names it
+        )
 
     def _key(self, trial: TrialRecord) -> str:
         """The :func:`setting_key` of the swept parameters' values ``trial`` ran with."""
