@@ -21,7 +21,13 @@ from rich.text import Text
 from assay.report.answer import answer
 from assay.report.export import save_figure
 from assay.report.fit import fitted
-from assay.report.format import format_duration, format_estimate, format_percent, trial_counts
+from assay.report.format import (
+    format_duration,
+    format_estimate,
+    format_p,
+    format_percent,
+    trial_counts,
+)
 from assay.report.safe import plain
 from assay.report.terminal import LiveLine, TimeLeft, footer_lines
 from assay.studies.compare import variant_rows
@@ -64,15 +70,6 @@ CSV_FIELDS = [
     "shift_to_best_high",
     "verdict",
 ]
-
-
-def format_p(p: float) -> str:
-    """A p-value to two significant digits (``<1e-12`` below that)."""
-    if not math.isfinite(p):
-        return "n/a"
-    if p < 1e-12:
-        return "<1e-12"
-    return f"{p:.2g}"
 
 
 def format_relative(rel: float, low: float, high: float) -> str:

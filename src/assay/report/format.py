@@ -198,3 +198,16 @@ def kind_name(kind: str) -> str:
     ('knob', 'sweep')
     """
     return "knob" if kind == "knobs" else kind
+
+
+def format_p(p: float) -> str:
+    """A p-value to two significant digits (``<1e-12`` below that).
+
+    >>> format_p(0.01234), format_p(1e-15), format_p(float("nan"))
+    ('0.012', '<1e-12', 'n/a')
+    """
+    if not math.isfinite(p):
+        return "n/a"
+    if p < 1e-12:
+        return "<1e-12"
+    return f"{p:.2g}"

@@ -557,7 +557,7 @@ def _raw(rows: Sequence[Mapping[str, Any]], caption: str) -> str:
 def _pairs(pairs: Sequence[Mapping[str, Any]]) -> str:
     """Adjacent pairs of a ranking: the verdict and its tests, p-values as the terminal
     shows them."""
-    from assay.report.compare import format_p
+    from assay.report.format import format_p
 
     def p(x: Any) -> str:
         return format_p(float(x)) if isinstance(x, int | float) else "—"
@@ -586,7 +586,7 @@ def _grid(grid: Grid) -> str:
 def _anova_terms(terms: Sequence[Mapping[str, Any]]) -> str:
     """The final model's ANOVA terms: share of the variance, F and p, as the terminal
     words them."""
-    from assay.report.compare import format_p
+    from assay.report.format import format_p
 
     def num(x: Any, fmt: str) -> str:
         return format(float(x), fmt) if isinstance(x, int | float) else "—"

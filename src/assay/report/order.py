@@ -19,7 +19,7 @@ from rich.text import Text
 
 from assay.report.export import rows_to_csv, save_figure
 from assay.report.fit import fitted
-from assay.report.format import _decimals, _scale_time, format_duration, trial_counts
+from assay.report.format import _decimals, _scale_time, format_duration, format_p, trial_counts
 from assay.report.grid import Grid, columns
 from assay.report.safe import plain
 from assay.report.terminal import LiveLine, footer_lines
@@ -132,10 +132,6 @@ def order_grid(res: OrderResult) -> Grid:
     """Each test: runs and trials fixed/random, the medians with their CIs, the change
     of the means, the p-values and the verdict, as the terminal and the HTML report
     show them."""
-    # here: report.compare imports SciPy (~0.6 s), and assay order imports this module
-    # before its first trial
-    from assay.report.compare import format_p
-
     a = res.analysis
     arrow = "↓" if res.direction == "lower" else "↑"
     conf = f"{a.confidence:.0%}"
@@ -243,8 +239,6 @@ def plot_order(res: OrderResult, path: str | Path) -> None:
     Panels are separate because tests differ in scale; a flagged test's title says so.
     """
     import matplotlib
-
-    from assay.report.compare import format_p  # SciPy: see _table
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
