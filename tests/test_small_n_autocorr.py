@@ -111,3 +111,42 @@ def test_studies_of_autocorrelated_readings_that_stop_early_are_covered(phi: flo
     assert len(early) >= 20, len(early)
     assert covered_at_least(sum(early), len(early)), f"{sum(early)}/{len(early)}"
     assert covered_at_least(sum(c for c, _ in outs), len(outs))
+
+
+@pytest.mark.parametrize(("phi", "n"), [(0.0, 10), (0.5, 10), (0.8, 10), (0.8, 20)])
+def test_a_fixed_count_always_gets_an_interval_and_it_covers(phi: float, n: int) -> None:
+    # ``--runs N`` (as many rounds at least as at most): readings that merging cannot make
+    # independent still get an interval, the unmerged one widened for the largest
+    # autocorrelation they leave possible; i.i.d. readings failed Pilot's |r1| <= 0.1 at
+    # n = 10 two times in three ("± ∞" in 7 of 12 tries of sleep 0.01)
+    rng = np.random.default_rng(6000 + int(100 * phi) + n)
+    pi, stop = PISpec(name="t", unit="s"), StopSpec(min_rounds=n, max_rounds=n)
+    k = unmerged = 0
+    reps = 600
+    for _ in range(reps):
+        rounds = [RoundData(reading=float(v)) for v in ar1_series(rng, n, phi, 1.5)]
+        r = analyze_pi(pi, rounds, stop, locate=False)
+        assert math.isfinite(r.low) and math.isfinite(r.high), r.note
+        assert r.low <= r.mean <= r.high
+        k += r.low <= MU <= r.high
+        unmerged += "a fixed count" in r.note
+    assert unmerged >= reps // 4, unmerged  # the case is common, not a corner
+    assert covered_at_least(k, reps, 0.95), f"{k}/{reps} = {k / reps:.1%}"
+
+
+def test_a_study_that_may_stop_gets_no_unmerged_interval() -> None:
+    # the same readings in a study that stops on its interval: no interval yet (it would
+    # stop on the samples whose autocorrelation reads lowest)
+    rng = np.random.default_rng(6100)
+    pi = PISpec(name="t", unit="s")
+    for _ in range(50):
+        values = ar1_series(rng, 10, 0.8, 1.5)
+        rounds = [RoundData(reading=float(v)) for v in values]
+        fixed = analyze_pi(pi, rounds, StopSpec(min_rounds=10, max_rounds=10), locate=False)
+        if "a fixed count" not in fixed.note:
+            continue
+        sequential = analyze_pi(pi, rounds, StopSpec(), locate=False)
+        assert not math.isfinite(sequential.half_width)
+        assert "not enough samples yet" in sequential.note
+        return
+    pytest.fail("no sample of 10 AR(1) 0.8 readings failed Pilot's test")

@@ -352,10 +352,22 @@ def analyze_samples(
             merged_bound_alpha=MERGED_BOUND_ALPHA,
             unmerged_bound_alpha=UNMERGED_BOUND_ALPHA,
             unmerged_bound_below=UNMERGED_BOUND_BELOW,
-            unmerged_floor_below=UNMERGED_FLOOR_BELOW,
+            # the floor is for a study that stops on its interval: it stops on the
+            # samples whose autocorrelation reads lowest; a fixed count does not stop
+            unmerged_floor_below=None if fixed_count(stop) else UNMERGED_FLOOR_BELOW,
             small_sample=True,
             subsession=None if known is None else known[0],
         )
+    unmerged_note = ""
+    if got is None and fixed_count(stop) and pi.mean != "harmonic":
+        got = unmerged_interval(samples, stop)
+        if got is not None:
+            unmerged_note = (
+                f"{samples.size} readings (a fixed count) are too few to merge away their "
+                f"lag-1 autocorrelation ({autocorrelation(samples):.2f}): the interval is of "
+                "the readings unmerged, widened for the largest autocorrelation they leave "
+                "possible"
+            )
     if got is None:
         drifting = samples.size >= 3 * stop.min_samples
         empty = _empty(
@@ -430,6 +442,7 @@ def analyze_samples(
         note="; ".join(
             n
             for n in (
+                unmerged_note,
                 _skew_note(skew, sub.means, cox),
                 positive_note,
                 unmet_note(
@@ -523,6 +536,42 @@ class SkewCorrected(NamedTuple):
     skewness: float
     #: whether the samples looked log-normal, so the interval also holds Cox's
     log_normal: bool
+
+
+def fixed_count(stop: StopSpec) -> bool:
+    """Whether the study runs a fixed number of rounds (``--runs N``: as many at least as
+    at most), so that no interval decides when it stops."""
+    return stop.min_rounds >= stop.max_rounds
+
+
+def unmerged_interval(samples: np.ndarray, stop: StopSpec) -> tuple[MeanCI, Subsession] | None:
+    """The interval of a fixed count of readings that merging cannot make independent
+    (too few to leave ``min_samples`` merged ones): the t-interval of the readings
+    unmerged, widened for the lag-1 autocorrelation at its upper bound, as a fixed count
+    of unmerged readings that pass Pilot's test is; None from 30 readings on (those that
+    do not merge drift) or with fewer than 3.
+
+    Only where no interval decides when to stop: ``--runs 10`` gave "± ∞" in 7 of 12
+    tries of ``sleep 0.01`` (i.i.d. readings fail Pilot's ``|r1| <= 0.1`` at n = 10 two
+    times in three); a sequential study would stop on the samples whose autocorrelation
+    reads lowest (bench/bench_fixed_count.py: coverage).
+    """
+    if not 3 <= samples.size < min(UNMERGED_FLOOR_BELOW, 3 * stop.min_samples):
+        return None
+    unmerged = Subsession(size=1, means=samples.copy(), autocorrelation=autocorrelation(samples))
+    unmerged.means.setflags(write=False)
+    return subsession_interval(
+        samples,
+        confidence=stop.confidence,
+        max_autocorrelation=stop.max_autocorrelation,
+        min_subsessions=stop.min_samples,
+        correct_residual=True,
+        merged_bound_alpha=MERGED_BOUND_ALPHA,
+        unmerged_bound_alpha=UNMERGED_BOUND_ALPHA,
+        unmerged_bound_below=UNMERGED_BOUND_BELOW,
+        small_sample=True,
+        subsession=unmerged,
+    )
 
 
 def skew_corrected(
