@@ -93,8 +93,9 @@ def main() -> int:
                     unmerged_covered += hit
                     widths.append(r.relative_half_width)
             med = f"{np.median(widths):.1%}" if widths else "–"
-            cells = [name, str(n), f"{finite / opts.reps:.1%}", cp(covered, finite),
-                     f"{unmerged / opts.reps:.1%}", cp(unmerged_covered, unmerged), med]  # fmt: skip
+            share, unshare = f"{finite / opts.reps:.1%}", f"{unmerged / opts.reps:.1%}"
+            cells = [name, str(n), share, cp(covered, finite), unshare,
+                     cp(unmerged_covered, unmerged), med]  # fmt: skip
             print("| " + " | ".join(cells) + " |")
     return 0
 
