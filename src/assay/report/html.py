@@ -144,21 +144,38 @@ def study_report(
     report``, and ``--report`` at the end of a study command, which passes its
     ``--baseline`` comparisons).  Raises what
     :func:`assay.studies.stored.stored_result` raises."""
+    _, _, page, plots = report_page(store_path, study, png=png, baseline=baseline,
+                                    readings=readings)  # fmt: skip
+    return page, plots
+
+
+def report_page(
+    store_path: Path,
+    study: str | None,
+    *,
+    png: bool = False,
+    baseline: Sequence[Any] = (),
+    readings: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
+) -> tuple[StoredStudy, Any, str, list[Plot]]:
+    """The stored study, its result, its report page and plots: a sweep's from the
+    result ``assay show`` keeps where the store holds one for its trials
+    (:func:`~assay.studies.stored.report_result`), analysed again where the page cannot
+    read that one (the store is data)."""
     from assay.studies.stored import report_result, stored_result
 
     stored, result, trials = report_result(store_path, study)
     try:
         plots = study_plots(stored, result, trials, png=png)
-        return html_report(stored, result, trials, plots, baseline, readings), plots
+        page = html_report(stored, result, trials, plots, baseline, readings)
+        return stored, result, page, plots
     except (KeyError, IndexError, TypeError, ValueError):
         from assay.studies.sweep import KeptSweep
 
         if not isinstance(result, KeptSweep):
             raise
-    # a kept result the page cannot read (the store is data): analysed again
     stored, result, trials = stored_result(store_path, study)
     plots = study_plots(stored, result, trials, png=png)
-    return html_report(stored, result, trials, plots, baseline, readings), plots
+    return stored, result, html_report(stored, result, trials, plots, baseline, readings), plots
 
 
 def artifact_report(store_path: Path, study: str | None) -> str:

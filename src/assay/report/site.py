@@ -190,8 +190,7 @@ def build_site(
     :class:`~assay.store.StoreError`).  ``on_study(store, study)`` is called before
     each study is rendered (progress)."""
     from assay.report.answer import answer
-    from assay.report.html import html_report, study_plots
-    from assay.studies.stored import stored_result
+    from assay.report.html import report_page
 
     views = [_read_store(p) for p in _unique(stores)]
     rows: list[IndexRow] = []
@@ -214,10 +213,9 @@ def build_site(
             )
             rows.append(row)
             try:
-                stored, result, trials = stored_result(view.path, entry.name)
+                stored, result, html, _ = report_page(view.path, entry.name)
                 row.pi = _pis(stored)
                 row.answer = answer(stored.kind, result.as_dict())
-                html = html_report(stored, result, trials, study_plots(stored, result, trials))
             except (StudyError, SpecError, StoreError, ValueError) as exc:
                 row.problem = f"cannot be analysed: {exc}"
                 continue
