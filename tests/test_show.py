@@ -533,9 +533,9 @@ def test_a_sweeps_report_reads_what_show_kept_to_the_page_of_its_analysis(
     db = tmp_path / "sweep.assay.db"
     kept = _kept(db)
 
-    def page(name: str) -> str:
+    def page(name: str, *args: str) -> str:
         out = tmp_path / name
-        res = _invoke("report", str(db), "-o", str(out))
+        res = _invoke("report", str(db), "-o", str(out), *args)
         assert res.exit_code == 0, res.output
         return out.read_text(encoding="utf-8")
 
@@ -553,10 +553,16 @@ def test_a_sweeps_report_reads_what_show_kept_to_the_page_of_its_analysis(
     doc["analysis"]["important_points"] = [{"nonsense": 1}]
     _keep(db, {**kept, "json": json.dumps(doc)})
     assert page("unreadable.html") == read
-    # nothing kept: analysed again, to the very page the kept result gave
+    # the artifact pages (HTML, Markdown) read it too
+    _keep(db, kept)
+    artifacts = [page("kept-a.html", "--artifact"), page("kept-a.md", "--artifact")]
+    # nothing kept: analysed again, to the very pages the kept result gave
     _keep(db, None)
     assert not isinstance(report_result(db)[1], KeptSweep)
     assert page("analysed.html") == read
+    assert [page("analysed-a.html", "--artifact"), page("analysed-a.md", "--artifact")] == (
+        artifacts
+    )
 
 
 @pytest.mark.parametrize("kind", ["sweep", "knobs"])

@@ -185,9 +185,9 @@ def artifact_report(store_path: Path, study: str | None) -> str:
     environment, and how to run the study again and judge the reproduction.  Raises
     what :func:`assay.studies.stored.stored_result` raises."""
     from assay.report.summary import summary_lines
-    from assay.studies.stored import stored_result
+    from assay.studies.stored import report_result
 
-    stored, result, trials = stored_result(store_path, study)
+    stored, result, trials = report_result(store_path, study)  # a sweep: what show keeps
     doc = result.as_dict()
     env = getattr(result, "environment", None) or doc.get("environment") or {}
     parts = [

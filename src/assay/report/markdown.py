@@ -263,9 +263,9 @@ def artifact_markdown(store_path: Any, study: str | None) -> str:
     rounds, the environment and how to run it again."""
     from assay.report.answer import answer
     from assay.report.summary import summary_lines
-    from assay.studies.stored import stored_result
+    from assay.studies.stored import report_result
 
-    stored, result, trials = stored_result(store_path, study)
+    stored, result, trials = report_result(store_path, study)  # a sweep: what show keeps
     doc = result.as_dict()
     env = getattr(result, "environment", None) or doc.get("environment") or {}
     kind, name = stored.kind, stored.name
