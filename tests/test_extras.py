@@ -318,3 +318,19 @@ def test_no_module_of_assay_imports_an_extra_when_it_is_imported() -> None:
             if module.partition(".")[0] in EVERY_OPTIONAL:
                 bad.append(f"{path.relative_to(SRC)}: {module}")
     assert bad == []
+
+
+def test_an_extras_import_prints_no_deprecation_notice_of_its_own_dependencies() -> None:
+    # asyncssh 2.24 names cryptography's DSA classes, which cryptography 51 deprecates:
+    # a dozen warning lines came above a cluster study's first line (its error, in the
+    # netns tests); in a fresh process, as the first import is the one that warns
+    pytest.importorskip("asyncssh")
+    code = (
+        "from assay.extras import require_extra\n"
+        "require_extra('asyncssh', 'cluster', 'a [cluster] over SSH')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-W", "always", "-c", code], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "deprecated" not in done.stderr, done.stderr

@@ -26,6 +26,7 @@ assay.extras.MissingExtra: the MLP model needs no_such_module_here: pip install 
 from __future__ import annotations
 
 import importlib
+import warnings
 from types import ModuleType
 
 from assay.errors import StudyError
@@ -74,12 +75,21 @@ def missing_extra(module: str, extra: str, what: str) -> str | None:
     return None if found else _needs(module, extra, what)
 
 
+#: A deprecation notice an extra's import prints about a package it imports in turn.
+_DEPENDENCY_NOISE = r".* is deprecated and support will be removed in a future release"
+
+
 def require_extra(module: str, extra: str, what: str) -> ModuleType:
     """``module``, imported; if it cannot be, a :class:`MissingExtra` whose message says
     that ``what`` needs it and which extra brings it:
     ``the MLP model needs scikit-learn: pip install -e '.[models]' in Assay's folder``."""
     try:
-        return importlib.import_module(module)
+        with warnings.catch_warnings():
+            # not the user's to act on: asyncssh 2.24 names cryptography's DSA classes,
+            # which cryptography (51 here) deprecates: a dozen lines above a cluster
+            # study's first
+            warnings.filterwarnings("ignore", message=_DEPENDENCY_NOISE)
+            return importlib.import_module(module)
     except ImportError as exc:
         message = _needs(module, extra, what)
         top = module.partition(".")[0]

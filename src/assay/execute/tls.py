@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from assay.errors import StudyError
-from assay.extras import MissingExtra
+from assay.extras import MissingExtra, require_extra
 
 # distributed's Security carries no annotations: its objects are Any here
 
@@ -166,7 +166,7 @@ def _install_script(folder: str) -> str:
 async def _on_hosts(
     hosts: Sequence[str], options: dict[str, Any], commands: Sequence[tuple[str, str]]
 ) -> None:
-    import asyncssh
+    asyncssh = require_extra("asyncssh", "cluster", "a [cluster] over SSH")
 
     async def one(host: str) -> None:
         async with asyncssh.connect(host, **options) as conn:
@@ -214,7 +214,7 @@ def _removed_when_gone(
     the hosts' sshd ends the sessions' input), so the study's key does not outlive it
     on the hosts (#41).  Best effort: a host it cannot reach keeps the folder until the
     block's own removal."""
-    import asyncssh
+    asyncssh = require_extra("asyncssh", "cluster", "a [cluster] over SSH")
 
     q = shlex.quote(folder)
     loop = asyncio.new_event_loop()
