@@ -339,23 +339,11 @@ def analyze_samples(
     if known is not None and known[0] is None:
         got = None  # no size qualifies: searched already
     else:
-        got = subsession_interval(
+        got = _pilot_interval(
             samples,
-            confidence=stop.confidence,
-            max_autocorrelation=stop.max_autocorrelation,
-            min_subsessions=stop.min_samples,
+            stop,
             harmonic=pi.mean == "harmonic",
             correct_residual=stop.residual_correction,
-            # Pilot's merging even at small n: not merging while r1 is not significant let
-            # a study stop on readings that only look independent (bench/RESULTS.md, #21:
-            # AR(1) 0.5 readings 89.3% -> 92.6%, i.i.d. readings 93.6% -> 95.0%)
-            merged_bound_alpha=MERGED_BOUND_ALPHA,
-            unmerged_bound_alpha=UNMERGED_BOUND_ALPHA,
-            unmerged_bound_below=UNMERGED_BOUND_BELOW,
-            # the floor is for a study that stops on its interval: it stops on the
-            # samples whose autocorrelation reads lowest; a fixed count does not stop
-            unmerged_floor_below=None if fixed_count(stop) else UNMERGED_FLOOR_BELOW,
-            small_sample=True,
             subsession=None if known is None else known[0],
         )
     unmerged_note = ""
@@ -561,17 +549,36 @@ def unmerged_interval(samples: np.ndarray, stop: StopSpec) -> tuple[MeanCI, Subs
         return None
     unmerged = Subsession(size=1, means=samples.copy(), autocorrelation=autocorrelation(samples))
     unmerged.means.setflags(write=False)
+    return _pilot_interval(samples, stop, correct_residual=True, subsession=unmerged)
+
+
+def _pilot_interval(
+    samples: np.ndarray,
+    stop: StopSpec,
+    *,
+    harmonic: bool = False,
+    correct_residual: bool,
+    subsession: Subsession | None,
+) -> tuple[MeanCI, Subsession] | None:
+    """:func:`~assay.stats.autocorr.subsession_interval` with the run design's rules:
+    Pilot's merging even at small n (not merging while r1 is not significant let a study
+    stop on readings that only look independent: bench/RESULTS.md, #21, AR(1) 0.5
+    readings 89.3% -> 92.6%, i.i.d. ones 93.6% -> 95.0%), phi's upper bounds, and the
+    small-n floor on phi unless the count is fixed (the floor is for a study that stops
+    on its interval: it stops on the samples whose autocorrelation reads lowest)."""
     return subsession_interval(
         samples,
         confidence=stop.confidence,
         max_autocorrelation=stop.max_autocorrelation,
         min_subsessions=stop.min_samples,
-        correct_residual=True,
+        harmonic=harmonic,
+        correct_residual=correct_residual,
         merged_bound_alpha=MERGED_BOUND_ALPHA,
         unmerged_bound_alpha=UNMERGED_BOUND_ALPHA,
         unmerged_bound_below=UNMERGED_BOUND_BELOW,
+        unmerged_floor_below=None if fixed_count(stop) else UNMERGED_FLOOR_BELOW,
         small_sample=True,
-        subsession=unmerged,
+        subsession=subsession,
     )
 
 
