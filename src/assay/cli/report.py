@@ -70,8 +70,8 @@ def report(args: tuple[str, ...], **opts: Any) -> None:
       assay report results.assay.db --artifact -o artifact.html
     """
     err = err_console()
-    plots_without_3d()
     if _site_mode(args, opts["html_out"]):
+        plots_without_3d()
         _site(args, opts, err)
         return
     store, study = args[0], (args[1] if len(args) == 2 else None)
@@ -98,6 +98,7 @@ def report(args: tuple[str, ...], **opts: Any) -> None:
         elif opts["artifact"]:
             page, plots = artifact_report(path, study), []
         else:
+            plots_without_3d()  # only where plots are drawn: an artifact page has none
             page, plots = study_report(path, study, png=plots_dir is not None)
     write_outputs(opts, {"html_out": lambda: page})
     if plots_dir is not None:

@@ -352,7 +352,7 @@ def analyze_samples(
         if got is not None:
             unmerged_note = (
                 f"{samples.size} readings (a fixed count) are too few to merge away their "
-                f"lag-1 autocorrelation ({autocorrelation(samples):.2f}): the interval is of "
+                f"lag-1 autocorrelation ({got[1].autocorrelation:.2f}): the interval is of "
                 "the readings unmerged, widened for the largest autocorrelation they leave "
                 "possible"
             )
