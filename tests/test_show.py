@@ -567,6 +567,136 @@ def test_a_sweeps_report_reads_what_show_kept_to_the_page_of_its_analysis(
     )
 
 
+def _plots_value(db: Path) -> dict[str, Any] | None:
+    with sqlite3.connect(db) as con:
+        row = con.execute(
+            "SELECT value_json FROM study_values WHERE key = 'report plots'"
+        ).fetchone()
+    con.close()
+    return None if row is None else dict(json.loads(row[0]))
+
+
+def _set_plots(db: Path, value: dict[str, Any] | None) -> None:
+    with sqlite3.connect(db) as con:
+        con.execute("DELETE FROM study_values WHERE key = 'report plots'")
+        if value is not None:
+            con.execute(
+                "INSERT INTO study_values(study_id, key, value_json) "
+                "SELECT id, 'report plots', ? FROM studies",
+                (json.dumps(value),),
+            )
+    con.close()
+
+
+_READABLE = {
+    "steps": [{"step": 0, "n_measured": 8, "r2": [None, 0.5], "r2_main": [-2.0]}],
+    "analysis": {
+        "alpha": 0.05,
+        "anova": {"terms": [{"term": "w", "p": 0.01}, {"term": "c", "p": None}]},
+        "important_points": [
+            {"param": "w", "kind": "knee", "value": 3, "fixed": None, "support": 0.7},
+            {"param": "c", "kind": "turning point", "value": 2.5, "fixed": ["w", 1]},
+        ],
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("change", "readable"),
+    [
+        ({}, True),
+        ({"analysis": None}, True),
+        ({"steps": None}, False),
+        ({"steps": [["step", 0]]}, False),
+        ({"steps": [{"step": "0", "n_measured": 8}]}, False),
+        ({"steps": [{"step": 0, "n_measured": 8, "r2": ["x"]}]}, False),
+        ({"analysis": []}, False),
+        ({"analysis": {"alpha": "5%"}}, False),
+        ({"analysis": {"anova": {"terms": [{"p": 0.1}]}}}, False),
+        ({"analysis": {"anova": {"terms": "w"}}}, False),
+        ({"analysis": {"important_points": [{"nonsense": 1}]}}, False),
+        ({"analysis": {"important_points": [{"param": "w", "kind": "knee", "value": None}]}},
+         False),  # fmt: skip
+        ({"analysis": {"important_points": [
+            {"param": "w", "kind": "knee", "value": 1, "fixed": "w=1"}]}}, False),  # fmt: skip
+    ],
+)
+def test_a_kept_sweep_json_is_read_only_in_the_shape_its_page_reads(
+    change: dict[str, Any], readable: bool
+) -> None:
+    from assay.studies.sweep import kept_doc_readable
+
+    assert kept_doc_readable({**_READABLE, **change}) is readable
+
+
+@pytest.mark.parametrize("kind", ["sweep", "knobs"])
+def test_a_report_inlines_the_plots_the_study_kept_and_draws_them_when_they_do_not_hold(
+    tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sweep or knob study keeps its report's plots at its end (drawing them was most
+    of a report's time, #60); ``assay report`` inlines them, to the very page drawing
+    them gives, and draws them again when they were kept for other trials, are not
+    well formed, or hold anything a plot's SVG does not (the store is data)."""
+    import assay.report.html as html_mod
+
+    text, args = (SWEEP, ["--no-monitor"]) if kind == "sweep" else (KNOBS, ["--jobs", "1"])
+    _study_shown(tmp_path, kind, text, *args)
+    db = tmp_path / f"{kind}.assay.db"
+    kept = _plots_value(db)
+    assert kept is not None and kept["kind"] == kind and len(kept["plots"]) >= 2
+    drawn: list[str] = []
+    draw = html_mod.study_plots
+
+    def counted(*a: Any, **k: Any) -> Any:
+        drawn.append("x")
+        return draw(*a, **k)
+
+    monkeypatch.setattr(html_mod, "study_plots", counted)
+
+    def page(name: str) -> str:
+        out = tmp_path / name
+        res = _invoke("report", str(db), "-o", str(out))
+        assert res.exit_code == 0, res.output
+        return out.read_text(encoding="utf-8")
+
+    read = page("kept.html")
+    assert drawn == []  # inlined, not drawn
+    assert all(svg in read for _, _, svg in kept["plots"])
+    _set_plots(db, None)
+    assert page("drawn.html") == read and drawn == ["x"]
+    plots = kept["plots"]
+    planted = [
+        "<script>alert(1)</script>",
+        '<a href="https://evil.example/"><text>click</text></a>',
+        "<style>body{display:none}</style>",
+        '<image xlink:href="https://evil.example/t.png" width="1" height="1"/>',
+        '<path d="M 0 0" style="fill: url(https://evil.example/p)"/>',
+        '<path d="M 0 0" onload="alert(1)"/>',
+    ]
+    for i, bad in enumerate(
+        [
+            {**kept, "fingerprint": ["0", 1, 2, 3, True]},  # other trials
+            {**kept, "plots": [[1, 2]]},  # not well formed
+            *(
+                {**kept, "plots": [[n, t, svg.replace("</svg>", f"{mark}</svg>")]
+                                   for n, t, svg in plots]}  # fmt: skip
+                for mark in planted
+            ),
+        ]
+    ):
+        _set_plots(db, bad)
+        got = page(f"bad{i}.html")
+        assert got == read, bad
+        assert "evil.example" not in got and "alert(1)" not in got
+    assert len(drawn) == 1 + 2 + len(planted)
+    # show and the study's own --report keep them again, for these trials
+    _set_plots(db, None)
+    from assay.cli.show import remember_shown
+
+    remember_shown(db, f"{kind}-show")
+    assert _plots_value(db) == kept
+
+
 @pytest.mark.parametrize("kind", ["sweep", "knobs"])
 def test_a_study_keeps_its_analysis_and_show_reads_it_rather_than_computing_it_again(
     tmp_path: Path, kind: str

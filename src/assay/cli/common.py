@@ -596,9 +596,9 @@ def write_study_report(
     from assay.report.export import write_text
     from assay.report.html import study_report
 
-    plots_without_3d()
     try:
-        page = study_report(store_path, study, baseline=baseline, readings=readings)[0]
+        page = study_report(store_path, study, baseline=baseline, readings=readings,
+                            before_drawing=plots_without_3d)[0]  # fmt: skip
         write_text(path, page)
     except (StudyError, StoreError, SpecError, ValueError, OSError) as exc:
         err.print(labelled("warning:", "yellow", f"--report {path}: not written: {exc}"))

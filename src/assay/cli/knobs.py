@@ -134,10 +134,10 @@ def knobs(study: str | None, **opts: Any) -> None:
     else:
         result, store_path, name = _live(study, opts, err)
         _report(result, console, opts)
-        write_study_report(opts, store_path, name, err)
         from assay.cli.show import remember_shown
 
-        remember_shown(store_path, name, (console.width,))
+        remember_shown(store_path, name, (console.width,))  # first: --report reads its plots
+        write_study_report(opts, store_path, name, err)
     sys.exit(exits.with_claims(exits.knobs_status(result), result))
 
 

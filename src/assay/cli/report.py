@@ -26,8 +26,9 @@ from assay.errors import SpecError
 REPORT_HELP = """
 The page: what was run (command, parameters, settings, environment), every PI with
 its CI, n and method, the warnings, the failed trials (with the end of their stderr)
-and the plots of the study's design, as inline SVG.  It needs no network: open it
-anywhere, attach it to a ticket.
+and the plots of the study's design, as inline SVG (a sweep or knob study keeps
+them in its store at its end: inlined while its trials are unchanged, not drawn
+again).  It needs no network: open it anywhere, attach it to a ticket.
 
 A site (-o DIR/, or -o naming a folder, or several stores): every argument is a store;
 DIR/index.html lists every study of every store (kind, PI, answer, when it last ran,
@@ -98,8 +99,8 @@ def report(args: tuple[str, ...], **opts: Any) -> None:
         elif opts["artifact"]:
             page, plots = artifact_report(path, study), []
         else:
-            plots_without_3d()  # only where plots are drawn: an artifact page has none
-            page, plots = study_report(path, study, png=plots_dir is not None)
+            page, plots = study_report(path, study, png=plots_dir is not None,
+                                       before_drawing=plots_without_3d)  # fmt: skip
     write_outputs(opts, {"html_out": lambda: page})
     if plots_dir is not None:
         out = Path(plots_dir)

@@ -24,7 +24,10 @@ from assay.cli.sections import SectionedCommand
 from assay.errors import SpecError
 
 if TYPE_CHECKING:
-    pass
+    from collections.abc import Sequence
+
+    from assay.store import Store, TrialRecord
+    from assay.studies.base import StoredStudy
 
 SHOW_HELP = """
 \b
@@ -111,8 +114,9 @@ def remember_shown(path: Path, study: str, widths: Iterable[int] = ()) -> None:
     """Keep in the store what ``assay show`` prints for ``study`` (its report at the
     default width and at each of ``widths``, its JSON, exit status and note), with
     what it was built from; ``assay show`` prints it while the study's trials and
-    sessions are unchanged (a copy of the store too).  A cache: a store that cannot
-    be written keeps none."""
+    sessions are unchanged (a copy of the store too).  The report page's plots are
+    kept beside it (``assay report`` inlines them instead of drawing them again).  A
+    cache: a store that cannot be written keeps none."""
     from assay.errors import StudyError
     from assay.report.export import to_json
     from assay.store import Store, StoreError
@@ -128,7 +132,7 @@ def remember_shown(path: Path, study: str, widths: Iterable[int] = ()) -> None:
         return
     try:
         with Store(path) as db:
-            stored, _, config = read_stored(db, study)
+            stored, trials, config = read_stored(db, study)
             mark = stored_mark(db, stored)
             result = stored_runner_result(stored, path, config)
             texts = {
@@ -144,8 +148,25 @@ def remember_shown(path: Path, study: str, widths: Iterable[int] = ()) -> None:
                 "status": _STATUS[stored.kind](result),
                 "note": unfinished(stored, result),
             })  # fmt: skip
+            _keep_plots(db, stored, result, trials)
     except (StudyError, StoreError, SpecError, ValueError, OSError):
         return
+
+
+def _keep_plots(db: Store, stored: StoredStudy, result: Any, trials: Sequence[TrialRecord]) -> None:
+    """Draw the report page's plots of the study and keep them in the store (drawing
+    them was most of a sweep's or knob study's report: #60).  A plot that cannot be
+    drawn leaves none kept: the report draws them (and says why)."""
+    from assay.cli.common import plots_without_3d
+    from assay.report.html import study_plots
+    from assay.studies.stored import keep_plots
+
+    plots_without_3d()
+    try:
+        plots = study_plots(stored, result, trials)
+    except (KeyError, IndexError, TypeError, ValueError, OSError):
+        return
+    keep_plots(db, stored, [(p.name, p.title, p.svg) for p in plots])
 
 
 def _renamed(kept: dict[str, Any], text: str, path: Path) -> tuple[str, str] | None:

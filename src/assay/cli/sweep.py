@@ -293,8 +293,9 @@ def sweep(target: str, **opts: Any) -> None:
         )
         err.print(f"tile plot written to {plot}")
     if not opts["from_file"]:
-        write_study_report(opts, store_path, spec.study.name, err)
         from assay.cli.show import remember_shown
 
+        # first: --report then reads the plots it keeps
         remember_shown(store_path, spec.study.name, (console.width,))
+        write_study_report(opts, store_path, spec.study.name, err)
     sys.exit(exits.with_claims(exits.sweep_status(result), result))

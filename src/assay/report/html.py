@@ -139,13 +139,16 @@ def study_report(
     png: bool = False,
     baseline: Sequence[Any] = (),
     readings: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
+    before_drawing: Callable[[], None] | None = None,
 ) -> tuple[str, list[Plot]]:
     """The report page of ``study`` as its store holds it, and its plots (``assay
     report``, and ``--report`` at the end of a study command, which passes its
-    ``--baseline`` comparisons).  Raises what
+    ``--baseline`` comparisons); ``before_drawing`` is called before the first plot is
+    drawn (none is where the store keeps them).  Raises what
     :func:`assay.studies.stored.stored_result` raises."""
     _, _, page, plots = report_page(store_path, study, png=png, baseline=baseline,
-                                    readings=readings)  # fmt: skip
+                                    readings=readings,
+                                    before_drawing=before_drawing)  # fmt: skip
     return page, plots
 
 
@@ -156,16 +159,25 @@ def report_page(
     png: bool = False,
     baseline: Sequence[Any] = (),
     readings: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
+    before_drawing: Callable[[], None] | None = None,
 ) -> tuple[StoredStudy, Any, str, list[Plot]]:
     """The stored study, its result, its report page and plots: a sweep's from the
     result ``assay show`` keeps where the store holds one for its trials
     (:func:`~assay.studies.stored.report_result`), analysed again where the page cannot
-    read that one (the store is data)."""
+    read that one (the store is data); the plots the store keeps for these trials
+    inlined, drawn (after ``before_drawing``) where it keeps none that hold."""
     from assay.studies.stored import report_result, stored_result
 
-    stored, result, trials = report_result(store_path, study)
+    def drawn(stored: StoredStudy, result: Any, trials: list[TrialRecord]) -> list[Plot]:
+        if before_drawing is not None:
+            before_drawing()
+        return study_plots(stored, result, trials, png=png)
+
+    stored, result, trials, kept = report_result(store_path, study)
     try:
-        plots = study_plots(stored, result, trials, png=png)
+        plots = None if png else _kept_plots(kept)
+        if plots is None:
+            plots = drawn(stored, result, trials)
         page = html_report(stored, result, trials, plots, baseline, readings)
         return stored, result, page, plots
     except (KeyError, IndexError, TypeError, ValueError):
@@ -174,8 +186,18 @@ def report_page(
         if not isinstance(result, KeptSweep):
             raise
     stored, result, trials = stored_result(store_path, study)
-    plots = study_plots(stored, result, trials, png=png)
+    plots = drawn(stored, result, trials)
     return stored, result, html_report(stored, result, trials, plots, baseline, readings), plots
+
+
+def _kept_plots(kept: Sequence[tuple[str, str, str]] | None) -> list[Plot] | None:
+    """The plots the store keeps for the study's trials, when every one is a plot's SVG
+    (:func:`~assay.report.kept_svg.plot_svg`: a store is data); None to draw them."""
+    from assay.report.kept_svg import plot_svg
+
+    if kept is None or not all(plot_svg(svg) for _, _, svg in kept):
+        return None
+    return [Plot(name, title, svg) for name, title, svg in kept]
 
 
 def artifact_report(store_path: Path, study: str | None) -> str:
@@ -187,7 +209,7 @@ def artifact_report(store_path: Path, study: str | None) -> str:
     from assay.report.summary import summary_lines
     from assay.studies.stored import report_result
 
-    stored, result, trials = report_result(store_path, study)  # a sweep: what show keeps
+    stored, result, trials, _ = report_result(store_path, study)  # a sweep: what show keeps
     doc = result.as_dict()
     env = getattr(result, "environment", None) or doc.get("environment") or {}
     parts = [

@@ -265,7 +265,7 @@ def artifact_markdown(store_path: Any, study: str | None) -> str:
     from assay.report.summary import summary_lines
     from assay.studies.stored import report_result
 
-    stored, result, trials = report_result(store_path, study)  # a sweep: what show keeps
+    stored, result, trials, _ = report_result(store_path, study)  # a sweep: what show keeps
     doc = result.as_dict()
     env = getattr(result, "environment", None) or doc.get("environment") or {}
     kind, name = stored.kind, stored.name

@@ -5,8 +5,9 @@ runner (its ``stored()``), so it reads as it did at the end of the study's run.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from assay.errors import StudyError
 from assay.store import Store, TrialRecord, is_archived
@@ -30,25 +31,36 @@ def stored_result(
     return stored, stored_runner_result(stored, path, config), trials
 
 
-def report_result(
-    path: Path, study: str | None = None
-) -> tuple[StoredStudy, Any, list[TrialRecord]]:
+class ReportInputs(NamedTuple):
+    """What a report page is made from: the stored study, its result, its trials, and
+    the plots the store keeps for them (name, caption, SVG; None when it keeps none)."""
+
+    stored: StoredStudy
+    result: Any
+    trials: list[TrialRecord]
+    plots: list[tuple[str, str, str]] | None
+
+
+def report_result(path: Path, study: str | None = None) -> ReportInputs:
     """As :func:`stored_result`, for a report page: a sweep whose store keeps what
     ``assay show`` prints for its trials now is read from that
-    (:class:`~assay.studies.sweep.KeptSweep`), not analysed again."""
+    (:class:`~assay.studies.sweep.KeptSweep`), not analysed again; the plots the store
+    keeps for these trials come with it (:func:`kept_plots`)."""
     import json
 
     with Store(path, read_only=True) as db:
         stored, trials, config = read_stored(db, study)
+        plots = kept_plots(db, stored)
         kept = kept_shown(db, stored) if stored.kind == "sweep" else None
         doc = None if kept is None else json.loads(str(kept["json"]))
         if isinstance(doc, dict) and doc.get("kind") == "sweep":
-            from assay.studies.sweep import SweepRunner, stored_steps
+            from assay.studies.sweep import SweepRunner, kept_doc_readable, stored_steps
 
-            steps = stored_steps(db, stored.study_id)
-            runner = SweepRunner(stored.spec, path, monitor=False)
-            return stored, runner.kept(doc, trials, steps), trials
-    return stored, stored_runner_result(stored, path, config), trials
+            if kept_doc_readable(doc):  # the store is data
+                steps = stored_steps(db, stored.study_id)
+                runner = SweepRunner(stored.spec, path, monitor=False)
+                return ReportInputs(stored, runner.kept(doc, trials, steps), trials, plots)
+    return ReportInputs(stored, stored_runner_result(stored, path, config), trials, plots)
 
 
 def read_stored(db: Store, study: str | None) -> tuple[StoredStudy, list[TrialRecord], Any]:
@@ -105,6 +117,41 @@ def kept_shown(db: Store, stored: StoredStudy) -> dict[str, Any] | None:
     fine = isinstance(texts, dict) and isinstance(kept.get("json"), str)
     fine = fine and type(status) is int and (note is None or isinstance(note, str))
     return kept if fine and isinstance(kept.get("store"), str) else None
+
+
+#: The study value that keeps a report page's plots for the study's trials (a sweep or
+#: knob study renders them at its end: drawing them was most of a report's time, #60).
+PLOTS_KEY = "report plots"
+PLOTS_FORMAT = 1
+
+
+def keep_plots(db: Store, stored: StoredStudy, plots: Sequence[tuple[str, str, str]]) -> None:
+    """Keep the report's plots (name, caption, SVG) drawn from the study's trials now."""
+    db.set_study_value(stored.study_id, PLOTS_KEY, {
+        "format": PLOTS_FORMAT,
+        "fingerprint": stored_mark(db, stored),
+        "kind": stored.kind,
+        "plots": [list(p) for p in plots],
+    })  # fmt: skip
+
+
+def kept_plots(db: Store, stored: StoredStudy) -> list[tuple[str, str, str]] | None:
+    """The plots :func:`keep_plots` kept while they still hold (same trials, sessions
+    and Assay version, a well-formed entry); None otherwise.  Their SVG is the store's
+    data: the page checks it before inlining it
+    (:func:`assay.report.kept_svg.plot_svg`)."""
+    kept = db.study_value(stored.study_id, PLOTS_KEY)
+    if not isinstance(kept, dict) or kept.get("format") != PLOTS_FORMAT:
+        return None
+    if [kept.get("fingerprint"), kept.get("kind")] != [stored_mark(db, stored), stored.kind]:
+        return None
+    plots = kept.get("plots")
+    if not isinstance(plots, list):
+        return None
+    out = [tuple(p) for p in plots if isinstance(p, list) and len(p) == 3]
+    if len(out) != len(plots) or not all(isinstance(v, str) for p in out for v in p):
+        return None
+    return [(str(n), str(t), str(svg)) for n, t, svg in out]
 
 
 def recall_shown(path: Path, study: str | None) -> dict[str, Any] | None:

@@ -441,6 +441,48 @@ class KeptSweep:
         return self.doc
 
 
+def kept_doc_readable(doc: dict[str, Any]) -> bool:
+    """Whether a kept sweep result's JSON has the shape its report page reads (the
+    steps, the ANOVA's terms, the important points): the store is data, and a page of
+    a JSON that has not is made from the analysis of the trials again."""
+
+    def num(x: Any) -> bool:
+        return isinstance(x, int | float) and not isinstance(x, bool)
+
+    def of(x: Any, kind: type) -> list[Any]:
+        return x if isinstance(x, list) and all(isinstance(v, kind) for v in x) else []
+
+    steps = doc.get("steps")
+    if not isinstance(steps, list) or len(of(steps, dict)) != len(steps):
+        return False
+    for d in steps:
+        r2 = [x for k in ("r2", "r2_main") for x in (d.get(k) or [])]
+        if not (num(d.get("step")) and num(d.get("n_measured"))):
+            return False
+        if not all(x is None or num(x) for x in r2):
+            return False
+    analysis = doc.get("analysis")
+    if analysis is None:
+        return True
+    if not isinstance(analysis, dict) or not num(analysis.get("alpha", 0.05)):
+        return False
+    anova = analysis.get("anova") or {}
+    terms = anova.get("terms") or [] if isinstance(anova, dict) else None
+    points = analysis.get("important_points") or []
+    if not isinstance(terms, list) or len(of(terms, dict)) != len(terms):
+        return False
+    if not isinstance(points, list) or len(of(points, dict)) != len(points):
+        return False
+    return all(
+        "term" in t and (t.get("p") is None or num(t["p"])) for t in terms
+    ) and all(
+        isinstance(p.get("param"), str) and isinstance(p.get("kind"), str)
+        and num(p.get("value")) and (p.get("support") is None or num(p["support"]))
+        and (p.get("fixed") is None or (isinstance(p["fixed"], list) and len(p["fixed"]) == 2))
+        for p in points
+    )  # fmt: skip
+
+
 def _json_value(v: Any) -> Any:
     """A value as JSON has it: NumPy scalars as Python ones, NaN and ±inf as ``None``."""
     v = plain(v)
