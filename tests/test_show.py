@@ -588,6 +588,7 @@ def _set_plots(db: Path, value: dict[str, Any] | None) -> None:
     con.close()
 
 
+_POINT = {"param": "w", "kind": "knee", "value": 1}
 _READABLE = {
     "steps": [{"step": 0, "n_measured": 8, "r2": [None, 0.5], "r2_main": [-2.0]}],
     "analysis": {
@@ -615,10 +616,8 @@ _READABLE = {
         ({"analysis": {"anova": {"terms": [{"p": 0.1}]}}}, False),
         ({"analysis": {"anova": {"terms": "w"}}}, False),
         ({"analysis": {"important_points": [{"nonsense": 1}]}}, False),
-        ({"analysis": {"important_points": [{"param": "w", "kind": "knee", "value": None}]}},
-         False),  # fmt: skip
-        ({"analysis": {"important_points": [
-            {"param": "w", "kind": "knee", "value": 1, "fixed": "w=1"}]}}, False),  # fmt: skip
+        ({"analysis": {"important_points": [_POINT | {"value": None}]}}, False),
+        ({"analysis": {"important_points": [_POINT | {"fixed": "w=1"}]}}, False),
     ],
 )
 def test_a_kept_sweep_json_is_read_only_in_the_shape_its_page_reads(
@@ -678,9 +677,8 @@ def test_a_report_inlines_the_plots_the_study_kept_and_draws_them_when_they_do_n
             {**kept, "fingerprint": ["0", 1, 2, 3, True]},  # other trials
             {**kept, "plots": [[1, 2]]},  # not well formed
             *(
-                {**kept, "plots": [[n, t, svg.replace("</svg>", f"{mark}</svg>")]
-                                   for n, t, svg in plots]}  # fmt: skip
-                for mark in planted
+                {**kept, "plots": [[n, t, s.replace("</svg>", f"{m}</svg>")] for n, t, s in plots]}
+                for m in planted
             ),
         ]
     ):

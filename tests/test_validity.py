@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
-from assay.designs.run_until_ci import RoundData, analyze_pi, decide
+from assay.designs.run_until_ci import RoundData, analyze_pi, decide, range_result
 from assay.spec import PISpec, StopSpec
 from assay.stats.autocorr import optimal_subsession
 from assay.stats.validity import block_range, level_shift, round_effect
@@ -186,9 +186,24 @@ def test_a_level_that_moved_less_than_the_width_asked_is_bounded_by_its_range(
     blocks = [b.mean() for b in np.array_split(x[res.warmup_removed :], 10)]
     assert (res.low, res.high) == pytest.approx((min(blocks), max(blocks)))
     assert res.extra["range_blocks"] == 10 and "shift_round" not in res.extra
-    assert "range of 10 block means" in res.method and "level moved" in res.note
+    assert res.method.count("range of 10 block means") == 1 and "level moved" in res.note
     d = decide([res], [PI], stop, rounds_done=80, rounds_failed=0, elapsed=1.0)
     assert d.target_met
+    # bounded again (the samples' analysis, then the level check): said once
+    again = range_result(PI, x[res.warmup_removed :], res, stop)
+    assert again is not None and again.method == res.method
+
+
+def test_a_drifting_run_bounded_by_its_range_says_so_once_in_its_method() -> None:
+    # a run's page read "...; range of 10 block means (the level moved); range of 10
+    # block means (the level moved)": drifting samples are bounded where they are
+    # analysed, then the level check bounds the result again
+    rng = np.random.default_rng(0)
+    x = 10.0 * (1 + 0.001 * np.arange(31)) + rng.normal(0, 0.05, 31)
+    rounds = [RoundData(reading=float(v)) for v in x]
+    res = analyze_pi(PI, rounds, StopSpec(ci_width=0.1))
+    assert res.extra.get("range_blocks") == 10, res.method
+    assert res.method.count("(the level moved)") == 1, res.method
 
 
 def test_a_stationary_study_is_not_flagged() -> None:

@@ -1125,9 +1125,11 @@ def range_result(pi: PISpec, samples: np.ndarray, res: PIResult, stop: StopSpec)
     rel = half / abs(mean)
     if not rel <= stop.ci_width:
         return None
+    ranged = f"; range of {blocks} block means (the level moved)"
     return replace(
         res,
-        method=f"{res.method}; range of {blocks} block means (the level moved)",
+        # once, where the samples' analysis had bounded them and the level check again
+        method=res.method if res.method.endswith(ranged) else res.method + ranged,
         mean=mean,
         low=low,
         high=high,
