@@ -16,12 +16,13 @@ follows ``a``.  Nothing is executed.
 For every experiment :func:`assay.stats.order.analyse_order` runs once (Kruskal-Wallis,
 Bonferroni over the 3 tests at alpha 0.05) and gives both decisions:
 
-* before: pooled trials (every trial a sample: ``pooled_flagged``);
-* after: one value per run, its median (``flagged``: what ``assay order`` decides now).
+* pooled trials (every trial a sample: ``pooled_flagged``);
+* one value per run, its median (the same function on a table reduced to run medians);
+* one value per run, its mean (``flagged``: what ``assay order`` decides, since #37);
+* either of the last two, each at alpha / 2 (a combination #59 proposed).
 
-A third column, one value per run as its *mean*, is the same function on a table
-already reduced to run means (one row per run and test): it shows what the choice of
-the median costs or gains.
+``--itself``: the carry-over makes ``c`` slower right after itself, in the default
+blocked baseline (#59).
 
 Rates are experiment-wide (any test flagged); 95% Clopper-Pearson intervals.  Prints
 Markdown tables with the machine, the date and the load.
@@ -69,8 +70,11 @@ def experiment(
     offset: float,
     carry: float,
     tests: tuple[str, ...] = TESTS,
+    itself: bool = False,
 ) -> pd.DataFrame:
-    """One experiment's trials (``test, order, run, position, value``)."""
+    """One experiment's trials (``test, order, run, position, value``); with ``itself``
+    the carry-over makes ``c`` slower right after ``c`` (in ``assay order``'s default
+    blocked baseline, ``a a a c c c b b b``, the fixed runs hold most of those)."""
     rng = np.random.default_rng([seed, 21])
     flat = flat_schedule(
         order_schedule(
@@ -79,7 +83,7 @@ def experiment(
             random_runs=runs,
             repetitions=repetitions,
             seed=seed,
-            baseline="cycled",
+            baseline="blocked" if itself else "cycled",
         )
     )
     run_offset = rng.normal(0.0, offset * SD, 2 * runs) if offset > 0 else np.zeros(2 * runs)
@@ -90,7 +94,7 @@ def experiment(
         if t.position == 0:
             prev = ""
         v = MEAN + eps + run_offset[t.run]
-        if t.test == "c" and prev == "a":
+        if t.test == "c" and prev == ("c" if itself else "a"):
             v *= 1 + carry
         rows.append((t.test, t.kind, t.run, t.position, v))
         prev = t.test
@@ -103,13 +107,25 @@ def run_means(table: pd.DataFrame) -> pd.DataFrame:
     return g.agg(position=("position", "min"), value=("value", "mean")).reset_index()
 
 
-def decide(seed: int, **setting: Any) -> tuple[bool, bool, bool]:
-    """(pooled flags, run medians flag, run means flag): any test flagged, for the
-    experiment of ``seed`` and ``setting`` (:func:`experiment`'s keywords)."""
+def run_medians(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per run and test, its median as the value (position: 0)."""
+    out = order_stats.run_medians(table)
+    out["position"] = 0
+    return out[list(order_stats.ORDER_COLUMNS)]
+
+
+def decide(seed: int, **setting: Any) -> tuple[bool, bool, bool, bool]:
+    """(pooled flags, run medians flag, run means flag, either flags at alpha / 2): any
+    test flagged, for the experiment of ``seed`` and ``setting`` (:func:`experiment`'s
+    keywords). ``assay order`` decides on the run means (#37)."""
     t = experiment(seed, **setting)
     a = order_stats.analyse_order(t)
-    means = order_stats.analyse_order(run_means(t))
-    return bool(a.pooled_flagged), a.order_matters, means.order_matters
+    medians = order_stats.analyse_order(run_medians(t))
+    either = (
+        order_stats.analyse_order(t, alpha=0.025).order_matters
+        or order_stats.analyse_order(run_medians(t), alpha=0.025).order_matters
+    )
+    return bool(a.pooled_flagged), medians.order_matters, a.order_matters, either
 
 
 def exact_size(runs: int, threshold: float) -> float:
@@ -141,6 +157,12 @@ def main(argv: list[str] | None = None) -> None:
         help="baseline a b c (c never follows a there): the carry-over hits only the "
         "random runs' trials of c that follow a, a minority of each run's (issue #37)",
     )
+    ap.add_argument(
+        "--itself",
+        action="store_true",
+        help="self carry-over: c slower right after c, in the default blocked baseline "
+        "(issue #59)",
+    )
     args = ap.parse_args(argv)
     tests = ("a", "b", "c") if args.minority else TESTS
     load = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
@@ -152,14 +174,15 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"\n{args.reps} experiments per row; 3 tests, cycled baseline, {args.runs} fixed + "
         f"{args.runs} random runs × {args.repetitions} repetitions, baseline "
-        f"{' '.join(tests)}; Kruskal-Wallis, "
+        f"{' '.join(tests)} ({'blocked' if args.itself else 'cycled'}); carry-over: c "
+        f"slower right after {'c' if args.itself else 'a'}; Kruskal-Wallis, "
         "Bonferroni alpha 0.05; rate of experiments with any test flagged [95% CI]\n"
     )
     print(
-        "| carry-over | run offset (× trial sd) | pooled trials (before) | run medians (after) "
-        "| run means |"
+        "| carry-over | run offset (× trial sd) | pooled trials | run medians "
+        "| run means (decides) | either, at alpha / 2 each |"
     )
-    print("|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|")
     rows = [(0.0, k) for k in OFFSETS] + [(e, k) for e in CARRY for k in POWER_OFFSETS]
     for carry, offset in rows:
         got = [
@@ -170,14 +193,15 @@ def main(argv: list[str] | None = None) -> None:
                 offset=offset,
                 carry=carry,
                 tests=tests,
+                itself=args.itself,
             )
             for s in range(args.reps)
         ]
-        pooled, med, mean = (sum(g[i] for g in got) for i in range(3))
+        pooled, med, mean, either = (sum(g[i] for g in got) for i in range(4))
         label = "none (false positives)" if carry == 0 else f"{carry:.0%} (power)"
         print(
             f"| {label} | {offset:g} | {rate(pooled, args.reps)} | {rate(med, args.reps)} | "
-            f"{rate(mean, args.reps)} |",
+            f"{rate(mean, args.reps)} | {rate(either, args.reps)} |",
             flush=True,
         )
     size = exact_size(args.runs, 0.05 / len(TESTS))

@@ -158,3 +158,51 @@ def test_the_known_variance_step_holds_its_level_and_sees_other_spread() -> None
     # and rejects when the values vary more than said (round effects beside the noise)
     s = level_step(rng.normal(5.0, 4.0, 30), variance=4.0, variance_df=1000.0)
     assert s is not None and s.residual_p < 0.01
+
+
+# --- the first rounds apart (#59: an early step unsaid among every split) -------------
+
+
+def test_the_first_values_apart_show_among_the_first_splits_alone() -> None:
+    # four low values, then 60: among every split (and read as block means) the step
+    # is not below 1%; among the first ten splits it is, and where it is
+    rng = np.random.default_rng(5)
+    x = np.r_[np.full(4, 10.0), np.full(60, 10.25)] + rng.normal(0, 0.12, 64)
+    every = level_step(x, max_samples=60)
+    first = level_step(x, max_samples=64, head=10)
+    assert every is not None and every.p_value >= 0.01
+    assert first is not None and first.p_value < 0.01 and first.index == 4
+
+
+def test_among_the_first_splits_it_holds_its_level_on_iid_normal_series() -> None:
+    rng = np.random.default_rng(8)
+    for n in (30, 60, 200):
+        ps = [
+            level_step(rng.normal(3.0, 2.0, n), z=None, max_samples=n, head=10).p_value
+            for _ in range(1500)
+        ]
+        low, high = stats.binom.interval(0.999, 1500, 0.01)
+        assert low <= sum(p < 0.01 for p in ps) <= high, n
+
+
+def test_a_head_too_short_for_two_parts_finds_nothing() -> None:
+    assert level_step(np.arange(20.0), head=2) is None
+
+
+def test_an_early_step_the_splits_of_every_round_miss_is_said_in_the_note() -> None:
+    # a +3% step after round 4 of 60 whose round means the interval merges: the
+    # largest step among every split is p > 1%; the first rounds against the rest are
+    # not, and the note says so (the interval stands: a note only)
+    res = analyze_pi(PI, _stepped_rounds(60, 0.3, seed=0), StopSpec(ci_width=0.01))
+    assert res.met and math.isfinite(res.half_width)
+    assert "the first rounds against the rest, max-t" in res.note
+    assert res.extra["step_p"] < STEP_NOTE_ALPHA and int(res.extra["step_round"]) in (4, 5, 6)
+    assert "the interval is of the mean over rounds 1–60, both levels" in res.note
+
+
+def test_steady_long_studies_get_no_early_step_note() -> None:
+    noted = 0
+    for seed in range(40):
+        res = analyze_pi(PI, _stepped_rounds(60, 0.0, seed), StopSpec(ci_width=0.01))
+        noted += "step_round" in res.extra
+    assert noted <= 3  # about 1% per study, each test: 40 studies, 3 or more is p < 0.01

@@ -171,11 +171,14 @@ def _max_z_null(n: int, min_size: int) -> FloatArray:
 
 
 @functools.lru_cache(maxsize=64)
-def _max_t_null(n: int, min_size: int) -> FloatArray:
-    """The sorted maxima over splits of :func:`_split_t` for i.i.d. normal series of
-    length ``n``: the reference :func:`level_step` compares its maximum with."""
+def _max_t_null(n: int, min_size: int, head: int | None = None) -> FloatArray:
+    """The sorted maxima over splits of :func:`_split_t` (the first ``head - min_size
+    + 1`` of them with ``head``) for i.i.d. normal series of length ``n``: the
+    reference :func:`level_step` compares its maximum with."""
     rng = np.random.default_rng(20261129 + n)
     t, _ = _split_t(rng.standard_normal((STEP_NULL_DRAWS, n)), min_size)
+    if head is not None:
+        t = t[:, : head - min_size + 1]
     return np.sort(np.max(t, axis=-1))
 
 
@@ -187,6 +190,7 @@ def level_step(
     max_samples: int = 60,
     variance: float | None = None,
     variance_df: float = math.inf,
+    head: int | None = None,
 ) -> LevelStep | None:
     """The largest step in ``samples`` and whether it is more than noise.
 
@@ -207,6 +211,10 @@ def level_step(
     and ``residual_p`` says whether the values vary around the two means no more than
     that variance allows (when they do not, the z test does not hold: use the t one).
 
+    With ``head`` (t test only) the splits are those whose first part holds at most
+    ``head`` values, and so is the reference: whether the first values sit apart from
+    the rest (an early step), with the power of a few splits rather than all.
+
     >>> x = [10.0, 10.1, 9.9, 10.0, 10.3, 10.4, 10.2, 10.3, 10.35, 10.25, 10.3]
     >>> s = level_step(x, z=None)  # taken as independent
     >>> s.index, round(s.mean_after - s.mean_before, 2), s.p_value < 0.002
@@ -224,7 +232,13 @@ def level_step(
         return None
     if variance is not None:
         return _known_variance_step(y, block, scale, min_size, variance, variance_df)
+    if head is not None:
+        head = min(head, n - min_size) // block
+        if head < min_size:
+            return None
     t, sse = _split_t(y, min_size)
+    if head is not None:
+        t, sse = t[: head - min_size + 1], sse[: head - min_size + 1]
     if not np.any(np.isfinite(t)):
         return None  # every split leaves no variance: two constant segments
     i = int(np.nanargmax(np.where(np.isfinite(t), t, -np.inf)))
@@ -233,7 +247,7 @@ def level_step(
     resid = np.concatenate([y[:k] - before, y[k:] - after])
     phi = 0.0 if z is None else lag1_upper_bound(unbiased_lag1(autocorrelation(resid), n), n, z)
     widened = float(t[i]) / math.sqrt((1.0 + phi) / (1.0 - phi)) if sse[i] > 0 else math.inf
-    null = _max_t_null(n, min_size)
+    null = _max_t_null(n, min_size, head)
     exceed = int(null.size - np.searchsorted(null, widened, side="left"))
     return LevelStep(
         index=k * block,
