@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> None:
         f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; load: {load}"
     )
     print(
-        f"\n{args.reps} experiments per row; 3 tests, cycled baseline, {args.runs} fixed + "
+        f"\n{args.reps} experiments per row; 3 tests, {args.runs} fixed + "
         f"{args.runs} random runs × {args.repetitions} repetitions, baseline "
         f"{' '.join(tests)} ({'blocked' if args.itself else 'cycled'}); carry-over: c "
         f"slower right after {'c' if args.itself else 'a'}; Kruskal-Wallis, "
