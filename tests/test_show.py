@@ -693,6 +693,15 @@ def test_a_report_inlines_the_plots_the_study_kept_and_draws_them_when_they_do_n
 
     remember_shown(db, f"{kind}-show")
     assert _plots_value(db) == kept
+    # a plot that cannot be drawn at the study's end: none kept, the end unharmed
+
+    def broken(*_: Any, **__: Any) -> Any:
+        raise RuntimeError("a layout Matplotlib cannot solve")
+
+    _set_plots(db, None)
+    monkeypatch.setattr(html_mod, "study_plots", broken)
+    remember_shown(db, f"{kind}-show")
+    assert _plots_value(db) is None and _kept(db)["kind"] == kind
 
 
 @pytest.mark.parametrize("kind", ["sweep", "knobs"])

@@ -164,7 +164,7 @@ def _keep_plots(db: Store, stored: StoredStudy, result: Any, trials: Sequence[Tr
     plots_without_3d()
     try:
         plots = study_plots(stored, result, trials)
-    except (KeyError, IndexError, TypeError, ValueError, OSError):
+    except Exception:  # a cache, at the study's end: whatever Matplotlib raises, none kept
         return
     keep_plots(db, stored, [(p.name, p.title, p.svg) for p in plots])
 
