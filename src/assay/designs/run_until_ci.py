@@ -1033,9 +1033,23 @@ def _find_shift(
     return shift, starts[min(shift.index, len(starts) - 1)] + 1
 
 
-def _round_step(pi: PISpec, got: PISamples, res: PIResult) -> tuple[LevelShift, int] | None:
-    """The largest step in the round means (or readings) of a result that rests on
-    them, with its round (1-based); None otherwise or with too few (#37).
+def _step_series(pi: PISpec, got: PISamples, res: PIResult) -> tuple[np.ndarray, list[int]] | None:
+    """The values the step tests split (the round means of unit readings, or the
+    readings) with each one's round (0-based); None where no step is tested: a
+    harmonic mean, another statistic, or no finite interval."""
+    if pi.mean == "harmonic" or pi.statistic != "mean" or not math.isfinite(res.half_width):
+        return None
+    if got.parts is not None:
+        return _kept_round_means(got, False)
+    return got.samples, [got.first_round + i for i in range(got.samples.size)]
+
+
+def _round_step(
+    got: PISamples, res: PIResult, series: np.ndarray, starts: list[int]
+) -> tuple[LevelShift, int] | None:
+    """The largest step in the round means (or readings) ``series`` of a result that
+    rests on them (:func:`_step_series`), with its round (1-based); None with too few
+    (#37).
 
     E-Divisive's permutation test cannot reach ``SHIFT_ALPHA`` on the rounds of a
     study that stops early (11 split 4 | 7 have 330 arrangements), and on merged
@@ -1055,13 +1069,6 @@ def _round_step(pi: PISpec, got: PISamples, res: PIResult) -> tuple[LevelShift, 
     """
     from assay.stats.validity import level_step
 
-    if pi.mean == "harmonic" or pi.statistic != "mean" or not math.isfinite(res.half_width):
-        return None
-    if got.parts is not None:
-        series, starts = _kept_round_means(got, False)
-    else:
-        series = got.samples
-        starts = [got.first_round + i for i in range(series.size)]
     step = None
     test = f"the {'round means' if got.parts is not None else 'readings'} split, max-t"
     if "unit_round_variance" in res.extra:
@@ -1110,20 +1117,20 @@ def _step_shift(
 EARLY_STEP_ROUNDS = 10
 
 
-def _early_step(pi: PISpec, got: PISamples, res: PIResult) -> tuple[LevelShift, int] | None:
+def _early_step(
+    got: PISamples, res: PIResult, series: np.ndarray, starts: list[int]
+) -> tuple[LevelShift, int] | None:
     """Whether the first rounds' means sit apart from the rest's, for a result on unit
-    readings: the round means split after each of their first :data:`EARLY_STEP_ROUNDS`
-    (a third at most), the largest t of those few splits (widened as :func:`_round_step`
-    widens its own) against the same maximum of i.i.d. series. Among every split a step
-    a few rounds in drowns in the many ways a long series can be cut; among the first
-    ones it shows. None where the result does not rest on rounds of unit readings."""
+    readings (``series``: its round means, :func:`_step_series`): the round means split
+    after each of their first :data:`EARLY_STEP_ROUNDS` (a third at most), the largest
+    t of those few splits (widened as :func:`_round_step` widens its own) against the
+    same maximum of i.i.d. series. Among every split a step a few rounds in drowns in
+    the many ways a long series can be cut; among the first ones it shows. None where
+    the result does not rest on rounds of unit readings."""
     from assay.stats.validity import level_step
 
-    if got.parts is None or pi.mean == "harmonic" or pi.statistic != "mean":
+    if got.parts is None:
         return None
-    if not math.isfinite(res.half_width):
-        return None
-    series, starts = _kept_round_means(got, False)
     z = None if res.subsession_size <= 1 else 1.645
     head = min(EARLY_STEP_ROUNDS, series.size // 3)
     step = level_step(series, z=z, max_samples=max(series.size, 1), head=head)
@@ -1199,10 +1206,13 @@ def check_level(pi: PISpec, got: PISamples, res: PIResult, stop: StopSpec) -> PI
     """
     found = _find_shift(pi, got, res, SHIFT_ALPHA, SHIFT_PERMUTATIONS)
     if found is None:
-        step = _round_step(pi, got, res)
+        base = _step_series(pi, got, res)
+        if base is None:
+            return res
+        step = _round_step(got, res, *base)
         if step is None or step[0].p_value >= STEP_NOTE_ALPHA:
             # the first rounds apart from the rest only ever add the note
-            early = _early_step(pi, got, res)
+            early = _early_step(got, res, *base)
             if early is not None and early[0].p_value < STEP_NOTE_ALPHA:
                 return step_note(got, res, *early)
             return res
