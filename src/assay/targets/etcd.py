@@ -643,7 +643,7 @@ class EtcdTarget(Target):
         result = run_phase(opts, "load" if opts.action == "load" else "run")
         result.target = self.name
         result.knobs = applied
-        failed = failed_operations(result.pi)
+        failed = failed_operations(result, "etcd")
         if failed:  # the JSON counts them; a person running it by hand is told
             print(f"warning: etcd: {failed}", file=sys.stderr)
         return result

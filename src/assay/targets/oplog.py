@@ -55,6 +55,43 @@ def parse_oplog(text: str) -> OpLog:
     return out
 
 
+#: the kind :func:`cut_off` gives the operations a stop cancelled
+CUT_OFF = "CUT_OFF"
+
+
+def cut_off(log: OpLog, stop_s: float) -> OpLog:
+    """``log`` with the failed operations that ended once the run was asked to stop at
+    ``stop_s`` (epoch seconds) moved to kind :data:`CUT_OFF`, their latency the time
+    they had been in flight: go-ycsb cancels what each thread has in flight when it is
+    stopped (SIGTERM, ``--max-time``) and counts it as failed. Most were started just
+    before the stop; one started long before had hung (after a fault: a request the
+    cluster lost), which is no failure either, but no success.
+
+    >>> log = parse_oplog("READ,1000000,50\\nTOTAL,1000000,50\\nREAD_ERROR,1500000,9\\n"
+    ...                   "UPDATE_ERROR,1900000,200000\\n")
+    >>> kept = cut_off(log, stop_s=2.0)
+    >>> sorted(kept), kept[CUT_OFF][1].tolist()
+    (['CUT_OFF', 'READ', 'READ_ERROR', 'TOTAL'], [200000.0])
+    """
+    stop_us = stop_s * 1e6
+    kept: OpLog = {}
+    cut: list[tuple[np.ndarray, np.ndarray]] = []
+    for op, (starts, lat) in log.items():
+        if op.endswith("_ERROR"):
+            late = starts + lat >= stop_us
+            if late.any():
+                cut.append((starts[late], lat[late]))
+            starts, lat = starts[~late], lat[~late]
+            if not starts.size:
+                continue
+        kept[op] = (starts, lat)
+    if cut:
+        pairs = np.concatenate([np.column_stack(c) for c in cut])
+        pairs = pairs[np.argsort(pairs[:, 0], kind="stable")]
+        kept[CUT_OFF] = (pairs[:, 0], pairs[:, 1])
+    return kept
+
+
 def _figures(starts: np.ndarray, lat: np.ndarray, seconds: float) -> dict[str, float]:
     count = float(len(lat))
     if count == 0:
@@ -119,6 +156,7 @@ def windows(
     ok_t = ok_s / 1e6 - t0_s
     failed = np.concatenate([s for op, (s, _) in log.items() if op.endswith("_ERROR")] or
                             [np.array([])]) / 1e6 - t0_s  # fmt: skip
+    cut = log.get(CUT_OFF, (np.array([]), np.array([])))[0] / 1e6 - t0_s
     out: dict[str, dict[str, float]] = {}
     for name, (lo, hi) in bounds.items():
         lo, hi = max(lo, run_lo), min(hi, run_hi)
@@ -127,6 +165,8 @@ def windows(
         mask = (ok_t >= lo) & (ok_t < hi)
         fig = _figures(ok_s[mask], ok_lat[mask], hi - lo)
         fig["errors"] = float(((failed >= lo) & (failed < hi)).sum())
+        if CUT_OFF in log:  # started in this window, still in flight at the stop
+            fig["cut_off"] = float(((cut >= lo) & (cut < hi)).sum())
         fig["from_s"], fig["to_s"] = float(lo), float(hi)
         out[name] = fig
     return out
@@ -134,7 +174,8 @@ def windows(
 
 def window_pis(figures: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
     """The windows' PIs: ``throughput_<w>``, ``total_avg_us_<w>``, ``total_p99_us_<w>``,
-    ``errors_<w>`` for each window ``w`` the run reached.
+    ``errors_<w>`` (and ``cut_off_<w>`` after a stop) for each window ``w`` the run
+    reached.
 
     >>> window_pis({"during": {"ops": 5.0, "avg_us": 9.0, "p99_us": 20.0, "errors": 1.0,
     ...                        "count": 3.0}})["throughput_during"]
@@ -147,6 +188,8 @@ def window_pis(figures: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
             continue
         pi[f"throughput_{w}"] = float(fig["ops"])
         pi[f"errors_{w}"] = float(fig.get("errors", 0.0))
+        if "cut_off" in fig:
+            pi[f"cut_off_{w}"] = float(fig["cut_off"])
         if fig.get("count"):
             pi[f"total_avg_us_{w}"] = float(fig["avg_us"])
             pi[f"total_p99_us_{w}"] = float(fig["p99_us"])

@@ -21,8 +21,10 @@ it, PostgreSQL with the cluster's password on 127.0.0.1 (go-ycsb cannot use a Un
 socket: set the target up with ``--tcp``), etcd with the cluster's client certificate.
 
 PIs (``pi.*``): ``throughput`` (operations/s of the whole run), ``errors`` (failed
-operations), and per operation (``read``, ``update``, ``insert``, ``scan``,
-``read_modify_write``, and ``total``): ``<op>_ops`` (its operations/s), ``<op>_count``,
+operations; with ``--windows`` not those a ``--max-time`` stop cut off: ``cut_off``,
+``cut_off_max_us`` the longest one of them had been in flight),
+and per operation (``read``, ``update``, ``insert``, ``scan``, ``read_modify_write``,
+and ``total``): ``<op>_ops`` (its operations/s), ``<op>_count``,
 ``<op>_avg_us``, ``<op>_p50_us``, ``<op>_p95_us``, ``<op>_p99_us``, ``<op>_max_us``
 (microseconds, as YCSB reports them); ``<op>_error_count`` where operations failed.
 Unit readings (``units.throughput``): the operations of every ``--interval`` seconds
@@ -181,31 +183,67 @@ def report_pis(report: YcsbReport) -> dict[str, float]:
         if op.endswith("_ERROR"):  # the failed operations of one kind: how many
             pi[f"{name}_count"] = float(values.get("count", 0.0))
             continue
+        if op == "CUT_OFF":  # in flight when a stop cancelled them: how many, how long
+            pi["cut_off"] = float(values.get("count", 0.0))
+            pi["cut_off_max_us"] = float(values.get("max_us", 0.0))
+            continue
         for key in _PI_FIELDS:
             if key in values:
                 pi[f"{name}_{key}"] = float(values[key])
     return pi
 
 
-def failed_operations(pi: Mapping[str, float]) -> str:
-    """What a run's errors say, for a warning: how many failed, of which kind, and the
-    usual cause; "" when none did.
+def failed_operations(result: RunResult, db: str) -> str:
+    """What a run's errors say, for a warning: how many failed, of which kind, in which
+    window (``--windows``), and what may explain them; "" when none did.
 
-    >>> failed_operations({"errors": 3.0, "total_count": 97.0, "read_error_count": 3.0})[:40]
-    '3 of 100 operations failed (read 3): a r'
+    >>> r = RunResult("ycsb-etcd", "ycsb-c", pi={"errors": 3.0, "total_count": 97.0,
+    ...               "read_error_count": 3.0})
+    >>> failed_operations(r, "etcd")[:52]
+    '3 of 100 operations failed (read 3): a read of a rec'
     """
+    pi = result.pi
     errors = int(pi.get("errors", 0))
+    # operations in flight at a stop that began before the last window: they hung
+    hung = [(w, int(pi.get(f"cut_off_{w}", 0))) for w in ("before", "during")]
+    if any(n for _, n in hung):
+        held = pi.get("cut_off_max_us", 0.0) / 1e6
+        stuck = (
+            "still in flight when --max-time stopped go-ycsb: "
+            + ", ".join(f"{n} started {w} the window" for w, n in hung if n)
+            + f" (the longest for {held:.1f} s)"
+        )
+        if not errors:
+            return stuck
+    else:
+        stuck = ""
     if not errors:
         return ""
+    from assay.targets.oplog import WINDOWS  # numpy: only where operations failed
+
     kinds = ", ".join(
         f"{k.removesuffix('_error_count')} {int(v)}" for k, v in pi.items()
         if k.endswith("_error_count") and v
     )  # fmt: skip
     total = errors + int(pi.get("total_count", 0))
-    return (
-        f"{errors} of {total} operations failed ({kinds}): a read of a record that was not "
-        "loaded fails on etcd; load as many as --records (ycsb load, or run --load)"
-    )
+    text = f"{errors} of {total} operations failed ({kinds})"
+    seen = [(w, int(pi[f"errors_{w}"])) for w in WINDOWS if f"errors_{w}" in pi]
+    if seen:  # where they failed (errors_before, ...) says more than a usual cause
+        text += "; by window: " + ", ".join(f"{n} {w}" for w, n in seen)
+        return f"{text}; {stuck}" if stuck else text
+    if result.report.get("stopped_by_max_time"):
+        threads = result.params.get("threadcount", "1")
+        return (
+            f"{text}: up to {threads} of them (one per thread) may be the operations in "
+            "flight when --max-time stopped go-ycsb, which it counts as failed "
+            "(--windows counts those apart)"
+        )
+    if db == "etcd" and pi.get("read_error_count"):
+        return (
+            f"{text}: a read of a record that was not loaded fails on etcd; load as many "
+            "as --records (ycsb load, or run --load)"
+        )
+    return text
 
 
 def _tail(text: str, keep: int = 400) -> str:
@@ -365,12 +403,13 @@ def run_ycsb(
     interval: int,
     timeout: float,
     max_time: float | None = None,
-) -> tuple[YcsbReport | None, str]:
+) -> tuple[YcsbReport | None, str, float | None]:
     """Run ``go-ycsb PHASE DB`` with ``props`` (in a private mode-600 property file that
-    is removed after it); return its parsed report and its output (with raw
-    measurements, no report: the raw file's text). After ``max_time``
-    seconds it is asked to stop (SIGTERM: it ends its threads and prints its report;
-    go-ycsb ignores YCSB's maxexecutiontime)."""
+    is removed after it); return its parsed report, its output (with raw
+    measurements, no report: the raw file's text) and when it was asked to stop (epoch
+    seconds; None when it finished). After ``max_time`` seconds it is asked to stop
+    (SIGTERM: it cancels what its threads have in flight, counting those as failed, and
+    prints its report; go-ycsb ignores YCSB's maxexecutiontime)."""
     binary = find_binary()
     with private_temp("assay-ycsb-") as folder:  # mode 700, a fresh name
         path = folder / PROPERTIES
@@ -381,12 +420,14 @@ def run_ycsb(
             cwd=folder,
         )  # fmt: skip
         started = time.monotonic()
+        stopped = None
         try:
             try:
                 stdout, stderr = proc.communicate(timeout=min(max_time or timeout, timeout))
             except subprocess.TimeoutExpired:
                 if max_time is None or max_time >= timeout:
                     raise
+                stopped = time.time()  # before the signal: what it cancels ends after
                 proc.send_signal(signal.SIGTERM)
                 stdout, stderr = proc.communicate(timeout=timeout - (time.monotonic() - started))
         except subprocess.TimeoutExpired:
@@ -407,8 +448,8 @@ def run_ycsb(
             f"{_tail(out + chr(10) + err)}"
         )
     if raw is not None:
-        return None, raw
-    return parse_ycsb(out, float(interval)), out
+        return None, raw, stopped
+    return parse_ycsb(out, float(interval)), out, stopped
 
 
 def run_phase(opts: argparse.Namespace, phase: str) -> RunResult:
@@ -429,7 +470,7 @@ def run_phase(opts: argparse.Namespace, phase: str) -> RunResult:
         connection = {k: v for k, v in conn.items() if "password" not in k}
         if phase == "run" and opts.load:
             run_ycsb("load", opts.db, load_properties(merged), opts.interval, opts.timeout)
-        report, text = run_ycsb(
+        report, text, stopped = run_ycsb(
             phase, opts.db, merged if phase == "run" else load_properties(merged),
             opts.interval, opts.timeout,
             opts.max_time if phase == "run" else None,
@@ -438,7 +479,7 @@ def run_phase(opts: argparse.Namespace, phase: str) -> RunResult:
     times: list[float] | None = None
     found: dict[str, dict[str, float]] = {}
     if report is None:  # raw measurements (--windows)
-        report, times, extra, found = _raw_report(text, opts.windows)
+        report, times, extra, found = _raw_report(text, opts.windows, stopped)
     if "TOTAL" not in report.ops:
         raise TargetError(
             f"go-ycsb {phase} {opts.db}: every operation failed ({report.errors} errors); "
@@ -462,6 +503,7 @@ def run_phase(opts: argparse.Namespace, phase: str) -> RunResult:
             "summary": report.summary,
             "connection": connection,
             **({"windows": found} if windowed else {}),
+            **({"stopped_by_max_time": True} if stopped is not None else {}),
         },
         version=_version(),
         params={k: v for k, v in props.items()},
@@ -469,22 +511,35 @@ def run_phase(opts: argparse.Namespace, phase: str) -> RunResult:
 
 
 def _raw_report(
-    text: str, spec: tuple[float, float | None]
+    text: str, spec: tuple[float, float | None], stopped: float | None
 ) -> tuple[YcsbReport, list[float], dict[str, float], dict[str, dict[str, float]]]:
     """A run's report from its raw measurements: YCSB's figures, the per-second series
-    (seconds since this command started), the windows' PIs and figures."""
+    (seconds since this command started), the windows' PIs and figures. The operations
+    in flight when ``--max-time`` stopped it at ``stopped`` are no failures: kind
+    ``CUT_OFF`` (:func:`~assay.targets.oplog.cut_off`)."""
     import psutil
 
-    from assay.targets.oplog import parse_oplog, per_second, summarise, window_pis, windows
+    from assay.targets.oplog import (
+        cut_off,
+        parse_oplog,
+        per_second,
+        summarise,
+        window_pis,
+        windows,
+    )
 
     log = parse_oplog(text)
+    if stopped is not None:
+        log = cut_off(log, stopped)
     t0 = psutil.Process().create_time()  # the command's start: the fault's clock
     ops = summarise(log)
     times, rates = per_second(log, t0)
     found = windows(log, t0, spec[0], spec[1])
     report = YcsbReport(ops=ops, elapsed_s=ops.get("TOTAL", {}).get("takes_s", 0.0),
                         interval_ops=rates)  # fmt: skip
-    return report, times, window_pis(found), found
+    # stopped with nothing in flight: none cut off (else report_pis counts them)
+    none_cut = {"cut_off": 0.0} if stopped is not None and "CUT_OFF" not in ops else {}
+    return report, times, none_cut | window_pis(found), found
 
 
 def _windows(text: str) -> tuple[float, float | None]:
@@ -595,11 +650,12 @@ def main(argv: Sequence[str]) -> int:
         if opts.action == "teardown":
             teardown(opts)
             return 0
-        out = run_phase(opts, opts.action).to_json()
+        result = run_phase(opts, opts.action)
+        out = result.to_json()
     except TargetError as exc:
         print(f"error: ycsb: {exc}", file=sys.stderr)
         return 2
-    failed = failed_operations(out["pi"])
+    failed = failed_operations(result, opts.db)
     if failed:
         print(f"warning: ycsb: {failed}", file=sys.stderr)
     text = json.dumps(out, separators=(",", ":"))
