@@ -141,6 +141,7 @@ def test_too_few_runs_is_not_decided_and_says_how_many_are_needed() -> None:
     text = a.verdict()
     assert text.startswith("order not decided: with 3 fixed-order and 3 random-order runs")
     assert "at least 5 runs of each kind are needed" in text
+    assert "Kruskal-Wallis on run means cannot give p below" in text  # what decides (#37)
     assert "the per-run test cannot give p below 0.05" in c.note
 
 

@@ -440,7 +440,7 @@ class OrderAnalysis:
             return (
                 f"order not decided: with {worst.per_run.n_fixed} fixed-order and "
                 f"{worst.per_run.n_random} random-order runs of {worst.test}, {name} on run "
-                f"medians cannot give p below {_p(worst.p_floor)} ({thr}){more}"
+                f"means cannot give p below {_p(worst.p_floor)} ({thr}){more}"
             )
         low = min(tested, key=lambda r: r.p_value)
         return (
