@@ -143,6 +143,7 @@ def test_the_leader_killed_mid_trial_on_namespace_hosts(tmp_path: Path) -> None:
             if t.setting["variant"] == "no-fault":
                 assert not faults and not restores
                 assert doc["pi"]["errors"] == 0, t.stderr
+                assert t.readings["unanswered_during"] == 0
                 continue
             # every member host ran the step; only the leader's member was killed
             assert sorted(h.host for h in faults) == sorted(hosts.addresses[1:])
@@ -154,6 +155,11 @@ def test_the_leader_killed_mid_trial_on_namespace_hosts(tmp_path: Path) -> None:
             # half the run, seen once in CI, makes that 0)
             before = series[: int(min(h.info["offset_s"] for h in faults))]
             assert before and min(series) < 0.5 * sorted(before)[len(before) // 2], series
-            assert {"throughput_before", "throughput_during", "throughput_after"} <= set(t.readings)
+            assert {
+                "throughput_before",
+                "throughput_during",
+                "throughput_after",
+                "unanswered_during",
+            } <= set(t.readings)
         assert hosts.left() == {}
     assert not state.exists()

@@ -61,11 +61,12 @@ CUT_OFF = "CUT_OFF"
 
 def cut_off(log: OpLog, stop_s: float) -> OpLog:
     """``log`` with the failed operations that ended once the run was asked to stop at
-    ``stop_s`` (epoch seconds) moved to kind :data:`CUT_OFF`, their latency the time
-    they had been in flight: go-ycsb cancels what each thread has in flight when it is
-    stopped (SIGTERM, ``--max-time``) and counts it as failed. Most were started just
-    before the stop; one started long before had hung (after a fault: a request the
-    cluster lost), which is no failure either, but no success.
+    ``stop_s`` (epoch seconds) moved to kind :data:`CUT_OFF` (there even when none
+    was), their latency the time they had been in flight: go-ycsb cancels what each
+    thread has in flight when it is stopped (SIGTERM, ``--max-time``) and counts it as
+    failed. Most were started just before the stop; one started long before had hung
+    (after a fault: a request the cluster lost), which is no failure either, but no
+    success.
 
     >>> log = parse_oplog("READ,1000000,50\\nTOTAL,1000000,50\\nREAD_ERROR,1500000,9\\n"
     ...                   "UPDATE_ERROR,1900000,200000\\n")
@@ -85,10 +86,9 @@ def cut_off(log: OpLog, stop_s: float) -> OpLog:
             if not starts.size:
                 continue
         kept[op] = (starts, lat)
-    if cut:
-        pairs = np.concatenate([np.column_stack(c) for c in cut])
-        pairs = pairs[np.argsort(pairs[:, 0], kind="stable")]
-        kept[CUT_OFF] = (pairs[:, 0], pairs[:, 1])
+    pairs = np.concatenate([np.column_stack(c) for c in cut] or [np.empty((0, 2))])
+    pairs = pairs[np.argsort(pairs[:, 0], kind="stable")]
+    kept[CUT_OFF] = (pairs[:, 0], pairs[:, 1])
     return kept
 
 

@@ -537,9 +537,7 @@ def _raw_report(
     found = windows(log, t0, spec[0], spec[1])
     report = YcsbReport(ops=ops, elapsed_s=ops.get("TOTAL", {}).get("takes_s", 0.0),
                         interval_ops=rates)  # fmt: skip
-    # stopped with nothing in flight: none cut off (else report_pis counts them)
-    none_cut = {"cut_off": 0.0} if stopped is not None and "CUT_OFF" not in ops else {}
-    return report, times, none_cut | window_pis(found), found
+    return report, times, window_pis(found), found
 
 
 def _windows(text: str) -> tuple[float, float | None]:
