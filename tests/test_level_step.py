@@ -12,7 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from assay.designs.run_until_ci import SHIFT_ALPHA, STEP_NOTE_ALPHA, RoundData, analyze_pi
+from assay.designs.run_until_ci import (
+    EARLY_STEP_ALPHA,
+    SHIFT_ALPHA,
+    STEP_NOTE_ALPHA,
+    RoundData,
+    analyze_pi,
+)
 from assay.spec import PISpec, StopSpec
 from assay.stats.validity import level_step
 from test_autocorr import ar1  # an AR(1) series, seeded
@@ -183,6 +189,39 @@ def test_among_the_first_splits_it_holds_its_level_on_iid_normal_series() -> Non
         ]
         low, high = stats.binom.interval(0.999, 1500, 0.01)
         assert low <= sum(p < 0.01 for p in ps) <= high, n
+
+
+def test_among_the_first_splits_the_known_variance_test_holds_its_level() -> None:
+    rng = np.random.default_rng(11)
+    for n in (11, 13, 30, 60):
+        head = min(10, n // 3)
+        ps = []
+        for _ in range(1500):
+            s = level_step(rng.normal(3.0, 2.0, n), max_samples=n, variance=4.0,
+                           variance_df=2000.0, head=head)  # fmt: skip
+            assert s is not None and s.index <= head
+            ps.append(s.p_value)
+        low, high = stats.binom.interval(0.999, 1500, 0.01)
+        assert low <= sum(p < 0.01 for p in ps) <= high, n
+
+
+def test_an_early_step_is_said_on_its_unit_readings_noise() -> None:
+    # 40 rounds, the last 36 higher by 1.1%: the round means vary as their unit readings
+    # say, the interval rests on the unit readings and meets ±1%. Among the first
+    # splits on the unit readings' noise the step is below the note's level; neither
+    # the round means' own spread among the first splits (max-t) nor every split on
+    # that noise says it
+    rounds = _units([10.0] * 4 + [10.11] * 36, seed=45)
+    res = analyze_pi(PI, rounds, StopSpec(ci_width=0.01))
+    assert res.met and "rounds_level" not in res.extra
+    assert res.extra["step_p"] < EARLY_STEP_ALPHA and int(res.extra["step_round"]) in (4, 5)
+    assert "the first rounds against the rest, against their unit readings' noise" in res.note
+    means = np.array([r.units.mean() for r in rounds if r.units is not None])
+    by_t = level_step(means, max_samples=40, head=10)
+    every = level_step(means, variance=res.extra["unit_round_variance"],
+                       variance_df=res.extra["unit_df"])  # fmt: skip
+    assert by_t is not None and by_t.p_value >= STEP_NOTE_ALPHA
+    assert every is not None and every.p_value >= STEP_NOTE_ALPHA
 
 
 def test_a_head_too_short_for_two_parts_finds_nothing() -> None:

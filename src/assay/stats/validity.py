@@ -163,11 +163,14 @@ def _split_z(y: FloatArray, min_size: int) -> FloatArray:
 
 
 @functools.lru_cache(maxsize=64)
-def _max_z_null(n: int, min_size: int) -> FloatArray:
-    """The sorted maxima over splits of :func:`_split_z` for i.i.d. standard normal
-    series of length ``n``."""
+def _max_z_null(n: int, min_size: int, head: int | None = None) -> FloatArray:
+    """The sorted maxima over splits of :func:`_split_z` (the first ``head - min_size
+    + 1`` of them with ``head``) for i.i.d. standard normal series of length ``n``."""
     rng = np.random.default_rng(20261129 + n)
-    return np.sort(np.max(_split_z(rng.standard_normal((STEP_NULL_DRAWS, n)), min_size), axis=-1))
+    z = _split_z(rng.standard_normal((STEP_NULL_DRAWS, n)), min_size)
+    if head is not None:
+        z = z[:, : head - min_size + 1]
+    return np.sort(np.max(z, axis=-1))
 
 
 @functools.lru_cache(maxsize=64)
@@ -211,8 +214,8 @@ def level_step(
     and ``residual_p`` says whether the values vary around the two means no more than
     that variance allows (when they do not, the z test does not hold: use the t one).
 
-    With ``head`` (t test only) the splits are those whose first part holds at most
-    ``head`` values, and so is the reference: whether the first values sit apart from
+    With ``head`` the splits are those whose first part holds at most ``head`` values,
+    and so is the reference: whether the first values sit apart from
     the rest (an early step), with the power of a few splits rather than all.
 
     >>> x = [10.0, 10.1, 9.9, 10.0, 10.3, 10.4, 10.2, 10.3, 10.35, 10.25, 10.3]
@@ -230,12 +233,12 @@ def level_step(
     n = y.size
     if n < 2 * min_size + 2 or float(np.ptp(y)) == 0.0:
         return None
-    if variance is not None:
-        return _known_variance_step(y, block, scale, min_size, variance, variance_df)
     if head is not None:
         head = min(head, n - min_size) // block
         if head < min_size:
             return None
+    if variance is not None:
+        return _known_variance_step(y, block, scale, min_size, variance, variance_df, head)
     t, sse = _split_t(y, min_size)
     if head is not None:
         t, sse = t[: head - min_size + 1], sse[: head - min_size + 1]
@@ -259,22 +262,31 @@ def level_step(
 
 
 def _known_variance_step(
-    y: FloatArray, block: int, scale: float, min_size: int, variance: float, df: float
+    y: FloatArray,
+    block: int,
+    scale: float,
+    min_size: int,
+    variance: float,
+    df: float,
+    head: int | None = None,
 ) -> LevelStep | None:
     """:func:`level_step` of the prepared values ``y`` (blocks of ``block`` values,
-    divided by ``scale``) whose every input value has ``variance``."""
+    divided by ``scale``) whose every input value has ``variance`` (with ``head``: the
+    splits whose first part holds at most ``head`` values)."""
     from scipy import stats  # the analysis needs SciPy; start-up does not
 
     if not (variance > 0 and math.isfinite(variance)):
         return None
     unit = math.sqrt(variance / block) / scale  # one prepared value's standard deviation
     zs = _split_z(y / unit, min_size)
+    if head is not None:
+        zs = zs[: head - min_size + 1]
     i = int(np.argmax(zs))
     k, n = min_size + i, y.size
     before, after = float(y[:k].mean()), float(y[k:].mean())
     resid = np.concatenate([y[:k] - before, y[k:] - after]) / unit
     ratio = float(resid @ resid) / (n - 2)  # 1 when only the known variance is there
-    null = _max_z_null(n, min_size)
+    null = _max_z_null(n, min_size, head)
     exceed = int(null.size - np.searchsorted(null, float(zs[i]), side="left"))
     return LevelStep(
         index=k * block,
