@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -32,19 +33,29 @@ BASE = (33888.15, 33794.10, 38016.58, 38157.31)
 TESTS = ("stream", "lat")
 
 
+def schedule(
+    tests: Sequence[str], runs: int, rng: random.Random
+) -> Iterator[tuple[str, int, int, str]]:
+    """(kind, run number, position, test) of every trial: ``runs`` runs of ``tests`` in
+    their order, then as many each shuffled by ``rng`` (lazily: a caller drawing from
+    ``rng`` between trials draws in the same order as if it shuffled itself)."""
+    for kind in ("fixed", "random"):
+        for run in range(runs):
+            order = list(tests)
+            if kind == "random":
+                rng.shuffle(order)
+            for pos, test in enumerate(order):
+                yield kind, run, pos, test
+
+
 def _trials(runs: int = 6, seed: int = 40) -> list[tuple[str, str, int, int, list[float]]]:
     """(test, kind, run number, position, the four values) of every trial."""
     rng = random.Random(seed)
     out = []
-    for kind in ("fixed", "random"):
-        for run in range(runs):
-            tests = list(TESTS)
-            if kind == "random":
-                rng.shuffle(tests)
-            for pos, test in enumerate(tests):
-                scale = 1.0 if test == "stream" else 0.5
-                values = [round(v * scale * (1 + rng.gauss(0, 0.01)), 2) for v in BASE]
-                out.append((test, kind, run, pos, values))
+    for kind, run, pos, test in schedule(TESTS, runs, rng):
+        scale = 1.0 if test == "stream" else 0.5
+        values = [round(v * scale * (1 + rng.gauss(0, 0.01)), 2) for v in BASE]
+        out.append((test, kind, run, pos, values))
     return out
 
 

@@ -19,10 +19,8 @@ from pathlib import Path
 
 import pytest
 
-HEADER = (
-    "run_uuid,hostname,run_num,total_runs,exp_command,exp_number,order_number,order_type,"
-    "time_start,time_stop,completion_status,result\n"
-)
+from test_order_multivalue import HEADER, schedule  # OrderSage's results file
+
 #: the tests of a run: their redis-benchmark commands, in their fixed order
 TESTS = {"setget": "set,get", "incr": "incr"}
 RUNS = 5  # of each kind: the fewest that can decide at alpha 0.05 / 3
@@ -61,16 +59,10 @@ def _trial(state: str, test: str) -> str:
 def test_a_results_file_of_a_real_benchmark_with_and_without_sub_results_is_read_whole(
     redis_state: str, tmp_path: Path
 ) -> None:
-    rng = random.Random(59)
-    rows = []
-    for kind in ("fixed", "random"):
-        for run in range(RUNS):
-            tests = list(TESTS)
-            if kind == "random":
-                rng.shuffle(tests)
-            for pos, test in enumerate(tests):
-                result = _trial(redis_state, test)
-                rows.append(f"u,node1,{run},{RUNS},{test},0,{pos},{kind},0,1,Success,{result}\n")
+    rows = [
+        f"u,node1,{run},{RUNS},{test},0,{pos},{kind},0,1,Success,{_trial(redis_state, test)}\n"
+        for kind, run, pos, test in schedule(list(TESTS), RUNS, random.Random(59))
+    ]
     results = tmp_path / "results.csv"
     results.write_text(HEADER + "".join(rows), encoding="utf-8")
     text = results.read_text()
