@@ -60,3 +60,29 @@ def test_a_stopped_runs_figures_count_what_it_cut_off_apart() -> None:
     # a run stopped with nothing in flight: none cut off, said as 0
     calm = summarise(cut_off(parse_oplog(_log_text(rows[:1900])), 3.0))
     assert calm[CUT_OFF]["count"] == 0
+
+
+def test_the_warning_names_operations_that_hung_since_an_earlier_window() -> None:
+    from assay.targets.base import RunResult
+    from assay.targets.ycsb import failed_operations
+
+    def said(pi: dict[str, float]) -> str:
+        stopped = {"stopped_by_max_time": True}
+        return failed_operations(RunResult("ycsb-etcd", "ycsb-a", pi=pi, report=stopped), "etcd")
+
+    hung = {"errors": 0.0, "cut_off": 16.0, "cut_off_max_us": 5.3e6, "cut_off_before": 0.0,
+            "cut_off_during": 6.0, "cut_off_after": 10.0}  # fmt: skip
+    assert said(hung) == (
+        "still in flight when --max-time stopped go-ycsb: 6 started during the window "
+        "(the longest for 5.3 s)"
+    )
+    # what the last window had in flight at the stop is what any stop cuts off: nothing said
+    assert said({**hung, "cut_off_during": 0.0}) == ""
+    # --windows AT alone: 'during' runs to the end, so what it had in flight is no hang
+    assert said({"errors": 0.0, "cut_off": 16.0, "cut_off_before": 0.0,
+                 "cut_off_during": 16.0}) == ""  # fmt: skip
+    failed = said({**hung, "errors": 3.0, "update_error_count": 3.0, "total_count": 97.0,
+                   "errors_before": 0.0, "errors_during": 3.0, "errors_after": 0.0})  # fmt: skip
+    assert failed.startswith("3 of 100 operations failed (update 3); by window: 0 before, 3 ")
+    assert failed.endswith("; still in flight when --max-time stopped go-ycsb: 6 started "
+                           "during the window (the longest for 5.3 s)")  # fmt: skip

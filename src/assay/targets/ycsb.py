@@ -204,21 +204,19 @@ def failed_operations(result: RunResult, db: str) -> str:
     """
     pi = result.pi
     errors = int(pi.get("errors", 0))
-    # operations in flight at a stop that began before the last window: they hung
-    hung = [(w, int(pi.get(f"cut_off_{w}", 0))) for w in ("before", "during")]
-    if any(n for _, n in hung):
+    # in flight at the stop, started in a window before the run's last: they hung
+    cut = [(w, int(pi[f"cut_off_{w}"])) for w in ("before", "during", "after")
+           if f"cut_off_{w}" in pi][:-1]  # fmt: skip
+    stuck = ""
+    if any(n for _, n in cut):
         held = pi.get("cut_off_max_us", 0.0) / 1e6
         stuck = (
             "still in flight when --max-time stopped go-ycsb: "
-            + ", ".join(f"{n} started {w} the window" for w, n in hung if n)
+            + ", ".join(f"{n} started {w} the window" for w, n in cut if n)
             + f" (the longest for {held:.1f} s)"
         )
-        if not errors:
-            return stuck
-    else:
-        stuck = ""
     if not errors:
-        return ""
+        return stuck
     from assay.targets.oplog import WINDOWS  # numpy: only where operations failed
 
     kinds = ", ".join(
