@@ -628,6 +628,27 @@ def test_a_kept_sweep_json_is_read_only_in_the_shape_its_page_reads(
     assert kept_doc_readable({**_READABLE, **change}) is readable
 
 
+def test_a_site_of_a_study_that_kept_its_plots_imports_no_matplotlib(tmp_path: Path) -> None:
+    # as one page does (#60): the site drew nothing either, but imported Matplotlib first
+    import subprocess
+
+    _study_shown(tmp_path, "sweep", SWEEP, "--no-monitor")
+    db = tmp_path / "sweep.assay.db"
+    kept = _plots_value(db)
+    assert kept is not None
+    site = tmp_path / "site"
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "assay", "report", str(db), "-o", f"{site}/"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert " matplotlib" not in done.stderr  # -X importtime: one line per module imported
+    pages = [p for p in site.glob("*.html") if p.name != "index.html"]
+    assert len(pages) == 1
+    text = pages[0].read_text(encoding="utf-8")
+    assert all(svg in text for _, _, svg in kept["plots"])
+
+
 @pytest.mark.parametrize("kind", ["sweep", "knobs"])
 def test_a_report_inlines_the_plots_the_study_kept_and_draws_them_when_they_do_not_hold(
     tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch

@@ -72,7 +72,6 @@ def report(args: tuple[str, ...], **opts: Any) -> None:
     """
     err = err_console()
     if _site_mode(args, opts["html_out"]):
-        plots_without_3d()
         _site(args, opts, err)
         return
     store, study = args[0], (args[1] if len(args) == 2 else None)
@@ -166,7 +165,7 @@ def _site(args: tuple[str, ...], opts: dict[str, Any], err: Any) -> None:
         with stored_study_errors(err, path):
             list_studies(path)
     with stored_study_errors(err, stores[0]):
-        site = build_site(stores)
+        site = build_site(stores, before_drawing=plots_without_3d)
     folder.mkdir(exist_ok=True)
     write_site(site, folder)
     for row in site.rows:

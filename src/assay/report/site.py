@@ -181,14 +181,18 @@ def _pis(stored: Any) -> str:
 
 
 def build_site(
-    stores: Sequence[Path], *, on_study: Callable[[str, str], None] | None = None
+    stores: Sequence[Path],
+    *,
+    on_study: Callable[[str, str], None] | None = None,
+    before_drawing: Callable[[], None] | None = None,
 ) -> Site:
     """Every study of ``stores`` rendered: the index, a page per study that can be
     analysed, and a page per benchmark across commits.  Reads the stores, writes
     nothing.  A study that cannot be analysed gets an index row saying why and no
     page; a store that cannot be read raises (:class:`~assay.store.NotAStoreError`,
     :class:`~assay.store.StoreError`).  ``on_study(store, study)`` is called before
-    each study is rendered (progress)."""
+    each study is rendered (progress), ``before_drawing()`` before a plot is drawn (a
+    page whose study kept its plots draws none)."""
     from assay.report.answer import answer
     from assay.report.html import report_page
 
@@ -213,7 +217,9 @@ def build_site(
             )
             rows.append(row)
             try:
-                stored, result, html, _ = report_page(view.path, entry.name)
+                stored, result, html, _ = report_page(
+                    view.path, entry.name, before_drawing=before_drawing
+                )
                 row.pi = _pis(stored)
                 row.answer = answer(stored.kind, result.as_dict())
             except (StudyError, SpecError, StoreError, ValueError) as exc:
@@ -227,6 +233,8 @@ def build_site(
         for base in view.histories:
             if on_study is not None:
                 on_study(str(view.path), f"{base} (across commits)")
+            if before_drawing is not None:  # its plot is drawn
+                before_drawing()
             found, page = _history(view, base, study_pages, taken)
             if found is not None:
                 rows.append(found)
