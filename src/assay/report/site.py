@@ -233,9 +233,7 @@ def build_site(
         for base in view.histories:
             if on_study is not None:
                 on_study(str(view.path), f"{base} (across commits)")
-            if before_drawing is not None:  # its plot is drawn
-                before_drawing()
-            found, page = _history(view, base, study_pages, taken)
+            found, page = _history(view, base, study_pages, taken, before_drawing)
             if found is not None:
                 rows.append(found)
             if page is not None:
@@ -265,10 +263,14 @@ def _claim(name: str, taken: set[str]) -> str:
 
 
 def _history(
-    view: _StoreView, base: str, study_pages: Mapping[tuple[str, str], str], taken: set[str]
+    view: _StoreView,
+    base: str,
+    study_pages: Mapping[tuple[str, str], str],
+    taken: set[str],
+    before_drawing: Callable[[], None] | None = None,
 ) -> tuple[IndexRow | None, Page | None]:
     """The index row and page of ``base``'s history in the store (none when it has a
-    single revision: no history to show)."""
+    single revision: no history to show); ``before_drawing()`` before its plot."""
     from assay.studies.history import load_history
 
     members = [e for e in view.entries if e.name == base or _commit_base(e.name) == base]
@@ -293,6 +295,8 @@ def _history(
     }
     name = _claim(page_name(view.path, base, prefix="history-"), taken)
     row.page = name
+    if before_drawing is not None:
+        before_drawing()
     return row, Page(name, history_page(h, commit_pages))
 
 
