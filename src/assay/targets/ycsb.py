@@ -204,9 +204,12 @@ def failed_operations(result: RunResult, db: str) -> str:
     """
     pi = result.pi
     errors = int(pi.get("errors", 0))
+    if not errors and "cut_off" not in pi:  # cut_off: the run's operations were read
+        return ""
+    from assay.targets.oplog import WINDOWS  # numpy: already there for a windowed run
+
     # in flight at the stop, started in a window before the run's last: they hung
-    cut = [(w, int(pi[f"cut_off_{w}"])) for w in ("before", "during", "after")
-           if f"cut_off_{w}" in pi][:-1]  # fmt: skip
+    cut = [(w, int(pi[f"cut_off_{w}"])) for w in WINDOWS if f"cut_off_{w}" in pi][:-1]
     stuck = ""
     if any(n for _, n in cut):
         held = pi.get("cut_off_max_us", 0.0) / 1e6
@@ -217,8 +220,6 @@ def failed_operations(result: RunResult, db: str) -> str:
         )
     if not errors:
         return stuck
-    from assay.targets.oplog import WINDOWS  # numpy: only where operations failed
-
     kinds = ", ".join(
         f"{k.removesuffix('_error_count')} {int(v)}" for k, v in pi.items()
         if k.endswith("_error_count") and v
